@@ -1,0 +1,5 @@
+"""``python -m proxy`` is the ``hookgate`` command."""
+
+from proxy.cli import main
+
+raise SystemExit(main())

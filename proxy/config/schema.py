@@ -1,0 +1,135 @@
+"""The YAML config file as strict pydantic models.
+
+Every model forbids unknown keys, so a typo is an error with a path rather than a
+setting silently ignored. Policy entries are validated here only for shape (one key
+per entry); each policy's own ``Config`` model validates its settings in
+:mod:`proxy.pipeline.registry`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+DEFAULT_PORT = 8787
+
+
+class Strict(BaseModel):
+    """Base for config models: unknown keys are errors; instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TimeoutConfig(Strict):
+    """Transport timeouts for one provider, in seconds.
+
+    Defaults suit slow reasoning models: a first byte may take minutes.
+    """
+
+    connect_s: Annotated[float, Field(gt=0)] = 10.0
+    read_s: Annotated[float, Field(gt=0)] = 600.0
+    """Longest silence allowed while waiting for the next byte (headers or body)."""
+
+
+class ProviderConfig(Strict):
+    """Where requests for a provider go.
+
+    ``type: openai`` speaks the OpenAI HTTP API at ``base_url`` (OpenAI itself, Azure's
+    OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM, ...). ``type: echo`` is built in:
+    it answers every request locally by echoing the last user message, labelled as an
+    echo, and is meant for trying hookgate out and for users' own tests.
+    """
+
+    type: Literal["openai", "echo"] = "openai"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    missing_key: Literal["error", "echo"] = "error"
+    """What to do when ``api_key`` is given but resolves to an empty string (an unset
+    ``${ENV}``): ``error`` refuses the config; ``echo`` serves this provider's requests
+    with the built-in echo provider and logs that it does."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra headers sent with every upstream request (e.g. ``api-version``)."""
+    timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> ProviderConfig:
+        if self.type == "openai" and not self.base_url:
+            raise ValueError("base_url is required for a provider of type openai")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return self
+
+    @property
+    def key_missing(self) -> bool:
+        """True when ``api_key`` was configured but is empty."""
+        return self.api_key is not None and not self.api_key.get_secret_value()
+
+
+class TargetConfig(Strict):
+    """One upstream target of a model alias."""
+
+    provider: str
+    model: str | None = None
+    """Upstream model name; ``None`` keeps the name the client sent."""
+
+
+class ServerConfig(Strict):
+    """Listener and request-handling settings."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
+    max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
+    """Largest JSON request body accepted on the model endpoints (413 above it). The
+    generic ``/v1/*`` relay streams bodies and is not bound by it."""
+    relay_provider: str | None = None
+    """Provider for the generic ``/v1/*`` relay (files, batches, ...). Default: the
+    provider of the first target of ``"*"``, else the first provider listed."""
+    forward_headers: list[str] = Field(default_factory=list)
+    """Extra client request headers forwarded upstream, beyond the built-in allow-list.
+    A trailing ``*`` matches a prefix (``x-my-*``)."""
+    reload: bool = True
+    """Watch the config file and swap in edits without a restart."""
+    reload_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    shutdown_timeout_s: Annotated[float, Field(ge=0)] = 30.0
+    """How long SIGTERM waits for in-flight requests before cancelling them."""
+
+
+PolicyEntry = dict[str, Any]
+
+
+class Config(Strict):
+    """The whole config file."""
+
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    providers: dict[str, ProviderConfig]
+    models: dict[str, list[TargetConfig]]
+    policies: list[PolicyEntry] = Field(default_factory=list)
+
+    @field_validator("providers")
+    @classmethod
+    def _some_provider(cls, value: dict[str, ProviderConfig]) -> dict[str, ProviderConfig]:
+        if not value:
+            raise ValueError("at least one provider is required")
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _non_empty_targets(
+        cls, value: dict[str, list[TargetConfig]]
+    ) -> dict[str, list[TargetConfig]]:
+        for alias, targets in value.items():
+            if not targets:
+                raise ValueError(f"model alias {alias!r} has no targets")
+        return value
+
+    @field_validator("policies")
+    @classmethod
+    def _one_key_each(cls, value: list[PolicyEntry]) -> list[PolicyEntry]:
+        for entry in value:
+            if len(entry) != 1:
+                raise ValueError(
+                    "each policy entry is a mapping with exactly one key, the policy name "
+                    f"(got {sorted(entry) or 'an empty mapping'})"
+                )
+        return value

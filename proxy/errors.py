@@ -1,0 +1,163 @@
+"""Every error hookgate can hand to a client, as one tree.
+
+Each class knows the HTTP status and the OpenAI error ``type``/``code`` it maps to, so
+the server's outermost layer turns any of them into an OpenAI-format body
+``{"error": {"message", "type", "param", "code"}}`` without a traceback ever leaving
+the process. Policies block a request by raising one of these.
+
+::
+
+    HookgateError                      status  type
+    ├── InvalidRequest                 400     invalid_request_error
+    │   └── PolicyBlocked              400     invalid_request_error (code names the policy)
+    ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
+    ├── PayloadTooLarge                413     invalid_request_error
+    └── UpstreamError                          (raised only by the provider layer)
+        ├── UpstreamConnectError       502     upstream_error   could not connect
+        ├── UpstreamTimeout            504     upstream_error   no byte within the timeout
+        ├── UpstreamReset              502     upstream_error   connection lost mid-response,
+        │                                                       or a stream cut before its end
+        ├── UpstreamBadResponse        502     upstream_error   bytes that are not the protocol
+        └── UpstreamStatusError        (its own) the provider answered non-2xx; its status,
+                                                 body and headers are relayed unchanged
+
+The provider layer raises only :class:`UpstreamError` kinds: it translates aiohttp and
+timeout exceptions at the boundary, so policies, metrics and the server never see a
+transport library's exception types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+
+class HookgateError(Exception):
+    """Base of every client-visible error. Subclasses fix ``status`` and ``type``."""
+
+    status: int = 500
+    type: str = "server_error"
+    code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+    def to_body(self) -> dict[str, Any]:
+        """The OpenAI-format error body for this error."""
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def to_bytes(self) -> bytes:
+        """:meth:`to_body` encoded as JSON."""
+        return orjson.dumps(self.to_body())
+
+    def headers(self) -> Mapping[str, str]:
+        """Extra response headers the error carries (e.g. ``Retry-After``)."""
+        return {}
+
+
+class InvalidRequest(HookgateError):
+    """The client's request cannot be served as sent (malformed JSON, wrong types)."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "invalid_request"
+
+
+class PolicyBlocked(InvalidRequest):
+    """A policy refused the request; ``code`` names the policy's reason."""
+
+    code = "policy_blocked"
+
+
+class NotFound(HookgateError):
+    """Unknown route or model alias."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class PayloadTooLarge(HookgateError):
+    """The request body is larger than ``server.max_body_bytes``."""
+
+    status = 413
+    type = "invalid_request_error"
+    code = "request_too_large"
+
+
+class UpstreamError(HookgateError):
+    """A failure talking to a provider. ``target`` is ``provider/model`` when known."""
+
+    status = 502
+    type = "upstream_error"
+    code = "upstream_error"
+
+    def __init__(self, message: str, *, target: str | None = None):
+        super().__init__(message)
+        self.target = target
+
+
+class UpstreamConnectError(UpstreamError):
+    """The provider could not be reached (refused, DNS, TLS)."""
+
+    code = "upstream_unreachable"
+
+
+class UpstreamTimeout(UpstreamError):
+    """The provider sent nothing within the configured timeout."""
+
+    status = 504
+    code = "upstream_timeout"
+
+
+class UpstreamReset(UpstreamError):
+    """The connection was lost mid-response, or a stream ended before its terminal event."""
+
+    code = "upstream_reset"
+
+
+class UpstreamBadResponse(UpstreamError):
+    """The provider's bytes were not valid for the protocol (bad JSON, bad SSE)."""
+
+    code = "upstream_bad_response"
+
+
+class UpstreamStatusError(UpstreamError):
+    """The provider answered with a non-2xx status.
+
+    The server relays ``upstream_status``, ``body`` and the relayable ``upstream_headers``
+    to the client unchanged, so the client's SDK raises the same exception class it would
+    raise against the provider directly.
+    """
+
+    def __init__(
+        self,
+        upstream_status: int,
+        body: bytes,
+        upstream_headers: Mapping[str, str],
+        *,
+        target: str | None = None,
+    ):
+        super().__init__(f"upstream answered HTTP {upstream_status}", target=target)
+        self.status = upstream_status
+        self.body = body
+        self.upstream_headers = upstream_headers
+
+    def to_bytes(self) -> bytes:
+        return self.body
+
+    def headers(self) -> Mapping[str, str]:
+        return self.upstream_headers

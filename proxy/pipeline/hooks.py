@@ -1,0 +1,147 @@
+"""The hook contract: what a policy may implement, who calls it, and how hooks compose.
+
+A policy subclasses :class:`Policy` and overrides any subset of the hook methods. The
+pipeline wires in only the methods a policy overrides, so a hook a policy does not
+implement costs nothing per request. Hook shapes and their composition:
+
+=====================  ===========  ==================================================
+hook                   shape        composition (policies as listed in YAML)
+=====================  ===========  ==================================================
+on_system_prompt       transformer  chained in listed order
+convert_to_llm         transformer  chained in listed order
+on_model_call          onion        first listed is outermost
+on_response            transformer  reverse listed order (innermost first)
+on_response_stream     per stream   reverse listed order, like on_response
+=====================  ===========  ==================================================
+
+Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
+``[a, b]``, ``a`` sees the request first and the response last, exactly as an onion.
+
+Any hook may refuse the request by raising a :class:`~proxy.errors.HookgateError`
+subclass (usually :class:`~proxy.errors.PolicyBlocked`); the server turns it into an
+OpenAI-format error. Any other exception is a bug and becomes a 500 without a traceback
+reaching the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from proxy.pipeline.types import Context, ModelCall, ModelResponse
+
+Messages = Sequence[Any]
+"""Chat ``messages`` or Responses ``input`` items, exactly as the client sent them."""
+
+Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
+"""The rest of the ``on_model_call`` onion, ending in the upstream call."""
+
+DeltaKind = Literal["text", "tool_arguments"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaKey:
+    """Identifies one growing string in a stream.
+
+    ``choice`` is the chat choice index (or the Responses ``output_index``); ``index`` is
+    the tool-call index within the choice for ``tool_arguments`` (or the Responses
+    ``content_index`` for ``text``).
+    """
+
+    kind: DeltaKind
+    choice: int
+    index: int = 0
+
+
+class StreamTransform:
+    """Rewrites the text and tool-argument deltas of one streamed response.
+
+    Made per stream by :meth:`Policy.on_response_stream`, so it may keep state (a
+    look-behind buffer for a value split across chunks). The server calls :meth:`delta`
+    for every delta in arrival order and :meth:`end` once per key when that string is
+    complete; what :meth:`end` returns is sent before the stream moves on. A transform
+    may hold text back by returning less than it got, and must return all it held by
+    :meth:`end`. The default implementation passes everything through.
+    """
+
+    def delta(self, key: DeltaKey, text: str) -> str:
+        """Return the text to send in place of ``text``."""
+        return text
+
+    def end(self, key: DeltaKey) -> str:
+        """Return any text held back for ``key``; called once when ``key`` completes."""
+        return ""
+
+
+class Policy:
+    """Base class of every policy. Override only the hooks you need.
+
+    Subclasses set ``name`` (the YAML key) and ``Config`` (a strict pydantic model of the
+    policy's YAML settings), and take that config in ``__init__``. One instance serves
+    all requests of a pipeline, concurrently: keep per-request data in ``ctx.state``.
+    """
+
+    name: ClassVar[str] = "policy"
+
+    class Config(BaseModel):
+        """Settings of a policy with none."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config
+
+    async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
+        """Return the system prompt the model should see.
+
+        Called before every chat or Responses call with the current system prompt text
+        ("" when the request has none; then a non-empty return adds one). Chained: the
+        next policy gets what this one returns.
+        """
+        return prompt
+
+    async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
+        """Return the messages the model should see.
+
+        Called with chat ``messages`` or Responses ``input`` items (a string input
+        arrives as one user message). Return a new list, never mutate the one given;
+        returning the same object means "unchanged" and keeps the fast path.
+        """
+        return messages
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        """Wrap the upstream call: first listed policy is outermost.
+
+        Call ``await next(call, ctx)`` to continue (possibly with a changed call, possibly
+        more than once to retry); return without calling it to short-circuit with a
+        response of your own; raise a HookgateError to refuse.
+        """
+        return await next(call, ctx)
+
+    async def on_response(self, response: ModelResponse, ctx: Context) -> ModelResponse:
+        """Return the non-streamed response the client should get (2xx only).
+
+        Runs innermost first. Use ``response.with_body(...)`` to change it.
+        """
+        return response
+
+    def on_response_stream(self, ctx: Context) -> StreamTransform | None:
+        """Return a transform for this streamed response, or None to leave it alone."""
+        return None
+
+
+HOOK_NAMES: tuple[str, ...] = (
+    "on_system_prompt",
+    "convert_to_llm",
+    "on_model_call",
+    "on_response",
+    "on_response_stream",
+)
+
+
+def implements(policy: Policy, hook: str) -> bool:
+    """True when ``policy``'s class overrides ``hook`` of :class:`Policy`."""
+    return getattr(type(policy), hook) is not getattr(Policy, hook)

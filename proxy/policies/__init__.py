@@ -1,0 +1,1 @@
+"""Built-in policies, one module each; the registry maps YAML names to them."""

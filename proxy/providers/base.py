@@ -1,0 +1,38 @@
+"""The provider interface and what every provider shares.
+
+A provider turns a :class:`~proxy.pipeline.types.ModelCall` into a
+:class:`~proxy.pipeline.types.ModelResponse` for one target. It raises only
+:class:`~proxy.errors.UpstreamError` kinds; a non-2xx answer is
+:class:`~proxy.errors.UpstreamStatusError` carrying the provider's status, body and headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from proxy.pipeline.types import Api, ModelCall, ModelResponse, Target
+
+API_PATHS: Mapping[Api, str] = {
+    "chat.completions": "/chat/completions",
+    "responses": "/responses",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+}
+"""Each API's path below a provider's ``base_url``."""
+
+
+class Provider(Protocol):
+    """Sends model calls to one configured provider."""
+
+    name: str
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Send ``call`` (already addressed to ``target``) and return the response.
+
+        For a streamed call the response is returned once the upstream's status and
+        headers have arrived, before any event; its ``stream`` raises
+        :class:`~proxy.errors.UpstreamReset` if the upstream ends without the
+        protocol's terminal event.
+        """
+        ...

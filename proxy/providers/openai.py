@@ -1,0 +1,173 @@
+"""An OpenAI-compatible HTTP provider on the app's shared aiohttp ``ClientSession``.
+
+This module is the boundary where aiohttp and timeout exceptions become
+:mod:`proxy.errors` kinds (see :func:`translate`); nothing above it sees aiohttp's types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+import aiohttp
+import orjson
+from yarl import URL
+
+from proxy.config.schema import ProviderConfig
+from proxy.errors import (
+    UpstreamBadResponse,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamReset,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
+from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from proxy.providers.base import API_PATHS
+from proxy.server.headers import response_headers
+from proxy.wire import sse
+
+
+def translate(exc: BaseException, target: str) -> UpstreamError:
+    """Map a transport exception to the :class:`UpstreamError` kind it means."""
+    if isinstance(exc, UpstreamError):
+        return exc
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return UpstreamConnectError(f"cannot connect to {target}: {exc.os_error}", target=target)
+    if isinstance(exc, TimeoutError):
+        return UpstreamTimeout(f"{target} sent nothing within the timeout", target=target)
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return UpstreamReset(f"{target} closed the connection mid-response", target=target)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return UpstreamBadResponse(f"{target} sent an invalid HTTP response", target=target)
+    if isinstance(exc, aiohttp.ClientOSError | ConnectionError):
+        return UpstreamReset(f"connection to {target} failed: {exc}", target=target)
+    return UpstreamBadResponse(f"{target} failed: {type(exc).__name__}", target=target)
+
+
+@contextmanager
+def translated(target: str) -> Iterator[None]:
+    """Re-raise transport exceptions inside the block as :class:`UpstreamError` kinds."""
+    try:
+        yield
+    except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
+        raise translate(exc, target) from exc
+
+
+class OpenAIProvider:
+    """Sends calls to ``base_url`` + the API's path, with the provider's key."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ProviderConfig,
+        session: Callable[[], aiohttp.ClientSession],
+    ) -> None:
+        assert config.base_url is not None
+        self.name = name
+        self.base_url = URL(config.base_url.rstrip("/"))
+        self._session = session
+        self._headers = dict(config.headers)
+        if config.api_key is not None:
+            self._headers["authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
+        )
+
+    def url(self, path: str) -> URL:
+        """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``)."""
+        return self.base_url.with_path(self.base_url.path + path, encoded=True)
+
+    def headers(self, forwarded: Mapping[str, str]) -> dict[str, str]:
+        """``forwarded`` client headers plus this provider's own (its key wins)."""
+        return {**forwarded, **self._headers}
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        label = target.label(call.model)
+        headers = self.headers(call.headers)
+        headers["content-type"] = "application/json"
+        with translated(label):
+            response = await self._session().post(
+                self.url(API_PATHS[call.api]),
+                data=call.payload.to_bytes(),
+                headers=headers,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        handed_off = False
+        try:
+            if response.status >= 300:
+                with translated(label):
+                    body = await response.read()
+                raise UpstreamStatusError(
+                    response.status, body, response_headers(response.headers), target=label
+                )
+            relayed = response_headers(response.headers)
+            if call.stream:
+                if response.content_type != "text/event-stream":
+                    raise UpstreamBadResponse(
+                        f"{label} answered a streamed call with {response.content_type!r}, "
+                        "not an event stream",
+                        target=label,
+                    )
+                stream = _UpstreamEvents(response, label, _terminal_check(call))
+                handed_off = True
+                return ModelResponse(response.status, relayed, target, stream=stream)
+            with translated(label):
+                raw = await response.read()
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise UpstreamBadResponse(f"{label} sent a body that is not JSON", target=label) from None
+            if not isinstance(data, dict):
+                raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+            return ModelResponse(response.status, relayed, target, payload=JsonBody.parsed(raw, data))
+        finally:
+            if not handed_off:
+                response.release()
+
+
+def _terminal_check(call: ModelCall) -> Callable[[bytes], bool]:
+    return sse.is_responses_terminal if call.api == "responses" else sse.is_done
+
+
+class _UpstreamEvents:
+    """The event blocks of one upstream stream; :meth:`aclose` always frees the connection.
+
+    Ends only after the protocol's terminal event: a stream that stops before it raises
+    :class:`UpstreamReset`, so a cut stream never looks complete. Closing early (the
+    client went away) closes the upstream connection, which cancels the upstream's work.
+    """
+
+    def __init__(
+        self, response: aiohttp.ClientResponse, label: str, terminal: Callable[[bytes], bool]
+    ) -> None:
+        self._response = response
+        self._events = _events(response, label, terminal)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._events
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
+        self._response.close()
+
+
+async def _events(
+    response: aiohttp.ClientResponse, label: str, terminal: Callable[[bytes], bool]
+) -> AsyncGenerator[bytes, None]:
+    decoder = sse.SSEDecoder()
+    finished = False
+    try:
+        with translated(label):
+            async for chunk in response.content.iter_any():
+                for block in decoder.feed(chunk):
+                    yield block
+                    finished = finished or terminal(block)
+        if not finished:
+            raise UpstreamReset(f"{label} ended the stream before its final event", target=label)
+    finally:
+        if finished:
+            response.release()
+        else:
+            response.close()

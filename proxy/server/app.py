@@ -1,0 +1,98 @@
+"""``create_app(config)``: the aiohttp application, its fixed layers and its lifecycle.
+
+Fixed layers, placed by code and not by YAML: the error mapper is the outermost
+middleware (every error becomes an OpenAI-format body and no traceback leaves the
+process); the upstream call is the terminal handler of the policy onion. Importing this
+module does nothing; all state lives under typed ``AppKey``s of the app it builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from proxy.config.loader import LoadedConfig
+from proxy.errors import HookgateError, NotFound, PayloadTooLarge
+from proxy.server import routes
+from proxy.server.keys import HOLDER, REQUEST_ID, SESSION
+from proxy.server.reload import ConfigWatcher
+from proxy.server.runtime import RuntimeHolder, build_runtime
+
+log = logging.getLogger("hookgate")
+
+WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
+
+
+def create_app(loaded: LoadedConfig, *, watch: bool | None = None) -> web.Application:
+    """Build the proxy for a loaded config.
+
+    ``watch`` turns hot reload of ``loaded.source`` on or off; by default it follows
+    ``server.reload`` and is on only when the config came from a file.
+    """
+    app = web.Application(middlewares=[_errors], client_max_size=2**62)
+    holder = RuntimeHolder(build_runtime(loaded, lambda: app[SESSION], generation=1))
+    app[HOLDER] = holder
+    if watch is None:
+        watch = loaded.config.server.reload and loaded.source != "<string>"
+    if watch:
+        app[WATCHER] = ConfigWatcher(loaded.source, holder, lambda: app[SESSION])
+    app.cleanup_ctx.append(_lifecycle)
+    routes.add_routes(app)
+    return app
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
+    app[SESSION] = aiohttp.ClientSession(
+        connector=connector, auto_decompress=True, skip_auto_headers=("User-Agent",)
+    )
+    watcher = app.get(WATCHER)
+    task = asyncio.create_task(watcher.run()) if watcher is not None else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await app[SESSION].close()
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamResponse:
+    request_id = request.headers.get("x-hookgate-request-id") or uuid.uuid4().hex
+    request[REQUEST_ID] = request_id
+    try:
+        return await handler(request)
+    except HookgateError as exc:
+        return error_response(exc, request_id)
+    except web.HTTPException as exc:
+        return error_response(_from_http(request, exc), request_id)
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("internal error in request %s", request_id)
+        return error_response(HookgateError(f"internal error (request {request_id})"), request_id)
+
+
+def error_response(exc: HookgateError, request_id: str) -> web.Response:
+    """The OpenAI-format error response for ``exc``."""
+    headers = {**exc.headers(), "x-hookgate-request-id": request_id}
+    headers.setdefault("content-type", "application/json")
+    return web.Response(status=exc.status, body=exc.to_bytes(), headers=headers)
+
+
+def _from_http(request: web.Request, exc: web.HTTPException) -> HookgateError:
+    if exc.status == 404:
+        return NotFound(f"Unknown request URL: {request.method} {request.path}.")
+    if exc.status == 413:
+        return PayloadTooLarge("request body too large")
+    error = HookgateError(exc.reason)
+    error.status = exc.status
+    error.type = "invalid_request_error"
+    error.code = "method_not_allowed" if exc.status == 405 else None
+    return error

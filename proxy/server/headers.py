@@ -1,0 +1,93 @@
+"""Which headers cross the proxy, in each direction. Pure functions over mappings.
+
+Requests: an allow-list. Only headers that matter to a provider go upstream (SDK
+telemetry, OpenAI routing headers, idempotency, W3C trace context), plus any the config
+adds. The client's credential never does: the provider's key replaces it. An allow-list
+rather than a deny-list means no client header can reach, or redirect, an upstream
+unless an operator chose so.
+
+Responses: a deny-list. Everything the provider says comes back (``x-request-id``,
+``openai-processing-ms``, ``x-ratelimit-*``, ``retry-after``) except hop-by-hop headers,
+framing the proxy recomputes, and cookies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+_FORWARD_EXACT = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "content-type",
+        "idempotency-key",
+        "openai-beta",
+        "openai-organization",
+        "openai-project",
+        "traceparent",
+        "tracestate",
+    }
+)
+_FORWARD_PREFIXES = ("x-stainless-",)
+
+_RESPONSE_DROP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "content-encoding",
+        "date",
+        "server",
+        "set-cookie",
+        "alt-svc",
+    }
+)
+
+
+class RequestHeaderFilter:
+    """Selects the client headers to forward upstream; built once per config."""
+
+    __slots__ = ("_exact", "_prefixes")
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        extra_lower = [h.lower() for h in extra]
+        self._exact = _FORWARD_EXACT | {h for h in extra_lower if not h.endswith("*")}
+        self._prefixes = _FORWARD_PREFIXES + tuple(h[:-1] for h in extra_lower if h.endswith("*"))
+
+    def __call__(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """The forwardable subset of ``headers`` (names lower-cased)."""
+        out: dict[str, str] = {}
+        for name, value in headers.items():
+            lower = name.lower()
+            if lower in self._exact or lower.startswith(self._prefixes):
+                out[lower] = value
+        return out
+
+
+def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The upstream response headers to relay to the client."""
+    connection_listed = {
+        token.strip().lower()
+        for value in _all(headers, "connection")
+        for token in value.split(",")
+    }
+    return {
+        name: value
+        for name, value in headers.items()
+        if (lower := name.lower()) not in _RESPONSE_DROP and lower not in connection_listed
+    }
+
+
+def _all(headers: Mapping[str, str], name: str) -> list[str]:
+    getall = getattr(headers, "getall", None)
+    if getall is not None:
+        return list(getall(name, []))
+    value = headers.get(name)
+    return [value] if value is not None else []

@@ -1,0 +1,17 @@
+"""Typed keys for what the app and each request carry."""
+
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from proxy.server.runtime import RuntimeHolder
+
+HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
+"""The current config generation; see :mod:`proxy.server.runtime`."""
+
+SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
+"""The one upstream ``ClientSession`` of the app (keep-alive pool)."""
+
+REQUEST_ID = "hookgate.request_id"
+"""Request key holding the id reported in ``x-hookgate-request-id``."""

@@ -1,0 +1,171 @@
+"""HTTP routes: the model endpoints, ``/v1/models``, health, and the generic relay."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from proxy.errors import InvalidRequest, NotFound, PayloadTooLarge
+from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
+from proxy.server.keys import HOLDER, REQUEST_ID
+from proxy.server.relay import relay
+from proxy.server.streaming import relay_stream
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MODEL_ENDPOINTS: dict[str, Api] = {
+    "/v1/chat/completions": "chat.completions",
+    "/v1/responses": "responses",
+    "/v1/completions": "completions",
+    "/v1/embeddings": "embeddings",
+}
+
+
+def add_routes(app: web.Application) -> None:
+    """Register every route on ``app``."""
+    for path, api in MODEL_ENDPOINTS.items():
+        app.router.add_post(path, _model_handler(api))
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/v1/models/{model}", get_model)
+    app.router.add_route("*", "/v1/{tail:.*}", relay)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+
+
+def _model_handler(api: Api) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await model_call(request, api)
+
+    return handle
+
+
+async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
+    """Serve one model endpoint request through the current pipeline."""
+    runtime = request.app[HOLDER].current
+    raw = await read_body(request, runtime.config.server.max_body_bytes)
+    body = parse_object(raw)
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("you must provide a model parameter", param="model")
+    stream = body.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        raise InvalidRequest("'stream' must be a boolean", param="stream")
+    headers = request.headers
+    ctx = Context(
+        request_id=request[REQUEST_ID],
+        api=api,
+        agent=headers.get("x-hookgate-agent"),
+        session_id=headers.get("x-hookgate-session-id"),
+        reply_id=headers.get("x-hookgate-reply-id"),
+    )
+    call = ModelCall(
+        api=api,
+        payload=JsonBody.parsed(raw, body),
+        model=model,
+        stream=stream,
+        targets=runtime.router.targets(model),
+        headers=runtime.forward(headers),
+    )
+    response = await runtime.pipeline.run(call, ctx)
+    out_headers = {
+        **response.headers,
+        **ctx.response_headers,
+        "x-hookgate-request-id": ctx.request_id,
+        "x-hookgate-upstream": response.target.label(model),
+    }
+    if response.stream is not None:
+        return await relay_stream(
+            request,
+            response.status,
+            out_headers,
+            response.stream,
+            api=api,
+            transform=runtime.pipeline.stream_transform(ctx),
+        )
+    assert response.payload is not None
+    out_headers.setdefault("content-type", "application/json")
+    return web.Response(status=response.status, body=response.payload.to_bytes(), headers=out_headers)
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole request body, refusing (413) anything over ``limit`` bytes."""
+    length = request.content_length
+    if length is not None:
+        if length > limit:
+            raise PayloadTooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+        return await request.read()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_object(raw: bytes) -> dict[str, Any]:
+    """Parse a JSON object body, or raise a 400 saying what is wrong."""
+    if not raw.strip():
+        raise InvalidRequest("the request body is empty; a JSON object is required")
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"We could not parse the JSON body of your request ({exc.msg} at byte {exc.pos})."
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    return body
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """``GET /v1/models``: the configured aliases."""
+    runtime = request.app[HOLDER].current
+    data = [_model_object(alias) for alias in runtime.router.aliases]
+    return _json({"object": "list", "data": data})
+
+
+async def get_model(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/models/{model}``: a configured alias, else the upstream's answer via ``*``."""
+    runtime = request.app[HOLDER].current
+    model = request.match_info["model"]
+    if model in runtime.router.aliases:
+        return _json(_model_object(model))
+    if runtime.router.wildcard is None:
+        raise NotFound(
+            f"The model '{model}' does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        )
+    return await relay(request)
+
+
+def _model_object(alias: str) -> dict[str, Any]:
+    return {"id": alias, "object": "model", "created": 0, "owned_by": "hookgate"}
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the process answers."""
+    return _json({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness: a config is loaded; says which generation and providers."""
+    runtime = request.app[HOLDER].current
+    return _json(
+        {
+            "status": "ready",
+            "config": {"source": runtime.source, "generation": runtime.generation},
+            "providers": sorted(runtime.providers),
+        }
+    )
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(data), content_type="application/json")

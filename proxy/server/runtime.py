@@ -1,0 +1,74 @@
+"""Everything built from one config, swapped as a unit on reload.
+
+A request reads :attr:`RuntimeHolder.current` once, at its start, and uses that
+:class:`Runtime` to the end: an edit to the YAML never changes a request mid-flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+
+from proxy.config.loader import LoadedConfig
+from proxy.config.schema import Config
+from proxy.pipeline.pipeline import Pipeline
+from proxy.providers.base import Provider
+from proxy.providers.openai import OpenAIProvider
+from proxy.providers.routing import Router, Upstreams, build_providers
+from proxy.server.headers import RequestHeaderFilter
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A loaded config turned into the objects requests use."""
+
+    config: Config
+    pipeline: Pipeline
+    router: Router
+    providers: Mapping[str, Provider]
+    forward: RequestHeaderFilter
+    relay: Provider
+    """The provider the generic ``/v1/*`` relay talks to."""
+    generation: int
+    source: str
+
+
+def build_runtime(
+    loaded: LoadedConfig, session: Callable[[], aiohttp.ClientSession], generation: int
+) -> Runtime:
+    """Build the objects of one config generation."""
+    config = loaded.config
+    providers = build_providers(config, session)
+    router = Router(config.models)
+    return Runtime(
+        config=config,
+        pipeline=Pipeline(loaded.policies, Upstreams(providers)),
+        router=router,
+        providers=providers,
+        forward=RequestHeaderFilter(config.server.forward_headers),
+        relay=providers[_relay_provider(config, router)],
+        generation=generation,
+        source=loaded.source,
+    )
+
+
+def _relay_provider(config: Config, router: Router) -> str:
+    if config.server.relay_provider is not None:
+        return config.server.relay_provider
+    if router.wildcard:
+        return router.wildcard[0].provider
+    return next(iter(config.providers))
+
+
+class RuntimeHolder:
+    """Holds the current runtime; replacing it is one atomic reference swap."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.current = runtime
+
+
+def relay_target(runtime: Runtime) -> OpenAIProvider | None:
+    """The HTTP provider behind the generic relay, or None when it answers locally."""
+    return runtime.relay if isinstance(runtime.relay, OpenAIProvider) else None

@@ -1,0 +1,112 @@
+"""Server-sent events: split a byte stream into event blocks, read and write events.
+
+The relay forwards whole event blocks, byte for byte, as soon as each is complete; it
+parses a block only when a policy needs its content or to recognise the stream's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+_TERMINATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+class SSEDecoder:
+    """Incrementally split bytes into complete event blocks (each with its blank line)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Add ``chunk``; return the blocks it completed, in order."""
+        buffer = self._buffer + chunk if self._buffer else chunk
+        blocks: list[bytes] = []
+        start = 0
+        while True:
+            end = _next_boundary(buffer, start)
+            if end < 0:
+                break
+            blocks.append(buffer[start:end])
+            start = end
+        self._buffer = buffer[start:]
+        return blocks
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes received after the last complete block."""
+        return self._buffer
+
+
+def _next_boundary(buffer: bytes, start: int) -> int:
+    """End offset (after the terminator) of the first block at ``start``, or -1."""
+    best = -1
+    for terminator in _TERMINATORS:
+        i = buffer.find(terminator, start)
+        if i >= 0 and (best < 0 or i + len(terminator) < best):
+            best = i + len(terminator)
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One parsed event: its ``event:`` name (or None) and its joined ``data:`` lines."""
+
+    event: str | None
+    data: str
+
+    def json(self) -> object:
+        """The data parsed as JSON (raises ``orjson.JSONDecodeError``)."""
+        return orjson.loads(self.data)
+
+
+def parse(block: bytes) -> Event:
+    """Parse one event block. Comment lines and unknown fields are ignored."""
+    name: str | None = None
+    data: list[str] = []
+    for raw_line in block.decode("utf-8", "replace").splitlines():
+        if not raw_line or raw_line.startswith(":"):
+            continue
+        field, _, value = raw_line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    return Event(name, "\n".join(data))
+
+
+def encode(data: object, event: str | None = None) -> bytes:
+    """One event block carrying ``data`` as JSON."""
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def is_done(block: bytes) -> bool:
+    """True for the chat/completions terminator ``data: [DONE]``."""
+    return block.lstrip().startswith((b"data: [DONE]", b"data:[DONE]"))
+
+
+RESPONSES_TERMINAL = frozenset(
+    {"response.completed", "response.failed", "response.incomplete", "error"}
+)
+
+
+def is_responses_terminal(block: bytes) -> bool:
+    """True for the event that ends a Responses stream (completed, failed, ...)."""
+    if b"response." not in block and b"error" not in block:
+        return False
+    event = parse(block)
+    if event.event is not None:
+        return event.event in RESPONSES_TERMINAL
+    try:
+        data = event.json()
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and data.get("type") in RESPONSES_TERMINAL
