@@ -100,16 +100,11 @@ def _serve(args: argparse.Namespace) -> int:
 async def _run_server(loaded: LoadedConfig, host: str | None, port: int | None) -> None:
     from aiohttp import web
 
-    from proxy.server.app import WATCHER, create_app
+    from proxy.server.app import WATCHER, create_app, make_runner
 
     server = loaded.config.server
     app = create_app(loaded)
-    runner = web.AppRunner(
-        app,
-        handler_cancellation=True,
-        access_log=None,
-        shutdown_timeout=server.shutdown_timeout_s,
-    )
+    runner = make_runner(app, shutdown_timeout=server.shutdown_timeout_s)
     await runner.setup()
     site = web.TCPSite(runner, host or server.host, server.port if port is None else port)
     await site.start()

@@ -79,6 +79,17 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
         return error_response(HookgateError(f"internal error (request {request_id})"), request_id)
 
 
+def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.AppRunner:
+    """The runner ``hookgate serve`` uses (tests use it too, to run the same server).
+
+    ``handler_cancellation`` is on: when a client disconnects, its handler is cancelled,
+    which closes the upstream request instead of letting it run on unobserved.
+    """
+    return web.AppRunner(
+        app, handler_cancellation=True, access_log=None, shutdown_timeout=shutdown_timeout
+    )
+
+
 def error_response(exc: HookgateError, request_id: str) -> web.Response:
     """The OpenAI-format error response for ``exc``."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}

@@ -13,5 +13,5 @@ HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
 SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
 """The one upstream ``ClientSession`` of the app (keep-alive pool)."""
 
-REQUEST_ID = "hookgate.request_id"
+REQUEST_ID = web.RequestKey("hookgate.request_id", str)
 """Request key holding the id reported in ``x-hookgate-request-id``."""

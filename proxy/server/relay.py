@@ -35,7 +35,7 @@ async def relay(request: web.Request) -> web.StreamResponse:
             f"{runtime.relay.name!r} answers locally and serves only model endpoints)"
         )
     suffix = request.rel_url.raw_path.removeprefix("/v1")
-    if any(unquote(segment) in (".", "..") for segment in suffix.split("/")):
+    if any(segment in (".", "..") for segment in unquote(suffix).replace("\\", "/").split("/")):
         raise InvalidRequest("the request path may not contain '.' or '..' segments")
     url = URL(str(provider.url(suffix)) + _query(request), encoded=True)
     headers = provider.headers(runtime.forward(request.headers))

@@ -1,0 +1,84 @@
+"""Shared fixtures: a loop thread hosting real servers, the fake upstream, proxies on ports."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from proxy.config.loader import LoadedConfig, load_text
+from proxy.server.app import create_app
+from tests.fakes import FakeUpstream, LoopThread, RunningApp
+
+UPSTREAM_KEY = "sk-upstream-secret-0123456789"
+CLIENT_KEY = "sk-client-credential-abcdef"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--skip-slow", action="store_true", help="skip soak/load suites")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--skip-slow"):
+        skip = pytest.mark.skip(reason="--skip-slow given")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def loop_thread() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture
+def upstream(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
+    fake = loop_thread.run(_make_fake())
+    yield fake
+    loop_thread.run(fake.server.stop())
+
+
+async def _make_fake() -> FakeUpstream:
+    fake = FakeUpstream()
+    await fake.server.start()
+    return fake
+
+
+def config_text(upstream_url: str, extra: str = "", models: str | None = None) -> str:
+    """A config with provider ``up`` at ``upstream_url``; ``extra`` is appended YAML."""
+    models = models or '  "*": [{provider: up}]'
+    return (
+        "providers:\n"
+        f"  up: {{base_url: \"{upstream_url}\", api_key: \"{UPSTREAM_KEY}\"}}\n"
+        "models:\n"
+        f"{models}\n"
+        f"{textwrap.dedent(extra)}"
+    )
+
+
+ProxyFactory = Callable[..., str]
+
+
+@pytest.fixture
+def make_proxy(loop_thread: LoopThread, upstream: FakeUpstream) -> Iterator[ProxyFactory]:
+    """``make_proxy(extra_yaml="", models=None, loaded=None) -> base URL ending in /v1``."""
+    running: list[RunningApp] = []
+
+    def make(extra: str = "", models: str | None = None, loaded: LoadedConfig | None = None) -> str:
+        loaded = loaded or load_text(config_text(upstream.base_url, extra, models))
+        server = loop_thread.run(RunningApp(create_app(loaded)).start())
+        running.append(server)
+        return f"{server.url}/v1"
+
+    yield make
+    for server in running:
+        loop_thread.run(server.stop())
+
+
+@pytest.fixture
+def proxy_url(make_proxy: ProxyFactory) -> str:
+    """A proxy with no policies in front of the fake upstream."""
+    return make_proxy()

@@ -1,0 +1,300 @@
+"""A scripted OpenAI-compatible upstream on a real loopback port, and helpers to run servers.
+
+``FakeUpstream`` answers model endpoints like a tool-using model by default: when the
+request offers tools and no tool result is present it calls the first tool (arguments
+filled from the tool's JSON schema); once a tool result is present it answers with text
+quoting that result. Tests push scripted steps (``Status``, ``Raw``, ``Events``, ``Hang``,
+``synth.Reply``) to override the next answers. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import deque
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+from aiohttp import web
+
+from proxy.server.app import make_runner
+from proxy.wire import synth
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop in a daemon thread, so sync clients can call servers it runs."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run ``coro`` on the thread's loop and wait for its result."""
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
+
+
+class RunningApp:
+    """An aiohttp app served on 127.0.0.1 with a free port, by the same runner as ``serve``."""
+
+    def __init__(self, app: web.Application) -> None:
+        self.app = app
+        self.runner = make_runner(app, shutdown_timeout=5)
+        self.port = 0
+
+    async def start(self) -> RunningApp:
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self.runner.addresses[0][1]
+        return self
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Recorded:
+    """One request the fake upstream received."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+@dataclass
+class Status:
+    """Answer with ``status`` and a JSON body."""
+
+    status: int
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Raw:
+    """Answer with exactly these bytes."""
+
+    body: bytes
+    content_type: str = "application/json"
+    status: int = 200
+
+
+@dataclass
+class Events:
+    """Stream these SSE blocks, ``delay`` seconds apart, then end (``eof``) or ``hang``."""
+
+    blocks: list[bytes]
+    delay: float = 0.0
+    end: str = "eof"
+
+
+@dataclass
+class Hang:
+    """Never answer (until the client goes away)."""
+
+
+Step = Status | Raw | Events | Hang | synth.Reply
+
+
+class FakeUpstream:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.script: deque[Step] = deque()
+        self.headers: dict[str, str] = {
+            "x-request-id": "req_fake_123",
+            "openai-processing-ms": "7",
+            "x-ratelimit-remaining-requests": "99",
+            "set-cookie": "__cf_bm=secret; path=/",
+        }
+        self.cancelled = threading.Event()
+        self.stream_delay = 0.0
+        self.files: dict[str, bytes] = {}
+        app = web.Application(client_max_size=2**30)
+        for path in ("chat/completions", "responses", "completions", "embeddings"):
+            app.router.add_post(f"/v1/{path}", self._model)
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{id}/content", self._download)
+        app.router.add_route("*", "/v1/{tail:.*}", self._echo_request)
+        self.server = RunningApp(app)
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.server.url}/v1"
+
+    def push(self, *steps: Step) -> None:
+        """Use ``steps`` for the next requests, in order (then the default behaviour)."""
+        self.script.extend(steps)
+
+    @property
+    def last(self) -> Recorded:
+        return self.requests[-1]
+
+    async def _record(self, request: web.Request) -> Recorded:
+        recorded = Recorded(
+            request.method,
+            request.path,
+            request.rel_url.raw_query_string,
+            {k.lower(): v for k, v in request.headers.items()},
+            await request.read(),
+        )
+        self.requests.append(recorded)
+        return recorded
+
+    async def _model(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request)
+        body = recorded.json()
+        api = request.path.removeprefix("/v1/")
+        step = self.script.popleft() if self.script else _agent_reply(api, body)
+        try:
+            return await self._answer(request, api, body, step)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+    async def _answer(
+        self, request: web.Request, api: str, body: dict[str, Any], step: Step
+    ) -> web.StreamResponse:
+        if isinstance(step, Status):
+            return web.json_response(step.body, status=step.status, headers={**self.headers, **step.headers})
+        if isinstance(step, Raw):
+            return web.Response(body=step.body, status=step.status, content_type=step.content_type)
+        if isinstance(step, Hang):
+            await asyncio.sleep(3600)
+        if isinstance(step, synth.Reply):
+            step = _as_events(api, body, step, self.stream_delay) if body.get("stream") else step
+        if isinstance(step, synth.Reply):
+            return web.json_response(_as_json(api, body, step), headers=self.headers)
+        assert isinstance(step, Events)
+        out = web.StreamResponse(headers={**self.headers, "content-type": "text/event-stream"})
+        await out.prepare(request)
+        for block in step.blocks:
+            await out.write(block)
+            if step.delay:
+                await asyncio.sleep(step.delay)
+        if step.end == "hang":
+            await asyncio.sleep(3600)
+        await out.write_eof()
+        return out
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form["file"]
+        assert isinstance(upload, web.FileField)
+        content = upload.file.read()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.requests.append(Recorded(request.method, request.path, request.rel_url.raw_query_string, headers, content))
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return web.json_response(
+            {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0,
+             "filename": upload.filename, "purpose": str(form["purpose"]), "status": "processed"},
+            headers=self.headers,
+        )
+
+    async def _download(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.Response(body=self.files[request.match_info["id"]], headers=self.headers)
+
+    async def _echo_request(self, request: web.Request) -> web.Response:
+        recorded = await self._record(request)
+        return web.json_response(
+            {"method": recorded.method, "path": recorded.path, "query": recorded.query,
+             "body_size": len(recorded.body)},
+            headers=self.headers,
+        )
+
+
+def _as_json(api: str, body: dict[str, Any], reply: synth.Reply) -> dict[str, Any]:
+    model = str(body.get("model"))
+    if api == "responses":
+        return synth.response_object(model, reply)
+    if api == "completions":
+        return synth.completion(model, reply)
+    if api == "embeddings":
+        inputs = body.get("input")
+        return synth.embeddings(model, [inputs] if isinstance(inputs, str) else list(inputs or []))
+    return synth.chat_completion(model, reply)
+
+
+def _as_events(api: str, body: dict[str, Any], reply: synth.Reply, delay: float) -> Events:
+    model = str(body.get("model"))
+    if api == "responses":
+        return Events(list(synth.response_stream(model, reply)), delay)
+    if api == "completions":
+        return Events(list(synth.completion_stream(model, reply)), delay)
+    options = body.get("stream_options") or {}
+    return Events(list(synth.chat_stream(model, reply, include_usage=bool(options.get("include_usage")))), delay)
+
+
+def _agent_reply(api: str, body: dict[str, Any]) -> synth.Reply:
+    """Tool call first, then text quoting the tool result."""
+    items = body.get("messages") if api == "chat/completions" else body.get("input")
+    if isinstance(items, list):
+        result = _tool_result(items)
+        if result is not None:
+            return synth.Reply(text=f"The tool said: {result}")
+    tools = body.get("tools")
+    if isinstance(tools, list) and tools:
+        name, parameters = _tool_spec(tools[0])
+        arguments = orjson.dumps(_arguments(parameters)).decode()
+        return synth.Reply(tool_calls=[synth.ToolCall("call_fake_1", name, arguments)])
+    return synth.Reply(text="Hello from the fake upstream.")
+
+
+def _tool_result(items: list[Any]) -> str | None:
+    for item in reversed(items):
+        if not isinstance(item, dict):
+            continue
+        if item.get("role") == "tool":
+            return _text(item.get("content"))
+        if item.get("type") == "function_call_output":
+            return _text(item.get("output"))
+        if item.get("role") == "user":
+            return None
+    return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _tool_spec(tool: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    function = tool.get("function", tool)
+    return str(function["name"]), dict(function.get("parameters") or {})
+
+
+def _arguments(parameters: dict[str, Any]) -> dict[str, Any]:
+    values = {"string": "Paris", "integer": 2, "number": 2, "boolean": True}
+    properties = parameters.get("properties") or {}
+    return {
+        name: values.get(str(spec.get("type")), "Paris")
+        for name, spec in properties.items()
+        if isinstance(spec, dict)
+    }

@@ -1,0 +1,252 @@
+"""The real ``openai`` client through the real proxy to the fake upstream: a faithful relay."""
+
+from __future__ import annotations
+
+import io
+import socket
+
+import httpx
+import openai
+import orjson
+import pytest
+
+from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory
+from tests.fakes import FakeUpstream, Raw, Status
+from proxy.wire import synth
+
+
+def client(url: str, **kwargs: object) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)  # type: ignore[arg-type]
+
+
+def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> None:
+    reply = client(proxy_url).chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+    completion = reply.parse()
+    assert completion.choices[0].message.content == "Hello from the fake upstream."
+    assert reply.headers["x-hookgate-upstream"] == "up/gpt-4o-mini"
+    assert len(reply.headers["x-hookgate-request-id"]) == 32
+    assert upstream.last.path == "/v1/chat/completions"
+
+
+def test_unchanged_body_goes_upstream_byte_for_byte(proxy_url: str, upstream: FakeUpstream) -> None:
+    raw = b'{"model":"m","messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,' \
+          b'"reasoning":{"effort":"high"},"include":["a"],"future_field":{"n":[1,2.50,"\\u00e9"]}}'
+    response = httpx.post(f"{proxy_url}/chat/completions", content=raw,
+                          headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    assert upstream.last.body == raw
+
+
+def test_alias_rewrites_model_and_keeps_unknown_fields(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    url = make_proxy(models="  fast: [{provider: up, model: real-model-1}]")
+    reply = client(url).chat.completions.with_raw_response.create(
+        model="fast", messages=[{"role": "user", "content": "hi"}],
+        parallel_tool_calls=False, extra_body={"reasoning": {"effort": "low"}, "include": ["x"]},
+    )
+    sent = upstream.last.json()
+    assert sent["model"] == "real-model-1"
+    assert sent["parallel_tool_calls"] is False
+    assert sent["reasoning"] == {"effort": "low"} and sent["include"] == ["x"]
+    assert reply.headers["x-hookgate-upstream"] == "up/real-model-1"
+
+
+def test_unknown_alias_without_wildcard_is_404_model_not_found(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    url = make_proxy(models="  fast: [{provider: up, model: real}]")
+    with pytest.raises(openai.NotFoundError) as info:
+        client(url).chat.completions.create(model="other", messages=[])
+    assert info.value.code == "model_not_found"
+    assert info.value.param == "model"
+    assert upstream.requests == []
+
+
+def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
+    url = make_proxy(models='  fast: [{provider: up, model: a}]\n  smart: [{provider: up, model: b}]')
+    ids = [m.id for m in client(url).models.list()]
+    assert ids == ["fast", "smart"]
+    assert client(url).models.retrieve("smart").id == "smart"
+    with pytest.raises(openai.NotFoundError):
+        client(url).models.retrieve("nope")
+
+
+def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: FakeUpstream) -> None:
+    c = client(proxy_url, default_headers={
+        "OpenAI-Beta": "assistants=v2", "OpenAI-Organization": "org-1", "OpenAI-Project": "proj-1",
+        "Idempotency-Key": "idem-1", "X-Internal-Secret": "do-not-forward", "Cookie": "a=b",
+    })
+    reply = c.chat.completions.with_raw_response.create(model="m", messages=[])
+    sent = upstream.last.headers
+    assert sent["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert CLIENT_KEY not in str(sent)
+    assert sent["openai-beta"] == "assistants=v2"
+    assert sent["openai-organization"] == "org-1" and sent["openai-project"] == "proj-1"
+    assert sent["idempotency-key"] == "idem-1"
+    assert sent["user-agent"].startswith("OpenAI/Python")
+    assert any(name.startswith("x-stainless-") for name in sent)
+    assert "x-internal-secret" not in sent and "cookie" not in sent
+    # upstream headers clients read come back; cookies and framing do not
+    assert reply.headers["x-request-id"] == "req_fake_123"
+    assert reply.headers["openai-processing-ms"] == "7"
+    assert reply.headers["x-ratelimit-remaining-requests"] == "99"
+    assert "set-cookie" not in reply.headers
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [(400, openai.BadRequestError), (401, openai.AuthenticationError), (403, openai.PermissionDeniedError),
+     (404, openai.NotFoundError), (422, openai.UnprocessableEntityError), (429, openai.RateLimitError),
+     (500, openai.InternalServerError)],
+)
+def test_upstream_errors_relayed_unchanged(proxy_url: str, upstream: FakeUpstream, status: int, exc: type[Exception]) -> None:
+    body = {"error": {"message": f"upstream says {status}", "type": "x", "param": "p", "code": f"c{status}"}}
+    upstream.push(Status(status, body, {"retry-after": "3"}))
+    response = httpx.post(f"{proxy_url}/chat/completions", json={"model": "m", "messages": []})
+    assert response.status_code == status
+    assert response.json() == body
+    assert response.headers["retry-after"] == "3"
+    upstream.push(Status(status, body))
+    with pytest.raises(exc) as info:
+        client(proxy_url).chat.completions.create(model="m", messages=[])
+    assert info.value.code == f"c{status}"  # type: ignore[attr-defined]
+
+
+def test_streamed_chat(proxy_url: str) -> None:
+    stream = client(proxy_url).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Hello from the fake upstream."
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
+
+
+def test_responses_json_and_stream(proxy_url: str, upstream: FakeUpstream) -> None:
+    c = client(proxy_url)
+    response = c.responses.create(model="m", input="hi", include=["reasoning.encrypted_content"])
+    assert response.output_text == "Hello from the fake upstream."
+    assert upstream.last.json()["include"] == ["reasoning.encrypted_content"]
+    with c.responses.stream(model="m", input="hi") as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(deltas) == final.output_text == "Hello from the fake upstream."
+
+
+def test_embeddings_and_completions(proxy_url: str, upstream: FakeUpstream) -> None:
+    c = client(proxy_url)
+    vectors = c.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
+    assert len(vectors.data) == 2 and upstream.last.path == "/v1/embeddings"
+    assert vectors.data[0].embedding == synth.embedding_vector("a")
+    upstream.push(synth.Reply(text="legacy text"))
+    assert c.completions.create(model="m", prompt="p").choices[0].text == "legacy text"
+    upstream.push(synth.Reply(text="streamed legacy"))
+    pieces = [c.choices[0].text for c in c.completions.create(model="m", prompt="p", stream=True)]
+    assert "".join(pieces) == "streamed legacy"
+
+
+def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstream) -> None:
+    c = client(proxy_url)
+    payload = b'{"custom_id": "1"}\n' * 20000
+    created = c.files.create(file=("batch.jsonl", io.BytesIO(payload)), purpose="batch")
+    assert created.bytes == len(payload)
+    assert upstream.last.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert c.files.content(created.id).read() == payload
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "POST"])
+def test_generic_relay_any_method_with_query(proxy_url: str, upstream: FakeUpstream, method: str) -> None:
+    response = httpx.request(method, f"{proxy_url}/batches/b1?limit=2&after=x%2Fy", content=b"abc" if method != "GET" else None,
+                             headers={"authorization": f"Bearer {CLIENT_KEY}"})
+    assert response.status_code == 200
+    assert response.json() == {"method": method, "path": "/v1/batches/b1", "query": "limit=2&after=x%2Fy",
+                               "body_size": 0 if method == "GET" else 3}
+    assert response.headers["x-request-id"] == "req_fake_123"
+    assert upstream.last.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+
+
+def raw_request(url: str, request_line: str) -> tuple[int, bytes]:
+    """Send one request as written (no client-side path normalisation)."""
+    parsed = httpx.URL(url)
+    with socket.create_connection((parsed.host, parsed.port), timeout=5) as sock:
+        sock.sendall(f"{request_line}\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+@pytest.mark.parametrize("path", ["/v1/files/../../admin", "/v1/files/%2e%2e/secret", "/v1/./x",
+                                  "/v1/files/%2E%2E%2Fadmin"])
+def test_generic_relay_refuses_dot_segments(proxy_url: str, upstream: FakeUpstream, path: str) -> None:
+    status, body = raw_request(proxy_url, f"GET {path} HTTP/1.1")
+    assert status in (400, 404)
+    assert "error" in orjson.loads(body)
+    assert upstream.requests == []
+
+
+def test_bad_input_gets_openai_errors(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    url = make_proxy(extra="server: {max_body_bytes: 1000}")
+    cases = [
+        (b"{not json", 400), (b"", 400), (b"[1,2]", 400), (b'{"messages": []}', 400),
+        (b'{"model": 5}', 400), (b'{"model": "m", "stream": "yes"}', 400), (b"\xff\xfe", 400),
+        (b'{"model": "m", "messages": "' + b"x" * 2000 + b'"}', 413),
+    ]
+    for body, status in cases:
+        response = httpx.post(f"{url}/chat/completions", content=body)
+        assert response.status_code == status, body[:40]
+        error = response.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+    chunked = httpx.post(f"{url}/chat/completions", content=iter([b"x" * 600, b"y" * 600]))
+    assert chunked.status_code == 413
+    assert httpx.get(f"{url.removesuffix('/v1')}/nowhere").status_code == 404
+    assert upstream.requests == []
+    # GET on a model path is OpenAI's list of stored completions: relayed, not refused
+    assert httpx.get(f"{url}/chat/completions").json()["method"] == "GET"
+
+
+def test_malformed_upstream_json_is_502(proxy_url: str, upstream: FakeUpstream) -> None:
+    upstream.push(Raw(b'{"id": "truncated'))
+    with pytest.raises(openai.InternalServerError) as info:
+        client(proxy_url).chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 502
+    assert info.value.code == "upstream_bad_response"  # type: ignore[attr-defined]
+
+
+def test_health_and_ready(proxy_url: str) -> None:
+    base = proxy_url.removesuffix("/v1")
+    assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{base}/readyz").json()
+    assert ready["status"] == "ready" and ready["providers"] == ["up"]
+
+
+def test_tool_call_round_trip_sync_and_streamed(proxy_url: str) -> None:
+    c = client(proxy_url)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    messages: list[dict[str, object]] = [{"role": "user", "content": "weather?"}]
+    first = c.chat.completions.create(model="m", messages=messages, tools=tools)  # type: ignore[arg-type]
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert call.function.name == "get_weather"  # type: ignore[union-attr]
+    assert orjson.loads(call.function.arguments) == {"city": "Paris"}  # type: ignore[union-attr]
+    messages += [first.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21C"}]
+    stream = c.chat.completions.create(model="m", messages=messages, tools=tools, stream=True)  # type: ignore[arg-type]
+    text = "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices)
+    assert text == "The tool said: sunny, 21C"
+
+
+async def test_async_client_concurrent(proxy_url: str) -> None:
+    import asyncio
+
+    c = openai.AsyncOpenAI(base_url=proxy_url, api_key=CLIENT_KEY, max_retries=0)
+    results = await asyncio.gather(*[
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
+        for i in range(20)
+    ])
+    assert {r.choices[0].message.content for r in results} == {"Hello from the fake upstream."}
+    stream = await c.chat.completions.create(model="m", messages=[], stream=True)
+    text = "".join([ch.choices[0].delta.content or "" async for ch in stream if ch.choices])
+    assert text == "Hello from the fake upstream."
+    await c.close()
