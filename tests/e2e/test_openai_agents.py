@@ -1,0 +1,56 @@
+"""The OpenAI Agents SDK, both its model classes, runs a tool loop through the proxy."""
+
+from __future__ import annotations
+
+import pytest
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
+from openai import AsyncOpenAI
+
+from tests.conftest import CLIENT_KEY, UPSTREAM_KEY
+from tests.fakes import FakeUpstream
+
+set_tracing_disabled(True)  # the SDK would export its traces to OpenAI
+
+
+def make_agent(client: AsyncOpenAI, kind: str, calls: list[str]) -> Agent:
+    @function_tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        calls.append(city)
+        return f"sunny, 21C in {city}"
+
+    model = (
+        OpenAIResponsesModel(model="gpt-4.1-mini", openai_client=client)
+        if kind == "responses"
+        else OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client)
+    )
+    return Agent(name="weather", instructions="Use tools.", tools=[get_weather], model=model)
+
+
+@pytest.mark.parametrize("kind", ["responses", "chat"])
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_tool_round_trip(proxy_url: str, upstream: FakeUpstream, kind: str, streamed: bool) -> None:
+    calls: list[str] = []
+    async with AsyncOpenAI(base_url=proxy_url, api_key=CLIENT_KEY, max_retries=0) as client:
+        agent = make_agent(client, kind, calls)
+        if streamed:
+            result = Runner.run_streamed(agent, "What is the weather in Paris?")
+            events = [event.type async for event in result.stream_events()]
+            assert "raw_response_event" in events
+        else:
+            result = await Runner.run(agent, "What is the weather in Paris?")  # type: ignore[assignment]
+    assert calls == ["Paris"]
+    assert result.final_output == "The tool said: sunny, 21C in Paris"
+    path = "/v1/responses" if kind == "responses" else "/v1/chat/completions"
+    assert [r.path for r in upstream.requests] == [path, path]
+    assert all(r.json().get("stream", False) is streamed for r in upstream.requests)
+    assert all(r.headers["authorization"] == f"Bearer {UPSTREAM_KEY}" for r in upstream.requests)
+    first = upstream.requests[0].json()
+    assert first["tools"][0].get("name", first["tools"][0].get("function", {}).get("name")) == "get_weather"

@@ -1,0 +1,94 @@
+"""Policies used by tests, loaded through the registry by import path like a user's own."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict
+
+from proxy.errors import PolicyBlocked
+from proxy.pipeline import Context, DeltaKey, ModelCall, ModelResponse, Next, Policy, StreamTransform
+from proxy.pipeline.hooks import Messages
+
+LOGS: defaultdict[str, list[str]] = defaultdict(list)
+"""Recorded hook calls, by the ``log`` name in each policy's config."""
+
+
+class RecorderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str
+    log: str = "default"
+
+
+class Recorder(Policy):
+    """Records every hook call as ``label:hook`` and leaves a visible mark where it can."""
+
+    name = "recorder"
+    Config = RecorderConfig
+    config: RecorderConfig
+
+    def _note(self, event: str) -> None:
+        LOGS[self.config.log].append(f"{self.config.label}:{event}")
+
+    async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
+        self._note("system")
+        return f"{prompt}[{self.config.label}]"
+
+    async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
+        self._note("convert")
+        return [*messages, {"role": "user", "content": f"from {self.config.label}"}]
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        self._note("before")
+        response = await next(call, ctx)
+        self._note("after")
+        return response
+
+    async def on_response(self, response: ModelResponse, ctx: Context) -> ModelResponse:
+        self._note("response")
+        marks = [*response.body.get("marks", []), self.config.label]
+        return response.with_body({**response.body, "marks": marks})
+
+    def on_response_stream(self, ctx: Context) -> StreamTransform | None:
+        self._note("stream")
+        return Bracket(self.config.label)
+
+
+class Bracket(StreamTransform):
+    """Holds back every other character, then wraps each finished string in ``label(...)``."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.held: dict[DeltaKey, str] = {}
+        self.started: set[DeltaKey] = set()
+
+    def delta(self, key: DeltaKey, text: str) -> str:
+        prefix = "" if key in self.started else f"{self.label}("
+        self.started.add(key)
+        pending = self.held.get(key, "") + text
+        keep = len(pending) // 2
+        self.held[key] = pending[keep:]
+        return prefix + pending[:keep]
+
+    def end(self, key: DeltaKey) -> str:
+        prefix = "" if key in self.started else f"{self.label}("
+        self.started.add(key)
+        return prefix + self.held.pop(key, "") + ")"
+
+
+class BlockWordConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    word: str
+
+
+class BlockWord(Policy):
+    """Refuses any call whose body mentions ``word``."""
+
+    name = "block_word"
+    Config = BlockWordConfig
+    config: BlockWordConfig
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        if self.config.word in call.payload.to_bytes().decode():
+            raise PolicyBlocked(f"the word {self.config.word!r} is not allowed", code="word_blocked")
+        return await next(call, ctx)
