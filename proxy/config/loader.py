@@ -122,8 +122,14 @@ def _message(error: Mapping[str, Any]) -> str:
 
 
 def _error(source: str, problems: list[Problem], lines: dict[Loc, int]) -> ConfigError:
+    """Render problems; only the first one per path (an unset ``${ENV}`` explains the
+    empty value a later check would complain about)."""
+    first: dict[Loc, Problem] = {}
+    for problem in problems:
+        first.setdefault(problem.loc, problem)
     rendered = [
-        f"{source}:{_line_of(p.loc, lines)}: {format_loc(p.loc)}: {p.message}" for p in problems
+        f"{source}:{_line_of(p.loc, lines)}: {format_loc(p.loc)}: {p.message}"
+        for p in first.values()
     ]
     return ConfigError(source, rendered)
 
@@ -218,5 +224,5 @@ def _build_policies(config: Config, problems: list[Problem]) -> tuple[Policy, ..
         except registry.UnknownPolicy as exc:
             problems.append(Problem(loc, str(exc)))
         except registry.PolicySettingsError as exc:
-            problems.extend(Problem((*loc, *p.loc), p.message) for p in exc.problems)
+            problems.extend(Problem((*loc, *e["loc"]), _message(e)) for e in exc.errors)
     return tuple(built)

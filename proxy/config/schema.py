@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 DEFAULT_PORT = 8787
 
@@ -95,7 +103,25 @@ class ServerConfig(Strict):
     """How long SIGTERM waits for in-flight requests before cancelling them."""
 
 
-PolicyEntry = dict[str, Any]
+def _one_key(entry: dict[str, Any]) -> dict[str, Any]:
+    if len(entry) != 1:
+        raise ValueError(
+            "each policy entry is a mapping with exactly one key, the policy name "
+            f"(got {sorted(entry) or 'an empty mapping'})"
+        )
+    return entry
+
+
+def _some_targets(targets: list[TargetConfig]) -> list[TargetConfig]:
+    if not targets:
+        raise ValueError("a model alias needs at least one target")
+    return targets
+
+
+PolicyEntry = Annotated[dict[str, Any], AfterValidator(_one_key)]
+"""``{name: settings}``; the settings are validated by the policy's own Config."""
+
+Targets = Annotated[list[TargetConfig], AfterValidator(_some_targets)]
 
 
 class Config(Strict):
@@ -103,7 +129,7 @@ class Config(Strict):
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     providers: dict[str, ProviderConfig]
-    models: dict[str, list[TargetConfig]]
+    models: dict[str, Targets]
     policies: list[PolicyEntry] = Field(default_factory=list)
 
     @field_validator("providers")
@@ -111,25 +137,4 @@ class Config(Strict):
     def _some_provider(cls, value: dict[str, ProviderConfig]) -> dict[str, ProviderConfig]:
         if not value:
             raise ValueError("at least one provider is required")
-        return value
-
-    @field_validator("models")
-    @classmethod
-    def _non_empty_targets(
-        cls, value: dict[str, list[TargetConfig]]
-    ) -> dict[str, list[TargetConfig]]:
-        for alias, targets in value.items():
-            if not targets:
-                raise ValueError(f"model alias {alias!r} has no targets")
-        return value
-
-    @field_validator("policies")
-    @classmethod
-    def _one_key_each(cls, value: list[PolicyEntry]) -> list[PolicyEntry]:
-        for entry in value:
-            if len(entry) != 1:
-                raise ValueError(
-                    "each policy entry is a mapping with exactly one key, the policy name "
-                    f"(got {sorted(entry) or 'an empty mapping'})"
-                )
         return value

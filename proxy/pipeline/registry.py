@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,14 +23,6 @@ BUILTIN: Mapping[str, str] = {
 
 class UnknownPolicy(LookupError):
     """A policy name that is neither built in nor an importable ``module:Class``."""
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyProblem:
-    """One validation problem, at ``loc`` relative to the policy's settings."""
-
-    loc: tuple[str | int, ...]
-    message: str
 
 
 def resolve(name: str) -> type[Policy]:
@@ -63,14 +54,13 @@ def build(name: str, settings: Any) -> Policy:
     try:
         config = cls.Config.model_validate({} if settings is None else settings)
     except ValidationError as exc:
-        problems = [PolicyProblem(tuple(e["loc"]), e["msg"]) for e in exc.errors()]
-        raise PolicySettingsError(problems) from None
+        raise PolicySettingsError(exc) from None
     return cls(config)
 
 
 class PolicySettingsError(ValueError):
-    """A policy's settings failed its ``Config`` model."""
+    """A policy's settings failed its ``Config`` model; ``errors`` are pydantic's."""
 
-    def __init__(self, problems: list[PolicyProblem]) -> None:
-        super().__init__("; ".join(p.message for p in problems))
-        self.problems = problems
+    def __init__(self, error: ValidationError) -> None:
+        super().__init__(str(error))
+        self.errors = error.errors()

@@ -1,0 +1,118 @@
+"""The ``hookgate`` command as a user runs it: a real process, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import jsonschema
+import openai
+import pytest
+import yaml
+
+from proxy.wire import synth
+from tests.conftest import CLIENT_KEY, config_text
+from tests.fakes import FakeUpstream
+
+
+def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "proxy", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_check_reports_problems_and_exit_code(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text('providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n')
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('providers: {a: {type: echo}}\nmodels:\n  "*": [{provider: b}]\nextra: 1\n')
+    result = hookgate("check", str(good), str(bad))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{good}: ok",
+        f"{bad}:3: models.\"*\"[0].provider: unknown provider 'b' (known: a)",
+        f"{bad}:4: extra: unknown key",
+    ] or result.stdout.splitlines() == [
+        f"{good}: ok",
+        f"{bad}:4: extra: unknown key",
+    ]
+    assert hookgate("check", str(good)).returncode == 0
+
+
+def test_schema_validates_the_shipped_configs(tmp_path: Path) -> None:
+    out = tmp_path / "schema.json"
+    assert hookgate("schema", "-o", str(out)).returncode == 0
+    schema = json.loads(out.read_text())
+    for path in Path("policies").glob("*.yaml"):
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"providers": {}, "models": {}, "policies": [{"system_prompt": {"nope": 1}}]}, schema)
+
+
+@pytest.fixture
+def served(tmp_path: Path, upstream: FakeUpstream) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    path = tmp_path / "hookgate.yaml"
+    path.write_text(config_text(upstream.base_url, "server: {shutdown_timeout_s: 10}\n"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy", "serve", "--config", str(path), "--port", "0"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    match = re.search(r"listening on (http://\S+)", line)
+    assert match, line
+    yield process, match.group(1)
+    if process.poll() is None:
+        process.kill()
+    process.wait(10)
+    process.stderr.close()
+
+
+def test_serve_logs_url_answers_and_drains_on_sigterm(served: tuple[subprocess.Popen[str], str], upstream: FakeUpstream) -> None:
+    process, url = served
+    assert httpx.get(f"{url}/healthz").status_code == 200
+    upstream.push(synth.Reply(text="a slow streamed answer", pieces=8))
+    upstream.stream_delay = 0.2
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=CLIENT_KEY, max_retries=0)
+    texts: list[str] = []
+
+    def read() -> None:
+        stream = client.chat.completions.create(model="m", messages=[], stream=True)
+        texts.append("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.5)  # the stream is in flight
+    process.send_signal(signal.SIGTERM)
+    reader.join(15)
+    assert texts == ["a slow streamed answer"]
+    assert process.wait(15) == 0
+    client.close()
+
+
+def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "HOOKGATE_CONFIG")}
+    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--port", "0"],
+                               stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stderr is not None
+    try:
+        lines = [process.stderr.readline(), process.stderr.readline()]
+        assert "no api_key" in lines[0]
+        url = re.search(r"listening on (http://\S+)", lines[1]).group(1)  # type: ignore[union-attr]
+        with openai.OpenAI(base_url=f"{url}/v1", api_key="anything") as client:
+            reply = client.chat.completions.with_raw_response.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}])
+        assert reply.parse().choices[0].message.content == "[hookgate echo] ping"
+        assert reply.headers["x-hookgate-echo"] == "true"
+    finally:
+        process.terminate()
+        assert process.wait(15) == 0
+        process.stderr.close()
