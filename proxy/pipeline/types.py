@@ -59,7 +59,10 @@ class JsonBody:
 
 
 class EventStream(Protocol):
-    """The SSE event blocks of a streamed response, each ending in a blank line.
+    """The SSE events of a streamed response, as they arrive.
+
+    Each item holds one or more complete event blocks (each ending in a blank line):
+    events that arrived together are yielded together, so a relay writes them at once.
 
     Whoever consumes it must call :meth:`aclose` when done, early or not; that frees the
     upstream connection (and cancels the upstream's work when the stream is unfinished).
@@ -120,8 +123,8 @@ class ModelCall:
 class ModelResponse:
     """What came back for a :class:`ModelCall`: a JSON body, or an SSE stream.
 
-    Exactly one of ``payload`` and ``stream`` is set. ``stream`` yields raw SSE event
-    blocks (each ending in a blank line) as they arrive; the provider layer guarantees a
+    Exactly one of ``payload`` and ``stream`` is set. ``stream`` yields raw SSE events
+    as they arrive (see :class:`EventStream`); the provider layer guarantees a
     stream that ends without its protocol's terminal event raises
     :class:`~proxy.errors.UpstreamReset` instead of ending quietly.
     """

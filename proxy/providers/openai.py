@@ -161,9 +161,11 @@ async def _events(
     try:
         with translated(label):
             async for chunk in response.content.iter_any():
-                for block in decoder.feed(chunk):
-                    yield block
-                    finished = finished or terminal(block)
+                blocks = decoder.feed(chunk)
+                if not blocks:
+                    continue
+                finished = finished or any(terminal(block) for block in blocks)
+                yield blocks[0] if len(blocks) == 1 else b"".join(blocks)
         if not finished:
             raise UpstreamReset(f"{label} ended the stream before its final event", target=label)
     finally:

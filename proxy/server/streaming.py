@@ -45,12 +45,14 @@ async def relay_stream(
     try:
         await out.prepare(request)
         try:
-            async for block in stream:
-                if rewriter is None:
-                    await out.write(block)
-                else:
-                    for rewritten in rewriter.feed(block):
-                        await out.write(rewritten)
+            async for events in stream:
+                if rewriter is not None:
+                    events = b"".join(
+                        rewritten
+                        for block in sse.split(events)
+                        for rewritten in rewriter.feed(block)
+                    )
+                await out.write(events)
         except UpstreamError as exc:
             log.warning("stream from %s failed after its first byte: %s", exc.target, exc.message)
             await out.write(sse.encode(exc.to_body(), event="error"))

@@ -41,6 +41,15 @@ class SSEDecoder:
         return self._buffer
 
 
+def split(events: bytes) -> list[bytes]:
+    """Split bytes holding only complete event blocks into those blocks."""
+    decoder = SSEDecoder()
+    blocks = decoder.feed(events)
+    if decoder.pending.strip():
+        blocks.append(decoder.pending)
+    return blocks
+
+
 def _next_boundary(buffer: bytes, start: int) -> int:
     """End offset (after the terminator) of the first block at ``start``, or -1."""
     best = -1
@@ -90,17 +99,18 @@ DONE = b"data: [DONE]\n\n"
 
 def is_done(block: bytes) -> bool:
     """True for the chat/completions terminator ``data: [DONE]``."""
-    return block.lstrip().startswith((b"data: [DONE]", b"data:[DONE]"))
+    return b"[DONE]" in block and block.lstrip().startswith((b"data: [DONE]", b"data:[DONE]"))
 
 
 RESPONSES_TERMINAL = frozenset(
     {"response.completed", "response.failed", "response.incomplete", "error"}
 )
+_TERMINAL_NAMES = tuple(name.encode() for name in RESPONSES_TERMINAL)
 
 
 def is_responses_terminal(block: bytes) -> bool:
     """True for the event that ends a Responses stream (completed, failed, ...)."""
-    if b"response." not in block and b"error" not in block:
+    if not any(name in block for name in _TERMINAL_NAMES):
         return False
     event = parse(block)
     if event.event is not None:
