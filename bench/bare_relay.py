@@ -17,9 +17,13 @@ SESSION = web.AppKey("session", aiohttp.ClientSession)
 async def relay(request: web.Request) -> web.StreamResponse:
     body = await request.read()
     url = request.app["upstream"] + request.path.removeprefix("/v1")
-    async with request.app[SESSION].post(url, data=body, headers={"content-type": "application/json"}) as up:
+    async with request.app[SESSION].post(
+        url, data=body, headers={"content-type": "application/json"}
+    ) as up:
         if up.content_type != "text/event-stream":
-            return web.Response(body=await up.read(), status=up.status, content_type=up.content_type)
+            return web.Response(
+                body=await up.read(), status=up.status, content_type=up.content_type
+            )
         out = web.StreamResponse(status=up.status, headers={"content-type": "text/event-stream"})
         await out.prepare(request)
         async for chunk in up.content.iter_any():

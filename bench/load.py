@@ -14,10 +14,15 @@ import time
 import aiohttp
 import orjson
 
-BODY = orjson.dumps({"model": "bench-model", "messages": [
-    {"role": "system", "content": "You are a helpful assistant."},
-    {"role": "user", "content": "Tell me about foxes. " * 20},
-]})
+BODY = orjson.dumps(
+    {
+        "model": "bench-model",
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Tell me about foxes. " * 20},
+        ],
+    }
+)
 STREAM_BODY = orjson.dumps({**orjson.loads(BODY), "stream": True})
 
 
@@ -40,7 +45,9 @@ async def run(url: str, concurrency: int, count: int, stream: bool) -> dict[str,
             while remaining > 0:
                 remaining -= 1
                 started = time.perf_counter()
-                async with session.post(url, data=body, headers={"content-type": "application/json"}) as r:
+                async with session.post(
+                    url, data=body, headers={"content-type": "application/json"}
+                ) as r:
                     first = None
                     async for _ in r.content.iter_any():
                         if first is None:
@@ -66,7 +73,12 @@ async def run(url: str, concurrency: int, count: int, stream: bool) -> dict[str,
 
 
 def main() -> None:
-    url, concurrency, count, stream = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+    url, concurrency, count, stream = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        sys.argv[4] == "1",
+    )
     try:
         import uvloop
 

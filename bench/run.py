@@ -44,8 +44,12 @@ def free_port() -> int:
 
 
 def start(args: list[str], cpus: set[int], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, *args], cwd=ROOT, stderr=subprocess.DEVNULL,
-                               preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -65,9 +69,22 @@ def rss_mb(process: subprocess.Popen[bytes]) -> float:
 
 
 def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
-    command = [sys.executable, "bench/load.py", url, str(concurrency), str(count), "1" if stream else "0"]
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True,
-                         preexec_fn=lambda: os.sched_setaffinity(0, LOAD_CPUS))
+    command = [
+        sys.executable,
+        "bench/load.py",
+        url,
+        str(concurrency),
+        str(count),
+        "1" if stream else "0",
+    ]
+    out = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, LOAD_CPUS),
+    )
     return dict(json.loads(out.stdout))
 
 
@@ -97,13 +114,20 @@ def main() -> None:
                 f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
                 'models: {"*": [{provider: up}]}\n' + policies
             )
-            hooked[name] = start(["-m", "proxy", "serve", "--config", str(config), "--log-level",
-                                  "WARNING"], PROXY_CPU, port)
+            hooked[name] = start(
+                ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"],
+                PROXY_CPU,
+                port,
+            )
             processes.append(hooked[name])
             targets[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
         try:
-            scenarios = [("json_c1", 1, n1, False), ("json_c32", 32, n32, False),
-                         ("stream_c1", 1, n1, True), ("stream_c32", 32, n32, True)]
+            scenarios = [
+                ("json_c1", 1, n1, False),
+                ("json_c32", 32, n32, False),
+                ("stream_c1", 1, n1, True),
+                ("stream_c32", 32, n32, True),
+            ]
             results: dict[str, dict[str, dict[str, float]]] = {}
             for scenario, concurrency, count, stream in scenarios:
                 results[scenario] = {}
@@ -115,8 +139,14 @@ def main() -> None:
             for process in processes:
                 process.terminate()
                 process.wait(10)
-    report = {"time": dt.datetime.now(dt.UTC).isoformat(), "cpus": len(CPUS), "quick": args.quick,
-              "results": results, "rss_mb": rss, "ratios": ratios(results)}
+    report = {
+        "time": dt.datetime.now(dt.UTC).isoformat(),
+        "cpus": len(CPUS),
+        "quick": args.quick,
+        "results": results,
+        "rss_mb": rss,
+        "ratios": ratios(results),
+    }
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(exist_ok=True)
     path = out_dir / f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
@@ -143,17 +173,21 @@ def ratios(results: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
 
 
 def print_table(results: dict[str, dict[str, dict[str, float]]], rss: dict[str, float]) -> None:
-    header = f"{'scenario':<11} {'target':<24} {'p50 ms':>8} {'p99 ms':>8} {'ttfb50':>8} {'+p50':>7} " \
-             f"{'+p99':>7} {'rps':>8} {'/direct':>8} {'/bare':>7}"
+    header = (
+        f"{'scenario':<11} {'target':<24} {'p50 ms':>8} {'p99 ms':>8} {'ttfb50':>8} {'+p50':>7} "
+        f"{'+p99':>7} {'rps':>8} {'/direct':>8} {'/bare':>7}"
+    )
     print(header)
     print("-" * len(header))
     for scenario, by_target in results.items():
         direct, bare = by_target["direct"], by_target["bare_relay"]
         for target, r in by_target.items():
-            print(f"{scenario:<11} {target:<24} {r['p50_ms']:8.3f} {r['p99_ms']:8.3f} "
-                  f"{r['ttfb_p50_ms']:8.3f} {r['p50_ms'] - direct['p50_ms']:7.3f} "
-                  f"{r['p99_ms'] - direct['p99_ms']:7.3f} {r['rps']:8.0f} "
-                  f"{r['rps'] / direct['rps']:8.2f} {r['rps'] / bare['rps']:7.2f}")
+            print(
+                f"{scenario:<11} {target:<24} {r['p50_ms']:8.3f} {r['p99_ms']:8.3f} "
+                f"{r['ttfb_p50_ms']:8.3f} {r['p50_ms'] - direct['p50_ms']:7.3f} "
+                f"{r['p99_ms'] - direct['p99_ms']:7.3f} {r['rps']:8.0f} "
+                f"{r['rps'] / direct['rps']:8.2f} {r['rps'] / bare['rps']:7.2f}"
+            )
     print("\nRSS after the run (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in rss.items()))
 
 

@@ -57,12 +57,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     serve = sub.add_parser("serve", help="run the proxy")
-    serve.add_argument("--config", type=Path, help="config file (default: $HOOKGATE_CONFIG, "
-                       "else policies/default.yaml)")
+    serve.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+    )
     serve.add_argument("--host", help="listen address (default: server.host of the config)")
     serve.add_argument("--port", type=int, help="listen port (default: server.port of the config)")
-    serve.add_argument("--log-level", default=os.environ.get("HOOKGATE_LOG_LEVEL", "INFO"),
-                       help="DEBUG, INFO, WARNING or ERROR (default: $HOOKGATE_LOG_LEVEL or INFO)")
+    serve.add_argument(
+        "--log-level",
+        default=os.environ.get("HOOKGATE_LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING or ERROR (default: $HOOKGATE_LOG_LEVEL or INFO)",
+    )
     serve.set_defaults(run=_serve)
 
     check = sub.add_parser("check", help="validate config files; print file:line: path: message")
@@ -157,8 +163,12 @@ def json_schema() -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
-    custom = {"type": "object", "minProperties": 1, "maxProperties": 1,
-              "propertyNames": {"pattern": r"^[\w.]+:\w+$"}}
+    custom = {
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "propertyNames": {"pattern": r"^[\w.]+:\w+$"},
+    }
     schema["properties"]["policies"]["items"] = {"anyOf": [*entries, custom]}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "hookgate config"

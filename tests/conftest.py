@@ -52,7 +52,7 @@ def config_text(upstream_url: str, extra: str = "", models: str | None = None) -
     models = models or '  "*": [{provider: up}]'
     return (
         "providers:\n"
-        f"  up: {{base_url: \"{upstream_url}\", api_key: \"{UPSTREAM_KEY}\"}}\n"
+        f'  up: {{base_url: "{upstream_url}", api_key: "{UPSTREAM_KEY}"}}\n'
         "models:\n"
         f"{models}\n"
         f"{textwrap.dedent(extra)}"

@@ -178,7 +178,9 @@ class FakeUpstream:
         self, request: web.Request, api: str, body: dict[str, Any], step: Step
     ) -> web.StreamResponse:
         if isinstance(step, Status):
-            return web.json_response(step.body, status=step.status, headers={**self.headers, **step.headers})
+            return web.json_response(
+                step.body, status=step.status, headers={**self.headers, **step.headers}
+            )
         if isinstance(step, Raw):
             return web.Response(body=step.body, status=step.status, content_type=step.content_type)
         if isinstance(step, Hang):
@@ -205,12 +207,23 @@ class FakeUpstream:
         assert isinstance(upload, web.FileField)
         content = upload.file.read()
         headers = {k.lower(): v for k, v in request.headers.items()}
-        self.requests.append(Recorded(request.method, request.path, request.rel_url.raw_query_string, headers, content))
+        self.requests.append(
+            Recorded(
+                request.method, request.path, request.rel_url.raw_query_string, headers, content
+            )
+        )
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = content
         return web.json_response(
-            {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0,
-             "filename": upload.filename, "purpose": str(form["purpose"]), "status": "processed"},
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": 0,
+                "filename": upload.filename,
+                "purpose": str(form["purpose"]),
+                "status": "processed",
+            },
             headers=self.headers,
         )
 
@@ -221,8 +234,12 @@ class FakeUpstream:
     async def _echo_request(self, request: web.Request) -> web.Response:
         recorded = await self._record(request)
         return web.json_response(
-            {"method": recorded.method, "path": recorded.path, "query": recorded.query,
-             "body_size": len(recorded.body)},
+            {
+                "method": recorded.method,
+                "path": recorded.path,
+                "query": recorded.query,
+                "body_size": len(recorded.body),
+            },
             headers=self.headers,
         )
 
@@ -246,7 +263,10 @@ def _as_events(api: str, body: dict[str, Any], reply: synth.Reply, delay: float)
     if api == "completions":
         return Events(list(synth.completion_stream(model, reply)), delay)
     options = body.get("stream_options") or {}
-    return Events(list(synth.chat_stream(model, reply, include_usage=bool(options.get("include_usage")))), delay)
+    return Events(
+        list(synth.chat_stream(model, reply, include_usage=bool(options.get("include_usage")))),
+        delay,
+    )
 
 
 def _agent_reply(api: str, body: dict[str, Any]) -> synth.Reply:

@@ -7,7 +7,15 @@ from collections import defaultdict
 from pydantic import BaseModel, ConfigDict
 
 from proxy.errors import PolicyBlocked
-from proxy.pipeline import Context, DeltaKey, ModelCall, ModelResponse, Next, Policy, StreamTransform
+from proxy.pipeline import (
+    Context,
+    DeltaKey,
+    ModelCall,
+    ModelResponse,
+    Next,
+    Policy,
+    StreamTransform,
+)
 from proxy.pipeline.hooks import Messages
 
 LOGS: defaultdict[str, list[str]] = defaultdict(list)
@@ -90,5 +98,7 @@ class BlockWord(Policy):
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         if self.config.word in call.payload.to_bytes().decode():
-            raise PolicyBlocked(f"the word {self.config.word!r} is not allowed", code="word_blocked")
+            raise PolicyBlocked(
+                f"the word {self.config.word!r} is not allowed", code="word_blocked"
+            )
         return await next(call, ctx)

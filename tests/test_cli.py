@@ -25,8 +25,9 @@ from tests.fakes import FakeUpstream
 
 
 def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "proxy", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "proxy", *args], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def test_check_reports_problems_and_exit_code(tmp_path: Path) -> None:
@@ -54,7 +55,9 @@ def test_schema_validates_the_shipped_configs(tmp_path: Path) -> None:
     for path in Path("policies").glob("*.yaml"):
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"providers": {}, "models": {}, "policies": [{"system_prompt": {"nope": 1}}]}, schema)
+        jsonschema.validate(
+            {"providers": {}, "models": {}, "policies": [{"system_prompt": {"nope": 1}}]}, schema
+        )
 
 
 @pytest.fixture
@@ -63,7 +66,8 @@ def served(tmp_path: Path, upstream: FakeUpstream) -> Iterator[tuple[subprocess.
     path.write_text(config_text(upstream.base_url, "server: {shutdown_timeout_s: 10}\n"))
     process = subprocess.Popen(
         [sys.executable, "-m", "proxy", "serve", "--config", str(path), "--port", "0"],
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stderr is not None
     line = process.stderr.readline()
@@ -76,7 +80,9 @@ def served(tmp_path: Path, upstream: FakeUpstream) -> Iterator[tuple[subprocess.
     process.stderr.close()
 
 
-def test_serve_logs_url_answers_and_drains_on_sigterm(served: tuple[subprocess.Popen[str], str], upstream: FakeUpstream) -> None:
+def test_serve_logs_url_answers_and_drains_on_sigterm(
+    served: tuple[subprocess.Popen[str], str], upstream: FakeUpstream
+) -> None:
     process, url = served
     assert httpx.get(f"{url}/healthz").status_code == 200
     upstream.push(synth.Reply(text="a slow streamed answer", pieces=8))
@@ -100,8 +106,12 @@ def test_serve_logs_url_answers_and_drains_on_sigterm(served: tuple[subprocess.P
 
 def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "HOOKGATE_CONFIG")}
-    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--port", "0"],
-                               stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy", "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert process.stderr is not None
     try:
         lines = [process.stderr.readline(), process.stderr.readline()]
@@ -109,7 +119,8 @@ def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> N
         url = re.search(r"listening on (http://\S+)", lines[1]).group(1)  # type: ignore[union-attr]
         with openai.OpenAI(base_url=f"{url}/v1", api_key="anything") as client:
             reply = client.chat.completions.with_raw_response.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}])
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}]
+            )
         assert reply.parse().choices[0].message.content == "[hookgate echo] ping"
         assert reply.headers["x-hookgate-echo"] == "true"
     finally:

@@ -76,6 +76,12 @@ class StreamTransform:
         return ""
 
 
+class NoSettings(BaseModel):
+    """Settings of a policy that has none: only ``{}`` (or nothing) is accepted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Policy:
     """Base class of every policy. Override only the hooks you need.
 
@@ -85,11 +91,7 @@ class Policy:
     """
 
     name: ClassVar[str] = "policy"
-
-    class Config(BaseModel):
-        """Settings of a policy with none."""
-
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    Config: ClassVar[type[BaseModel]] = NoSettings
 
     def __init__(self, config: Any = None) -> None:
         self.config = config

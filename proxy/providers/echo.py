@@ -38,17 +38,35 @@ class EchoProvider:
         reply = _reply(call)
         if call.api == "completions":
             if call.stream:
-                return ModelResponse(200, headers, target, stream=_agen(synth.completion_stream(model, reply)))
-            return ModelResponse(200, headers, target, payload=JsonBody.from_data(synth.completion(model, reply)))
+                return ModelResponse(
+                    200, headers, target, stream=_agen(synth.completion_stream(model, reply))
+                )
+            return ModelResponse(
+                200, headers, target, payload=JsonBody.from_data(synth.completion(model, reply))
+            )
         if call.api == "responses":
             if call.stream:
-                return ModelResponse(200, headers, target, stream=_agen(synth.response_stream(model, reply)))
-            return ModelResponse(200, headers, target, payload=JsonBody.from_data(synth.response_object(model, reply)))
+                return ModelResponse(
+                    200, headers, target, stream=_agen(synth.response_stream(model, reply))
+                )
+            return ModelResponse(
+                200,
+                headers,
+                target,
+                payload=JsonBody.from_data(synth.response_object(model, reply)),
+            )
         if call.stream:
             options = body.get("stream_options")
             usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-            return ModelResponse(200, headers, target, stream=_agen(synth.chat_stream(model, reply, include_usage=usage)))
-        return ModelResponse(200, headers, target, payload=JsonBody.from_data(synth.chat_completion(model, reply)))
+            return ModelResponse(
+                200,
+                headers,
+                target,
+                stream=_agen(synth.chat_stream(model, reply, include_usage=usage)),
+            )
+        return ModelResponse(
+            200, headers, target, payload=JsonBody.from_data(synth.chat_completion(model, reply))
+        )
 
 
 async def _agen(blocks: Iterable[bytes]) -> AsyncGenerator[bytes, None]:
@@ -60,7 +78,9 @@ def _reply(call: ModelCall) -> synth.Reply:
     if call.api == "completions":
         prompt = call.body.get("prompt")
         text = prompt if isinstance(prompt, str) else str(prompt)
-        return synth.Reply(text=PREFIX + text, input_tokens=len(text.split()), output_tokens=len(text.split()) + 2)
+        return synth.Reply(
+            text=PREFIX + text, input_tokens=len(text.split()), output_tokens=len(text.split()) + 2
+        )
     messages = list(prompts.messages_of(call.api, call.body) or ())
     tools = call.body.get("tools")
     if isinstance(tools, list) and tools and not any(_is_tool_result(m) for m in messages):

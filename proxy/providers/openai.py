@@ -118,10 +118,14 @@ class OpenAIProvider:
             try:
                 data = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                raise UpstreamBadResponse(f"{label} sent a body that is not JSON", target=label) from None
+                raise UpstreamBadResponse(
+                    f"{label} sent a body that is not JSON", target=label
+                ) from None
             if not isinstance(data, dict):
                 raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
-            return ModelResponse(response.status, relayed, target, payload=JsonBody.parsed(raw, data))
+            return ModelResponse(
+                response.status, relayed, target, payload=JsonBody.parsed(raw, data)
+            )
         finally:
             if not handed_off:
                 response.release()

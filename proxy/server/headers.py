@@ -74,9 +74,7 @@ class RequestHeaderFilter:
 def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The upstream response headers to relay to the client."""
     connection_listed = {
-        token.strip().lower()
-        for value in _all(headers, "connection")
-        for token in value.split(",")
+        token.strip().lower() for value in _all(headers, "connection") for token in value.split(",")
     }
     return {
         name: value

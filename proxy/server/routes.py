@@ -89,7 +89,9 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         )
     assert response.payload is not None
     out_headers.setdefault("content-type", "application/json")
-    return web.Response(status=response.status, body=response.payload.to_bytes(), headers=out_headers)
+    return web.Response(
+        status=response.status, body=response.payload.to_bytes(), headers=out_headers
+    )
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -111,7 +111,10 @@ class ChoicesRewriter(StreamRewriter):
             if not keys or self._last is None:
                 continue
             empty: dict[str, Any] = {"index": index, "finish_reason": None}
-            empty.update({"delta": {}} if self._chat else {"text": ""})
+            if self._chat:
+                empty["delta"] = {}
+            else:
+                empty["text"] = ""
             choice = self._finish(index, empty, keys)
             choice["finish_reason"] = None
             out.append(sse.encode({**self._last, "choices": [choice]}))
@@ -161,7 +164,9 @@ class ResponsesRewriter(StreamRewriter):
         if kind == "response.output_item.done" and isinstance(data.get("item"), dict):
             item = self._item(_int(data.get("output_index")), data["item"])
             return [sse.encode({**data, "item": item}, event=name)]
-        if isinstance(data.get("response"), dict) and isinstance(data["response"].get("output"), list):
+        if isinstance(data.get("response"), dict) and isinstance(
+            data["response"].get("output"), list
+        ):
             response = data["response"]
             output = [self._item(i, item) for i, item in enumerate(response["output"])]
             return [sse.encode({**data, "response": {**response, "output": output}}, event=name)]
@@ -182,7 +187,11 @@ class ResponsesRewriter(StreamRewriter):
         if tail:
             delta_kind = kind.removesuffix(".done") + ".delta"
             extra = {k: v for k, v in data.items() if k not in (field, "logprobs")}
-            out.append(sse.encode({**extra, "type": delta_kind, "delta": tail}, event=delta_kind if name else None))
+            out.append(
+                sse.encode(
+                    {**extra, "type": delta_kind, "delta": tail}, event=delta_kind if name else None
+                )
+            )
         self._text[key] = self._text.get(key, "") + tail
         out.append(sse.encode({**data, field: self._text[key]}, event=name))
         return out

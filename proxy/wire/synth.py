@@ -105,7 +105,9 @@ def chat_chunks(model: str, reply: Reply, *, include_usage: bool) -> list[dict[s
     chunks += [chunk({"content": piece}) for piece in _split(reply.text or "", reply.pieces)]
     for index, call in enumerate(reply.tool_calls):
         first = {"index": index, "id": call.id, "type": "function"}
-        chunks.append(chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]}))
+        chunks.append(
+            chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})
+        )
         chunks += [
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in _split(call.arguments, reply.pieces)
@@ -189,23 +191,72 @@ def response_events(model: str, reply: Reply) -> list[tuple[str, dict[str, Any]]
     def emit(kind: str, **data: Any) -> None:
         events.append((kind, {"type": kind, "sequence_number": len(events), **data}))
 
-    emit("response.created", response=response_object(model, reply, status="in_progress", output=[]))
-    emit("response.in_progress", response=response_object(model, reply, status="in_progress", output=[]))
+    emit(
+        "response.created", response=response_object(model, reply, status="in_progress", output=[])
+    )
+    emit(
+        "response.in_progress",
+        response=response_object(model, reply, status="in_progress", output=[]),
+    )
     for index, item in enumerate(_response_items(reply)):
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "content": []})
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
             part = {"type": "output_text", "text": "", "annotations": []}
-            emit("response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part)
+            emit(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            )
             for piece in _split(text, reply.pieces):
-                emit("response.output_text.delta", item_id=item["id"], output_index=index, content_index=0, delta=piece, logprobs=[])
-            emit("response.output_text.done", item_id=item["id"], output_index=index, content_index=0, text=text, logprobs=[])
-            emit("response.content_part.done", item_id=item["id"], output_index=index, content_index=0, part={**part, "text": text})
+                emit(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=piece,
+                    logprobs=[],
+                )
+            emit(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=text,
+                logprobs=[],
+            )
+            emit(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part={**part, "text": text},
+            )
         else:
-            emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "arguments": ""})
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
             for piece in _split(item["arguments"], reply.pieces):
-                emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece)
-            emit("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"])
+                emit(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    delta=piece,
+                )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=item["arguments"],
+            )
         emit("response.output_item.done", output_index=index, item=item)
     emit("response.completed", response=response_object(model, reply))
     return events
@@ -224,17 +275,31 @@ def completion(model: str, reply: Reply) -> dict[str, Any]:
         "object": "text_completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "text": reply.text or "", "logprobs": None, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "text": reply.text or "", "logprobs": None, "finish_reason": "stop"}
+        ],
         "usage": _chat_usage(reply),
     }
 
 
 def completion_stream(model: str, reply: Reply) -> Iterator[bytes]:
     """SSE blocks of a streamed legacy completion, ``[DONE]`` included."""
-    head = {"id": f"cmpl-{reply.id}", "object": "text_completion", "created": int(time.time()), "model": model}
+    head = {
+        "id": f"cmpl-{reply.id}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+    }
     for piece in _split(reply.text or "", reply.pieces):
-        yield sse.encode({**head, "choices": [{"index": 0, "text": piece, "logprobs": None, "finish_reason": None}]})
-    yield sse.encode({**head, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]})
+        yield sse.encode(
+            {
+                **head,
+                "choices": [{"index": 0, "text": piece, "logprobs": None, "finish_reason": None}],
+            }
+        )
+    yield sse.encode(
+        {**head, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]}
+    )
     yield sse.DONE
 
 
@@ -254,5 +319,8 @@ def embeddings(model: str, inputs: Sequence[str], dimensions: int = 8) -> dict[s
             {"object": "embedding", "index": i, "embedding": embedding_vector(text, dimensions)}
             for i, text in enumerate(inputs)
         ],
-        "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": sum(len(t.split()) for t in inputs)},
+        "usage": {
+            "prompt_tokens": sum(len(t.split()) for t in inputs),
+            "total_tokens": sum(len(t.split()) for t in inputs),
+        },
     }

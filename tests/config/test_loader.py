@@ -87,11 +87,16 @@ policies:
     assert lines[0] == "c.yaml:6: models.fast[1].provider: unknown provider 'nowhere' (known: ok)"
     assert "c.yaml:8: policies[0].system_prompt.prepend: Input should be a valid string" in lines
     assert "c.yaml:8: policies[0].system_prompt.bogus: unknown key" in lines
-    assert any(line.startswith("c.yaml:9: policies[1].no_such_policy: unknown policy") for line in lines)
+    assert any(
+        line.startswith("c.yaml:9: policies[1].no_such_policy: unknown policy") for line in lines
+    )
 
 
 def test_duplicate_keys_and_yaml_syntax() -> None:
-    dup = 'providers:\n  a: {base_url: "http://x"}\n  a: {base_url: "http://y"}\nmodels: {"*": [{provider: a}]}\n'
+    dup = (
+        'providers:\n  a: {base_url: "http://x"}\n  a: {base_url: "http://y"}\n'
+        'models: {"*": [{provider: a}]}\n'
+    )
     assert problems(dup) == ["c.yaml:3: providers.a: duplicate key"]
     assert problems("providers: [\n")[0].startswith("c.yaml:2: (yaml):")
     assert problems("") == ["c.yaml:1: (top level): the file is empty"]
@@ -100,7 +105,10 @@ def test_duplicate_keys_and_yaml_syntax() -> None:
 
 def test_empty_key_refused_unless_echo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOPE", raising=False)
-    text = 'providers:\n  o: {base_url: "http://x", api_key: "${NOPE:-}"}\nmodels: {"*": [{provider: o}]}\n'
+    text = (
+        'providers:\n  o: {base_url: "http://x", api_key: "${NOPE:-}"}\n'
+        'models: {"*": [{provider: o}]}\n'
+    )
     assert problems(text)[0].startswith("c.yaml:2: providers.o.api_key: api_key is empty")
     echo = text.replace('"${NOPE:-}"', '"${NOPE:-}", missing_key: echo')
     assert load_text(echo).config.providers["o"].key_missing

@@ -20,15 +20,21 @@ def make_agent(proxy_url: str, streaming: bool, responses_api: bool, calls: list
         return f"sunny, 21C in {city}"
 
     model = ChatOpenAI(
-        model="gpt-4.1-mini", base_url=proxy_url, api_key=CLIENT_KEY, max_retries=0,  # type: ignore[arg-type]
-        streaming=streaming, use_responses_api=responses_api,
+        model="gpt-4.1-mini",
+        base_url=proxy_url,
+        api_key=CLIENT_KEY,
+        max_retries=0,  # type: ignore[arg-type]
+        streaming=streaming,
+        use_responses_api=responses_api,
     )
     return create_agent(model, tools=[get_weather], system_prompt="Use tools.")
 
 
 @pytest.mark.parametrize("responses_api", [False, True])
 @pytest.mark.parametrize("streaming", [False, True])
-def test_create_agent_tool_round_trip(proxy_url: str, upstream: FakeUpstream, streaming: bool, responses_api: bool) -> None:
+def test_create_agent_tool_round_trip(
+    proxy_url: str, upstream: FakeUpstream, streaming: bool, responses_api: bool
+) -> None:
     calls: list[str] = []
     agent = make_agent(proxy_url, streaming, responses_api, calls)
     result = agent.invoke({"messages": [{"role": "user", "content": "Weather in Paris?"}]})

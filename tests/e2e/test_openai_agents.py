@@ -36,7 +36,9 @@ def make_agent(client: AsyncOpenAI, kind: str, calls: list[str]) -> Agent:
 
 @pytest.mark.parametrize("kind", ["responses", "chat"])
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_tool_round_trip(proxy_url: str, upstream: FakeUpstream, kind: str, streamed: bool) -> None:
+async def test_tool_round_trip(
+    proxy_url: str, upstream: FakeUpstream, kind: str, streamed: bool
+) -> None:
     calls: list[str] = []
     async with AsyncOpenAI(base_url=proxy_url, api_key=CLIENT_KEY, max_retries=0) as client:
         agent = make_agent(client, kind, calls)
@@ -53,4 +55,7 @@ async def test_tool_round_trip(proxy_url: str, upstream: FakeUpstream, kind: str
     assert all(r.json().get("stream", False) is streamed for r in upstream.requests)
     assert all(r.headers["authorization"] == f"Bearer {UPSTREAM_KEY}" for r in upstream.requests)
     first = upstream.requests[0].json()
-    assert first["tools"][0].get("name", first["tools"][0].get("function", {}).get("name")) == "get_weather"
+    assert (
+        first["tools"][0].get("name", first["tools"][0].get("function", {}).get("name"))
+        == "get_weather"
+    )

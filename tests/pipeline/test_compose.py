@@ -18,6 +18,7 @@ async def test_onion_first_listed_is_outermost() -> None:
             result = await next(value + 1, ctx)
             log.append(f"{name}-after")
             return result * 10
+
         return run
 
     async def terminal(value: int, ctx: Context) -> int:
@@ -66,6 +67,7 @@ async def test_chain_runs_in_order_and_empty_is_none() -> None:
     async def add(suffix: str):  # type: ignore[no-untyped-def]
         async def step(value: str, ctx: Context) -> str:
             return value + suffix
+
         return step
 
     chain = compose_chain([await add("a"), await add("b"), await add("c")])

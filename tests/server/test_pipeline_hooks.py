@@ -34,14 +34,24 @@ def client(url: str) -> openai.OpenAI:
 
 def test_composition_order_non_streamed(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
     url = make_proxy(RECORDERS)
-    response = httpx.post(f"{url}/chat/completions", json={
-        "model": "m", "messages": [{"role": "system", "content": "base"}, {"role": "user", "content": "hi"}]})
+    response = httpx.post(
+        f"{url}/chat/completions",
+        json={
+            "model": "m",
+            "messages": [{"role": "system", "content": "base"}, {"role": "user", "content": "hi"}],
+        },
+    )
     assert LOGS["default"] == [
-        "a:system", "b:system",          # transformers, listed order
-        "a:convert", "b:convert",
-        "a:before", "b:before",          # onion: first listed outermost
-        "b:after", "a:after",
-        "b:response", "a:response",      # response hooks: reverse order
+        "a:system",
+        "b:system",  # transformers, listed order
+        "a:convert",
+        "b:convert",
+        "a:before",
+        "b:before",  # onion: first listed outermost
+        "b:after",
+        "a:after",
+        "b:response",
+        "a:response",  # response hooks: reverse order
     ]
     sent = upstream.last.json()["messages"]
     assert sent[0] == {"role": "system", "content": "base[a][b]"}
@@ -49,7 +59,9 @@ def test_composition_order_non_streamed(make_proxy: ProxyFactory, upstream: Fake
     assert response.json()["marks"] == ["b", "a"]
 
 
-def test_stream_transforms_run_in_reverse_and_flush_everything(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_stream_transforms_run_in_reverse_and_flush_everything(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy(RECORDERS)
     upstream.push(synth.Reply(text="hello world", pieces=5))
     stream = client(url).chat.completions.create(model="m", messages=[], stream=True)
@@ -59,9 +71,15 @@ def test_stream_transforms_run_in_reverse_and_flush_everything(make_proxy: Proxy
     assert LOGS["default"][-2:] == ["b:stream", "a:stream"]
 
 
-def test_stream_transform_rewrites_tool_arguments(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_stream_transform_rewrites_tool_arguments(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:Recorder: {label: t}\n")
-    upstream.push(synth.Reply(tool_calls=[synth.ToolCall("c1", "f", '{"x": 1}'), synth.ToolCall("c2", "g", "{}")]))
+    upstream.push(
+        synth.Reply(
+            tool_calls=[synth.ToolCall("c1", "f", '{"x": 1}'), synth.ToolCall("c2", "g", "{}")]
+        )
+    )
     stream = client(url).chat.completions.create(model="m", messages=[], stream=True)
     arguments: dict[int, str] = {}
     for chunk in stream:
@@ -70,7 +88,9 @@ def test_stream_transform_rewrites_tool_arguments(make_proxy: ProxyFactory, upst
     assert arguments == {0: 't({"x": 1})', 1: "t({})"}
 
 
-def test_responses_stream_transform_keeps_final_events_consistent(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_responses_stream_transform_keeps_final_events_consistent(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:Recorder: {label: r}\n")
     upstream.push(synth.Reply(text="streamed text", pieces=4))
     with client(url).responses.stream(model="m", input="x") as stream:
@@ -79,7 +99,9 @@ def test_responses_stream_transform_keeps_final_events_consistent(make_proxy: Pr
     assert deltas == final.output_text == "r(streamed text)"
 
 
-def test_responses_system_prompt_in_instructions(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_responses_system_prompt_in_instructions(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy(RECORDERS)
     client(url).responses.create(model="m", input="hi", instructions="be brief")
     sent = upstream.last.json()
@@ -90,33 +112,55 @@ def test_responses_system_prompt_in_instructions(make_proxy: ProxyFactory, upstr
 def test_policy_block_is_an_openai_error(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:BlockWord: {word: forbidden}\n")
     with pytest.raises(openai.BadRequestError) as info:
-        client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "a forbidden thing"}])
+        client(url).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "a forbidden thing"}]
+        )
     assert info.value.code == "word_blocked"
     assert upstream.requests == []
     assert client(url).chat.completions.create(model="m", messages=[]).choices[0].message.content
 
 
-def test_no_policy_changes_means_original_bytes(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_no_policy_changes_means_original_bytes(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:BlockWord: {word: forbidden}\n")
     raw = b'{"model": "m",   "messages": [], "odd_spacing": true}'
     httpx.post(f"{url}/chat/completions", content=raw)
     assert upstream.last.body == raw
 
 
-def test_system_prompt_policy_chat_and_content_parts(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_system_prompt_policy_chat_and_content_parts(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy("""
 policies:
   - system_prompt: {prepend: "ORG RULES", append: "Be kind."}
 """)
     c = client(url)
     c.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-    assert upstream.last.json()["messages"][0] == {"role": "system", "content": "ORG RULES\n\nBe kind."}
-    c.chat.completions.create(model="m", messages=[
-        {"role": "developer", "content": [{"type": "text", "text": "dev"}, {"type": "text", "text": "more"}]},
-        {"role": "user", "content": "hi"}])
+    assert upstream.last.json()["messages"][0] == {
+        "role": "system",
+        "content": "ORG RULES\n\nBe kind.",
+    }
+    c.chat.completions.create(
+        model="m",
+        messages=[
+            {
+                "role": "developer",
+                "content": [{"type": "text", "text": "dev"}, {"type": "text", "text": "more"}],
+            },
+            {"role": "user", "content": "hi"},
+        ],
+    )
     first = upstream.last.json()["messages"][0]
-    assert first == {"role": "developer", "content": [{"type": "text", "text": "ORG RULES\n\ndev\nmore\n\nBe kind."}]}
-    c.responses.create(model="m", input=[{"role": "system", "content": "sys item"}, {"role": "user", "content": "u"}])
+    assert first == {
+        "role": "developer",
+        "content": [{"type": "text", "text": "ORG RULES\n\ndev\nmore\n\nBe kind."}],
+    }
+    c.responses.create(
+        model="m",
+        input=[{"role": "system", "content": "sys item"}, {"role": "user", "content": "u"}],
+    )
     assert upstream.last.json()["input"][0]["content"] == "ORG RULES\n\nsys item\n\nBe kind."
     assert "instructions" not in upstream.last.json()
 
@@ -126,14 +170,24 @@ def test_system_prompt_template(make_proxy: ProxyFactory, upstream: FakeUpstream
 policies:
   - system_prompt: {template: 'Agent {agent}. {prompt} Keep {"json": "braces"}.'}
 """)
-    httpx.post(f"{url}/chat/completions", headers={"x-hookgate-agent": "planner"},
-               json={"model": "m", "messages": [{"role": "system", "content": "Base."}]})
-    assert upstream.last.json()["messages"][0]["content"] == 'Agent planner. Base. Keep {"json": "braces"}.'
+    httpx.post(
+        f"{url}/chat/completions",
+        headers={"x-hookgate-agent": "planner"},
+        json={"model": "m", "messages": [{"role": "system", "content": "Base."}]},
+    )
+    assert (
+        upstream.last.json()["messages"][0]["content"]
+        == 'Agent planner. Base. Keep {"json": "braces"}.'
+    )
 
 
-def test_bad_messages_shape_is_400_not_500(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_bad_messages_shape_is_400_not_500(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy("policies:\n  - system_prompt: {prepend: x}\n")
-    response = httpx.post(f"{url}/chat/completions", content=orjson.dumps({"model": "m", "messages": "nope"}))
+    response = httpx.post(
+        f"{url}/chat/completions", content=orjson.dumps({"model": "m", "messages": "nope"})
+    )
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "messages"
     assert upstream.requests == []

@@ -10,9 +10,9 @@ import openai
 import orjson
 import pytest
 
+from proxy.wire import synth
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory
 from tests.fakes import FakeUpstream, Raw, Status
-from proxy.wire import synth
 
 
 def client(url: str, **kwargs: object) -> openai.OpenAI:
@@ -31,19 +31,26 @@ def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> N
 
 
 def test_unchanged_body_goes_upstream_byte_for_byte(proxy_url: str, upstream: FakeUpstream) -> None:
-    raw = b'{"model":"m","messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,' \
-          b'"reasoning":{"effort":"high"},"include":["a"],"future_field":{"n":[1,2.50,"\\u00e9"]}}'
-    response = httpx.post(f"{proxy_url}/chat/completions", content=raw,
-                          headers={"content-type": "application/json"})
+    raw = (
+        b'{"model":"m","messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,'
+        b'"reasoning":{"effort":"high"},"include":["a"],"future_field":{"n":[1,2.50,"\\u00e9"]}}'
+    )
+    response = httpx.post(
+        f"{proxy_url}/chat/completions", content=raw, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 200
     assert upstream.last.body == raw
 
 
-def test_alias_rewrites_model_and_keeps_unknown_fields(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_alias_rewrites_model_and_keeps_unknown_fields(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy(models="  fast: [{provider: up, model: real-model-1}]")
     reply = client(url).chat.completions.with_raw_response.create(
-        model="fast", messages=[{"role": "user", "content": "hi"}],
-        parallel_tool_calls=False, extra_body={"reasoning": {"effort": "low"}, "include": ["x"]},
+        model="fast",
+        messages=[{"role": "user", "content": "hi"}],
+        parallel_tool_calls=False,
+        extra_body={"reasoning": {"effort": "low"}, "include": ["x"]},
     )
     sent = upstream.last.json()
     assert sent["model"] == "real-model-1"
@@ -52,7 +59,9 @@ def test_alias_rewrites_model_and_keeps_unknown_fields(make_proxy: ProxyFactory,
     assert reply.headers["x-hookgate-upstream"] == "up/real-model-1"
 
 
-def test_unknown_alias_without_wildcard_is_404_model_not_found(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_unknown_alias_without_wildcard_is_404_model_not_found(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     url = make_proxy(models="  fast: [{provider: up, model: real}]")
     with pytest.raises(openai.NotFoundError) as info:
         client(url).chat.completions.create(model="other", messages=[])
@@ -62,7 +71,9 @@ def test_unknown_alias_without_wildcard_is_404_model_not_found(make_proxy: Proxy
 
 
 def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
-    url = make_proxy(models='  fast: [{provider: up, model: a}]\n  smart: [{provider: up, model: b}]')
+    url = make_proxy(
+        models="  fast: [{provider: up, model: a}]\n  smart: [{provider: up, model: b}]"
+    )
     ids = [m.id for m in client(url).models.list()]
     assert ids == ["fast", "smart"]
     assert client(url).models.retrieve("smart").id == "smart"
@@ -71,10 +82,17 @@ def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
 
 
 def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: FakeUpstream) -> None:
-    c = client(proxy_url, default_headers={
-        "OpenAI-Beta": "assistants=v2", "OpenAI-Organization": "org-1", "OpenAI-Project": "proj-1",
-        "Idempotency-Key": "idem-1", "X-Internal-Secret": "do-not-forward", "Cookie": "a=b",
-    })
+    c = client(
+        proxy_url,
+        default_headers={
+            "OpenAI-Beta": "assistants=v2",
+            "OpenAI-Organization": "org-1",
+            "OpenAI-Project": "proj-1",
+            "Idempotency-Key": "idem-1",
+            "X-Internal-Secret": "do-not-forward",
+            "Cookie": "a=b",
+        },
+    )
     reply = c.chat.completions.with_raw_response.create(model="m", messages=[])
     sent = upstream.last.headers
     assert sent["authorization"] == f"Bearer {UPSTREAM_KEY}"
@@ -94,12 +112,27 @@ def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: Fak
 
 @pytest.mark.parametrize(
     ("status", "exc"),
-    [(400, openai.BadRequestError), (401, openai.AuthenticationError), (403, openai.PermissionDeniedError),
-     (404, openai.NotFoundError), (422, openai.UnprocessableEntityError), (429, openai.RateLimitError),
-     (500, openai.InternalServerError)],
+    [
+        (400, openai.BadRequestError),
+        (401, openai.AuthenticationError),
+        (403, openai.PermissionDeniedError),
+        (404, openai.NotFoundError),
+        (422, openai.UnprocessableEntityError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+    ],
 )
-def test_upstream_errors_relayed_unchanged(proxy_url: str, upstream: FakeUpstream, status: int, exc: type[Exception]) -> None:
-    body = {"error": {"message": f"upstream says {status}", "type": "x", "param": "p", "code": f"c{status}"}}
+def test_upstream_errors_relayed_unchanged(
+    proxy_url: str, upstream: FakeUpstream, status: int, exc: type[Exception]
+) -> None:
+    body = {
+        "error": {
+            "message": f"upstream says {status}",
+            "type": "x",
+            "param": "p",
+            "code": f"c{status}",
+        }
+    }
     upstream.push(Status(status, body, {"retry-after": "3"}))
     response = httpx.post(f"{proxy_url}/chat/completions", json={"model": "m", "messages": []})
     assert response.status_code == status
@@ -113,7 +146,9 @@ def test_upstream_errors_relayed_unchanged(proxy_url: str, upstream: FakeUpstrea
 
 def test_streamed_chat(proxy_url: str) -> None:
     stream = client(proxy_url).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
@@ -155,12 +190,22 @@ def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstrea
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "POST"])
-def test_generic_relay_any_method_with_query(proxy_url: str, upstream: FakeUpstream, method: str) -> None:
-    response = httpx.request(method, f"{proxy_url}/batches/b1?limit=2&after=x%2Fy", content=b"abc" if method != "GET" else None,
-                             headers={"authorization": f"Bearer {CLIENT_KEY}"})
+def test_generic_relay_any_method_with_query(
+    proxy_url: str, upstream: FakeUpstream, method: str
+) -> None:
+    response = httpx.request(
+        method,
+        f"{proxy_url}/batches/b1?limit=2&after=x%2Fy",
+        content=b"abc" if method != "GET" else None,
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+    )
     assert response.status_code == 200
-    assert response.json() == {"method": method, "path": "/v1/batches/b1", "query": "limit=2&after=x%2Fy",
-                               "body_size": 0 if method == "GET" else 3}
+    assert response.json() == {
+        "method": method,
+        "path": "/v1/batches/b1",
+        "query": "limit=2&after=x%2Fy",
+        "body_size": 0 if method == "GET" else 3,
+    }
     assert response.headers["x-request-id"] == "req_fake_123"
     assert upstream.last.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
 
@@ -177,9 +222,13 @@ def raw_request(url: str, request_line: str) -> tuple[int, bytes]:
     return int(head.split()[1]), body
 
 
-@pytest.mark.parametrize("path", ["/v1/files/../../admin", "/v1/files/%2e%2e/secret", "/v1/./x",
-                                  "/v1/files/%2E%2E%2Fadmin"])
-def test_generic_relay_refuses_dot_segments(proxy_url: str, upstream: FakeUpstream, path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/files/../../admin", "/v1/files/%2e%2e/secret", "/v1/./x", "/v1/files/%2E%2E%2Fadmin"],
+)
+def test_generic_relay_refuses_dot_segments(
+    proxy_url: str, upstream: FakeUpstream, path: str
+) -> None:
     status, body = raw_request(proxy_url, f"GET {path} HTTP/1.1")
     assert status in (400, 404)
     assert "error" in orjson.loads(body)
@@ -189,8 +238,13 @@ def test_generic_relay_refuses_dot_segments(proxy_url: str, upstream: FakeUpstre
 def test_bad_input_gets_openai_errors(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
     url = make_proxy(extra="server: {max_body_bytes: 1000}")
     cases = [
-        (b"{not json", 400), (b"", 400), (b"[1,2]", 400), (b'{"messages": []}', 400),
-        (b'{"model": 5}', 400), (b'{"model": "m", "stream": "yes"}', 400), (b"\xff\xfe", 400),
+        (b"{not json", 400),
+        (b"", 400),
+        (b"[1,2]", 400),
+        (b'{"messages": []}', 400),
+        (b'{"model": 5}', 400),
+        (b'{"model": "m", "stream": "yes"}', 400),
+        (b"\xff\xfe", 400),
         (b'{"model": "m", "messages": "' + b"x" * 2000 + b'"}', 413),
     ]
     for body, status in cases:
@@ -223,15 +277,28 @@ def test_health_and_ready(proxy_url: str) -> None:
 
 def test_tool_call_round_trip_sync_and_streamed(proxy_url: str) -> None:
     c = client(proxy_url)
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
     messages: list[dict[str, object]] = [{"role": "user", "content": "weather?"}]
     first = c.chat.completions.create(model="m", messages=messages, tools=tools)  # type: ignore[arg-type]
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     assert call.function.name == "get_weather"  # type: ignore[union-attr]
     assert orjson.loads(call.function.arguments) == {"city": "Paris"}  # type: ignore[union-attr]
-    messages += [first.choices[0].message.model_dump(exclude_none=True),
-                 {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21C"}]
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21C"},
+    ]
     stream = c.chat.completions.create(model="m", messages=messages, tools=tools, stream=True)  # type: ignore[arg-type]
     text = "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices)
     assert text == "The tool said: sunny, 21C"
@@ -241,10 +308,12 @@ async def test_async_client_concurrent(proxy_url: str) -> None:
     import asyncio
 
     c = openai.AsyncOpenAI(base_url=proxy_url, api_key=CLIENT_KEY, max_retries=0)
-    results = await asyncio.gather(*[
-        c.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
-        for i in range(20)
-    ])
+    results = await asyncio.gather(
+        *[
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
+            for i in range(20)
+        ]
+    )
     assert {r.choices[0].message.content for r in results} == {"Hello from the fake upstream."}
     stream = await c.chat.completions.create(model="m", messages=[], stream=True)
     text = "".join([ch.choices[0].delta.content or "" async for ch in stream if ch.choices])

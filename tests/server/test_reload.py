@@ -1,4 +1,5 @@
-"""Hot reload: edits swap in atomically, broken edits keep the old config, in-flight requests finish on theirs."""
+"""Hot reload: edits swap in atomically, broken edits keep the old config,
+in-flight requests finish on the config they started with."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from proxy.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 
-POLICY = "server: {reload_interval_s: 0.05}\npolicies:\n  - tests.policies_for_tests:Recorder: {label: %s}\n"
+POLICY = (
+    "server: {reload_interval_s: 0.05}\n"
+    "policies:\n  - tests.policies_for_tests:Recorder: {label: %s}\n"
+)
 
 
 def eventually(check: Callable[[], bool], timeout: float = 5) -> None:
@@ -33,7 +37,10 @@ def write(path: Path, text: str) -> None:
 
 
 def test_reload_swaps_keeps_old_on_error_and_inflight_finish_on_theirs(
-    tmp_path: Path, loop_thread: LoopThread, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    loop_thread: LoopThread,
+    upstream: FakeUpstream,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = tmp_path / "hookgate.yaml"
     write(path, config_text(upstream.base_url, POLICY % "one"))

@@ -9,9 +9,9 @@ import httpx
 import openai
 import pytest
 
+from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
-from proxy.config.loader import LoadedConfig, load_text
 from tests.fakes import Events, FakeUpstream, Hang, Raw
 
 
@@ -22,16 +22,19 @@ def client(url: str, **kwargs: object) -> openai.OpenAI:
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
     extra = f", {settings}" if settings else ""
     return load_text(
-        f"providers:\n  p: {{base_url: '{base_url}'{extra}}}\n"
-        'models:\n  "*": [{provider: p}]\n'
+        f"providers:\n  p: {{base_url: '{base_url}'{extra}}}\nmodels:\n  \"*\": [{{provider: p}}]\n"
     )
 
 
 def chat_blocks(text: str) -> list[bytes]:
-    return list(synth.chat_stream("m", synth.Reply(text=text, pieces=len(text)), include_usage=False))
+    return list(
+        synth.chat_stream("m", synth.Reply(text=text, pieces=len(text)), include_usage=False)
+    )
 
 
-def test_first_chunk_arrives_before_upstream_finishes(proxy_url: str, upstream: FakeUpstream) -> None:
+def test_first_chunk_arrives_before_upstream_finishes(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
     upstream.push(Events(chat_blocks("abcd"), delay=0.4))
     stream = client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
     started = time.monotonic()
@@ -41,7 +44,9 @@ def test_first_chunk_arrives_before_upstream_finishes(proxy_url: str, upstream: 
     assert arrivals[-1] > 2.0
 
 
-def test_stream_cut_by_upstream_raises_in_the_client(proxy_url: str, upstream: FakeUpstream) -> None:
+def test_stream_cut_by_upstream_raises_in_the_client(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
     upstream.push(Events(chat_blocks("abcdef")[:4]))  # no finish chunk, no [DONE]
     stream = client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
     received = []
@@ -68,18 +73,27 @@ def test_streamed_call_answered_with_json_is_502(proxy_url: str, upstream: FakeU
 
 def test_client_disconnect_cancels_upstream(proxy_url: str, upstream: FakeUpstream) -> None:
     upstream.push(Events(chat_blocks("ab"), end="hang"))
-    with httpx.Client(timeout=5) as http, http.stream(
-        "POST", f"{proxy_url}/chat/completions", json={"model": "m", "messages": [], "stream": True}
-    ) as response:
+    with (
+        httpx.Client(timeout=5) as http,
+        http.stream(
+            "POST",
+            f"{proxy_url}/chat/completions",
+            json={"model": "m", "messages": [], "stream": True},
+        ) as response,
+    ):
         first = next(response.iter_raw())
         assert first.startswith(b"data: ")
     assert upstream.cancelled.wait(5), "upstream request still running after the client left"
 
 
-def test_client_disconnect_before_first_byte_cancels_upstream(proxy_url: str, upstream: FakeUpstream) -> None:
+def test_client_disconnect_before_first_byte_cancels_upstream(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
     upstream.push(Hang())
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(f"{proxy_url}/chat/completions", json={"model": "m", "messages": []}, timeout=0.5)
+        httpx.post(
+            f"{proxy_url}/chat/completions", json={"model": "m", "messages": []}, timeout=0.5
+        )
     assert upstream.cancelled.wait(5)
 
 
@@ -104,7 +118,9 @@ def test_upstream_timeout_is_504(make_proxy: ProxyFactory, upstream: FakeUpstrea
     assert time.monotonic() - started < 3
 
 
-def test_stall_mid_stream_becomes_error_event(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_stall_mid_stream_becomes_error_event(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     proxy = make_proxy(loaded=single_provider(upstream.base_url, "timeout: {read_s: 0.3}"))
     upstream.push(Events(chat_blocks("ab")[:2], end="hang"))
     with pytest.raises(openai.APIError) as info:
@@ -114,8 +130,9 @@ def test_stall_mid_stream_becomes_error_event(make_proxy: ProxyFactory, upstream
 
 def test_error_event_is_well_formed(proxy_url: str, upstream: FakeUpstream) -> None:
     upstream.push(Events(chat_blocks("abc")[:2]))
-    response = httpx.post(f"{proxy_url}/chat/completions",
-                          json={"model": "m", "messages": [], "stream": True})
+    response = httpx.post(
+        f"{proxy_url}/chat/completions", json={"model": "m", "messages": [], "stream": True}
+    )
     blocks = sse.SSEDecoder().feed(response.content)
     last = sse.parse(blocks[-1])
     assert last.event == "error"

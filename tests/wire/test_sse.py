@@ -24,8 +24,17 @@ def test_every_split_point_gives_the_same_blocks() -> None:
 
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
 def test_line_endings_and_fields(newline: bytes) -> None:
-    block = b"event: response.completed" + newline + b": comment" + newline + b"data: {\"a\":" + \
-        newline + b"data: 1}" + newline + newline
+    block = (
+        b"event: response.completed"
+        + newline
+        + b": comment"
+        + newline
+        + b'data: {"a":'
+        + newline
+        + b"data: 1}"
+        + newline
+        + newline
+    )
     (parsed,) = sse.SSEDecoder().feed(block)
     event = sse.parse(parsed)
     assert event.event == "response.completed"
@@ -37,5 +46,5 @@ def test_terminal_detection() -> None:
     assert sse.is_done(b"data: [DONE]\n\n") and sse.is_done(b"data:[DONE]\n\n")
     assert not sse.is_done(b'data: {"x": "[DONE]"}\n\n')
     assert sse.is_responses_terminal(b'data: {"type": "response.failed"}\n\n')
-    assert not sse.is_responses_terminal(b'event: response.output_text.delta\ndata: {}\n\n')
+    assert not sse.is_responses_terminal(b"event: response.output_text.delta\ndata: {}\n\n")
     assert sse.encode({"a": 1}, event="error") == b'event: error\ndata: {"a":1}\n\n'

@@ -33,9 +33,15 @@ def test_chat_text_and_tools() -> None:
     reply = synth.Reply(text="abcdef", tool_calls=[synth.ToolCall("c", "f", '{"k":1}')], pieces=3)
     events = run("chat.completions", list(synth.chat_stream("m", reply, include_usage=True)))
     assert events[-1] is None  # [DONE] stays last
-    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1] if e["choices"])
-    args = "".join(tc["function"].get("arguments", "") for e in events[:-1] if e["choices"]
-                   for tc in e["choices"][0]["delta"].get("tool_calls", []))
+    text = "".join(
+        e["choices"][0]["delta"].get("content") or "" for e in events[:-1] if e["choices"]
+    )
+    args = "".join(
+        tc["function"].get("arguments", "")
+        for e in events[:-1]
+        if e["choices"]
+        for tc in e["choices"][0]["delta"].get("tool_calls", [])
+    )
     assert text == "ABCDEF" and args == '{"K":1}'
     assert events[-2]["usage"]["total_tokens"] == 15  # the usage chunk passes through
 
@@ -49,7 +55,9 @@ def test_chat_flushes_at_done_when_no_finish_reason() -> None:
 
 
 def test_legacy_completions() -> None:
-    events = run("completions", list(synth.completion_stream("m", synth.Reply(text="hello", pieces=2))))
+    events = run(
+        "completions", list(synth.completion_stream("m", synth.Reply(text="hello", pieces=2)))
+    )
     assert "".join(e["choices"][0]["text"] for e in events if e) == "HELLO"
 
 
@@ -57,7 +65,9 @@ def test_responses_deltas_and_final_events_agree() -> None:
     reply = synth.Reply(text="hello", tool_calls=[synth.ToolCall("c", "f", '{"a":2}')], pieces=2)
     events = run("responses", list(synth.response_stream("m", reply)))
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    args = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
+    args = "".join(
+        e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta"
+    )
     assert text == "HELLO" and args == '{"A":2}'
     done = next(e for e in events if e["type"] == "response.output_text.done")
     assert done["text"] == "HELLO"
