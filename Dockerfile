@@ -1,0 +1,19 @@
+# hookgate: `docker build -t hookgate . && docker run -p 8787:8787 -e OPENAI_API_KEY hookgate`
+# The install step is the one CI uses (pip install of this project), without dev tools.
+FROM python:3.11-slim
+
+RUN useradd --create-home --uid 10001 hookgate
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY proxy ./proxy
+COPY policies ./policies
+RUN pip install --no-cache-dir '.[speed]'
+
+USER hookgate
+ENV HOOKGATE_CONFIG=/app/policies/default.yaml
+EXPOSE 8787
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/healthz', timeout=2)"
+# SIGTERM drains in-flight requests (server.shutdown_timeout_s), then exits.
+STOPSIGNAL SIGTERM
+CMD ["hookgate", "serve", "--host", "0.0.0.0"]

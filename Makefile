@@ -1,0 +1,41 @@
+# The two commands of the README:
+#   make run    — install (first time) and run the proxy on policies/default.yaml
+#   make test   — install (first time) and run the whole test suite (lint, types, tests)
+# `make test-fast` skips the slow soak/load suites (CI never does).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test test-fast check bench schema clean
+
+run: $(STAMP)
+	$(BIN)/hookgate serve
+
+test: $(STAMP) check
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-fast: $(STAMP) check
+	$(BIN)/pytest -q --skip-slow $(PYTEST_ARGS)
+
+check: $(STAMP)
+	$(BIN)/ruff check proxy tests bench
+	$(BIN)/ruff format --check proxy tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+schema: $(STAMP)
+	$(BIN)/hookgate schema -o hookgate.schema.json
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
