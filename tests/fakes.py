@@ -227,9 +227,18 @@ class FakeUpstream:
             headers=self.headers,
         )
 
-    async def _download(self, request: web.Request) -> web.Response:
+    async def _download(self, request: web.Request) -> web.StreamResponse:
         await self._record(request)
-        return web.Response(body=self.files[request.match_info["id"]], headers=self.headers)
+        content = self.files[request.match_info["id"]]
+        if request.match_info["id"] != "file-cut":
+            return web.Response(body=content, headers=self.headers)
+        out = web.StreamResponse(headers=self.headers)
+        out.content_length = len(content)
+        await out.prepare(request)
+        await out.write(content[: len(content) // 2])
+        assert request.transport is not None
+        request.transport.abort()  # the upstream dies mid-body
+        return out
 
     async def _echo_request(self, request: web.Request) -> web.Response:
         recorded = await self._record(request)

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from aiohttp import web
 from yarl import URL
 
-from proxy.errors import InvalidRequest, NotFound
+from proxy.errors import InvalidRequest, NotFound, UpstreamError
 from proxy.providers.openai import translated
 from proxy.server.headers import response_headers
 from proxy.server.keys import HOLDER, REQUEST_ID, SESSION
@@ -61,9 +61,17 @@ async def relay(request: web.Request) -> web.StreamResponse:
         if upstream.content_length is not None:
             out.content_length = upstream.content_length
         await out.prepare(request)
-        with translated(label):
-            async for chunk in upstream.content.iter_any():
-                await out.write(chunk)
+        try:
+            with translated(label):
+                async for chunk in upstream.content.iter_any():
+                    await out.write(chunk)
+        except UpstreamError as exc:
+            # The status is sent; the only honest signal left is a cut connection, so
+            # the client sees an incomplete body instead of one that looks complete.
+            log.warning("relay %s failed mid-body: %s", label, exc.message)
+            if request.transport is not None:
+                request.transport.abort()
+            return out
         await out.write_eof()
         return out
 

@@ -189,6 +189,14 @@ def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstrea
     assert c.files.content(created.id).read() == payload
 
 
+def test_generic_relay_cut_mid_body_is_not_complete(proxy_url: str, upstream: FakeUpstream) -> None:
+    upstream.files["file-cut"] = b"x" * 200_000
+    with pytest.raises(httpx.RemoteProtocolError):  # at once: not a hang, not a short 200
+        httpx.get(f"{proxy_url}/files/file-cut/content", timeout=30).read()
+    # the proxy is fine afterwards
+    assert httpx.get(f"{proxy_url.removesuffix('/v1')}/healthz").status_code == 200
+
+
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "POST"])
 def test_generic_relay_any_method_with_query(
     proxy_url: str, upstream: FakeUpstream, method: str
