@@ -161,3 +161,12 @@ class UpstreamStatusError(UpstreamError):
 
     def headers(self) -> Mapping[str, str]:
         return self.upstream_headers
+
+
+def error_type(exc: BaseException) -> str:
+    """A short, bounded name for an error: its code, or ``http_<status>`` for a relayed one."""
+    if isinstance(exc, UpstreamStatusError):
+        return f"http_{exc.status}"
+    if isinstance(exc, HookgateError):
+        return exc.code or exc.type
+    return type(exc).__name__

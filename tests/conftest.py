@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterator
+from typing import Any
 
+import openai
 import pytest
 
 from proxy.config.loader import LoadedConfig, load_text
@@ -13,6 +15,20 @@ from tests.fakes import FakeUpstream, LoopThread, RunningApp
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-credential-abcdef"
+
+_CLIENTS: list[openai.OpenAI] = []
+
+
+def openai_client(url: str, **kwargs: Any) -> openai.OpenAI:
+    """A real ``openai`` client for ``url`` (no retries), closed when the session ends."""
+    client = openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)
+    _CLIENTS.append(client)
+    return client
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for client in _CLIENTS:
+        client.close()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -103,6 +103,17 @@ class ServerConfig(Strict):
     """How long SIGTERM waits for in-flight requests before cancelling them."""
 
 
+class PriceConfig(Strict):
+    """USD per 1M tokens for one model (overrides the shipped price table)."""
+
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+    cached_input: Annotated[float, Field(ge=0)] | None = None
+    """Default: the ``input`` price."""
+    reasoning: Annotated[float, Field(ge=0)] | None = None
+    """Default: the ``output`` price."""
+
+
 def _one_key(entry: dict[str, Any]) -> dict[str, Any]:
     if len(entry) != 1:
         raise ValueError(
@@ -131,6 +142,7 @@ class Config(Strict):
     providers: dict[str, ProviderConfig]
     models: dict[str, Targets]
     policies: list[PolicyEntry] = Field(default_factory=list)
+    pricing: dict[str, PriceConfig] = Field(default_factory=dict)
 
     @field_validator("providers")
     @classmethod

@@ -7,6 +7,7 @@ implement costs nothing per request. Hook shapes and their composition:
 =====================  ===========  ==================================================
 hook                   shape        composition (policies as listed in YAML)
 =====================  ===========  ==================================================
+on_request             observer     listed order, before every other hook
 on_system_prompt       transformer  chained in listed order
 convert_to_llm         transformer  chained in listed order
 on_model_call          onion        first listed is outermost
@@ -96,6 +97,15 @@ class Policy:
     def __init__(self, config: Any = None) -> None:
         self.config = config
 
+    async def on_request(self, call: ModelCall, ctx: Context) -> None:
+        """Observe a model call before any other hook runs; must not change it.
+
+        For per-request telemetry set-up (the tracing policy starts its span here, so
+        every later hook, including a refusing one, happens inside it). May refuse by
+        raising. hookgate's addition to the DESIGN.md hook table: the transformer hooks
+        run before ``on_model_call``, so without it a span could not cover them.
+        """
+
     async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
         """Return the system prompt the model should see.
 
@@ -134,8 +144,17 @@ class Policy:
         """Return a transform for this streamed response, or None to leave it alone."""
         return None
 
+    async def aclose(self) -> None:
+        """Release what the policy holds (exporters, pools). Not a hook.
+
+        Called once when its pipeline is retired: on shutdown, and after a reload once
+        requests still running on the old config have had ``server.shutdown_timeout_s``
+        to finish. Must not raise.
+        """
+
 
 HOOK_NAMES: tuple[str, ...] = (
+    "on_request",
     "on_system_prompt",
     "convert_to_llm",
     "on_model_call",

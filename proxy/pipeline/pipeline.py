@@ -1,13 +1,23 @@
-"""A config's policies frozen into hook chains, and one model call run through them."""
+"""A config's policies frozen into hook chains, and one model call run through them.
+
+Each wired hook is wrapped once, at build time, to record the policy's decision for the
+request in ``ctx.observation`` (metrics): ``block`` when the hook raised a
+:class:`~proxy.errors.HookgateError` of its own (not an upstream failure passing
+through), ``modify`` when a transformer returned something new, else ``allow``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
+from proxy.errors import HookgateError, UpstreamError
 from proxy.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
 from proxy.pipeline.hooks import Next, Policy, StreamTransform, implements
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 from proxy.wire import prompts
+
+T = TypeVar("T")
 
 _PROMPT_APIS = frozenset({"chat.completions", "responses"})
 
@@ -21,30 +31,44 @@ class Pipeline:
 
     def __init__(self, policies: Sequence[Policy], terminal: Next) -> None:
         self.policies = tuple(policies)
-        listed = [p for p in self.policies]
+        listed = list(self.policies)
         backwards = list(reversed(listed))
+        self._observers = tuple(
+            _observed_observer(p) for p in listed if implements(p, "on_request")
+        )
         self._system_prompt = compose_chain(
-            [p.on_system_prompt for p in listed if implements(p, "on_system_prompt")]
+            [
+                _observed(p.name, p.on_system_prompt)
+                for p in listed
+                if implements(p, "on_system_prompt")
+            ]
         )
         self._convert = compose_chain(
-            [p.convert_to_llm for p in listed if implements(p, "convert_to_llm")]
+            [_observed(p.name, p.convert_to_llm) for p in listed if implements(p, "convert_to_llm")]
         )
         self._call = compose_onion(
-            [p.on_model_call for p in listed if implements(p, "on_model_call")], terminal
+            [_observed_onion(p) for p in listed if implements(p, "on_model_call")], terminal
         )
         self._response = compose_chain(
-            [p.on_response for p in backwards if implements(p, "on_response")]
+            [_observed(p.name, p.on_response) for p in backwards if implements(p, "on_response")]
         )
         self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
 
     async def run(self, call: ModelCall, ctx: Context) -> ModelResponse:
         """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
+        for observer in self._observers:
+            await observer(call, ctx)
         if call.api in _PROMPT_APIS:
             call = await self._prepare(call, ctx)
         response = await self._call(call, ctx)
         if self._response is not None and response.payload is not None and response.status < 300:
             response = await self._response(response, ctx)
         return response
+
+    async def aclose(self) -> None:
+        """Close every policy (see :meth:`Policy.aclose`)."""
+        for policy in self.policies:
+            await policy.aclose()
 
     def stream_transform(self, ctx: Context) -> StreamTransform | None:
         """The combined transform for one streamed response, or None when no policy wants one."""
@@ -66,3 +90,57 @@ class Pipeline:
             if converted is not messages:
                 call = call.with_body(prompts.with_messages(call.api, call.body, converted))
         return call
+
+
+def _blocked(policy: str, exc: HookgateError, ctx: Context) -> None:
+    """Record a block for the first policy an error of its own passes through."""
+    if isinstance(exc, UpstreamError) or getattr(exc, "blocked_by", None) is not None:
+        return
+    exc.blocked_by = policy  # type: ignore[attr-defined]
+    ctx.observation.decide(policy, "block")
+
+
+def _observed(
+    policy: str, hook: Callable[[T, Context], Awaitable[T]]
+) -> Callable[[T, Context], Awaitable[T]]:
+    async def run(value: T, ctx: Context) -> T:
+        try:
+            result = await hook(value, ctx)
+        except HookgateError as exc:
+            _blocked(policy, exc, ctx)
+            raise
+        same = result is value or (isinstance(value, str) and result == value)
+        ctx.observation.decide(policy, "allow" if same else "modify")
+        return result
+
+    return run
+
+
+def _observed_onion(
+    policy: Policy,
+) -> Callable[[ModelCall, Context, Next], Awaitable[ModelResponse]]:
+    name, hook = policy.name, policy.on_model_call
+
+    async def run(call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        try:
+            response = await hook(call, ctx, next)
+        except HookgateError as exc:
+            _blocked(name, exc, ctx)
+            raise
+        ctx.observation.decide(name, "allow")
+        return response
+
+    return run
+
+
+def _observed_observer(policy: Policy) -> Callable[[ModelCall, Context], Awaitable[None]]:
+    name, hook = policy.name, policy.on_request
+
+    async def run(call: ModelCall, ctx: Context) -> None:
+        try:
+            await hook(call, ctx)
+        except HookgateError as exc:
+            _blocked(name, exc, ctx)
+            raise
+
+    return run

@@ -18,6 +18,7 @@ from proxy.pipeline.hooks import Policy
 
 BUILTIN: Mapping[str, str] = {
     "system_prompt": "proxy.policies.system_prompt:SystemPromptPolicy",
+    "tracing": "proxy.policies.tracing:TracingPolicy",
 }
 
 

@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
+from proxy.pipeline.observe import Observation
+
 Api = Literal["chat.completions", "responses", "completions", "embeddings"]
 """The OpenAI endpoint a model call is for; decides the body's shape."""
 
@@ -118,6 +120,10 @@ class ModelCall:
         """A copy that will be sent to ``targets[0]``."""
         return dataclasses.replace(self, targets=targets)
 
+    def with_headers(self, headers: Mapping[str, str]) -> ModelCall:
+        """A copy forwarding ``headers`` upstream instead."""
+        return dataclasses.replace(self, headers=headers)
+
 
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
@@ -162,7 +168,7 @@ ANONYMOUS = Identity()
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Per-request facts every hook may read, plus two mutable slots.
+    """Per-request facts every hook may read, plus mutable slots.
 
     ``state`` is keyed by policy name: a policy keeps what its pre- and post-steps share
     there (``ctx.state.setdefault(self.name, {})``). ``response_headers`` collects
@@ -177,3 +183,6 @@ class Context:
     reply_id: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
+    observation: Observation = field(default_factory=Observation)
+    """Telemetry of this request (spans, timings, policy decisions); see
+    :mod:`proxy.pipeline.observe`."""

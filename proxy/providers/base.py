@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from proxy.pipeline.observe import UpstreamAddress
 from proxy.pipeline.types import Api, ModelCall, ModelResponse, Target
 
 API_PATHS: Mapping[Api, str] = {
@@ -26,6 +27,8 @@ class Provider(Protocol):
     """Sends model calls to one configured provider."""
 
     name: str
+    address: UpstreamAddress
+    """The provider's kind (``gen_ai.provider.name``) and where it listens."""
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         """Send ``call`` (already addressed to ``target``) and return the response.

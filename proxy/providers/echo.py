@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
+from proxy.pipeline.observe import UpstreamAddress
 from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from proxy.wire import prompts, synth
 
@@ -22,6 +23,7 @@ class EchoProvider:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.address = UpstreamAddress("hookgate.echo")
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         body = call.body

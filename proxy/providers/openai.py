@@ -22,6 +22,7 @@ from proxy.errors import (
     UpstreamStatusError,
     UpstreamTimeout,
 )
+from proxy.pipeline.observe import UpstreamAddress
 from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from proxy.providers.base import API_PATHS
 from proxy.server.headers import response_headers
@@ -66,6 +67,7 @@ class OpenAIProvider:
         assert config.base_url is not None
         self.name = name
         self.base_url = URL(config.base_url.rstrip("/"))
+        self.address = UpstreamAddress("openai", self.base_url.host, self.base_url.port)
         self._session = session
         self._headers = dict(config.headers)
         if config.api_key is not None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
 from proxy.config.schema import Config, TargetConfig
-from proxy.errors import NotFound
+from proxy.errors import HookgateError, NotFound, error_type
 from proxy.pipeline.types import Context, ModelCall, ModelResponse, Target
 from proxy.providers.base import Provider
 from proxy.providers.echo import EchoProvider
@@ -76,7 +77,10 @@ class Upstreams:
     """The terminal handler of the ``on_model_call`` onion: sends to ``call.targets[0]``.
 
     Rewrites ``model`` to the target's upstream name when it differs (the only change the
-    proxy itself makes to a body).
+    proxy itself makes to a body). Each call is one *attempt*: it is timed into
+    ``ctx.observation``, recorded with its outcome, and, when the request is traced, is a
+    child span whose context is what the upstream receives as ``traceparent``. For a
+    stream the attempt ends when the upstream's headers arrive.
     """
 
     def __init__(self, providers: Mapping[str, Provider]) -> None:
@@ -84,6 +88,40 @@ class Upstreams:
 
     async def __call__(self, call: ModelCall, ctx: Context) -> ModelResponse:
         target = call.targets[0]
+        provider = self._providers[target.provider]
+        label = target.label(call.model)
         if target.model is not None and call.body.get("model") != target.model:
             call = call.with_body({**call.body, "model": target.model})
-        return await self._providers[target.provider].send(call, target)
+        observation = ctx.observation
+        observation.upstream = provider.address
+        span = None
+        if observation.spans is not None:
+            span = observation.spans.start(f"attempt {label}", _attempt_attributes(provider, label))
+            call = call.with_headers({**call.headers, **span.trace_headers()})
+        started = time.perf_counter()
+        try:
+            response = await provider.send(call, target)
+        except HookgateError as exc:
+            observation.attempts.append((label, error_type(exc)))
+            if span is not None:
+                span.record_error(error_type(exc), exc.message)
+            raise
+        finally:
+            observation.upstream_s += time.perf_counter() - started
+            if span is not None:
+                span.end()
+        observation.attempts.append((label, "ok"))
+        return response
+
+
+def _attempt_attributes(provider: Provider, label: str) -> dict[str, str | int]:
+    address = provider.address
+    attributes: dict[str, str | int] = {
+        "gen_ai.provider.name": address.provider_kind,
+        "hookgate.target": label,
+    }
+    if address.host is not None:
+        attributes["server.address"] = address.host
+    if address.port is not None:
+        attributes["server.port"] = address.port
+    return attributes

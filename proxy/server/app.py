@@ -15,35 +15,64 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from proxy.config.loader import LoadedConfig
 from proxy.errors import HookgateError, NotFound, PayloadTooLarge
 from proxy.server import routes
-from proxy.server.keys import HOLDER, REQUEST_ID, SESSION
+from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION
 from proxy.server.reload import ConfigWatcher
-from proxy.server.runtime import RuntimeHolder, build_runtime
+from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
+from proxy.telemetry.metrics import Metrics
 
 log = logging.getLogger("hookgate")
 
 WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
 
 
-def create_app(loaded: LoadedConfig, *, watch: bool | None = None) -> web.Application:
+def create_app(
+    loaded: LoadedConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    watch: bool | None = None,
+) -> web.Application:
     """Build the proxy for a loaded config.
 
+    Metrics go to ``registry`` (a new one by default; never the global registry).
     ``watch`` turns hot reload of ``loaded.source`` on or off; by default it follows
     ``server.reload`` and is on only when the config came from a file.
     """
     app = web.Application(middlewares=[_errors], client_max_size=2**62)
-    holder = RuntimeHolder(build_runtime(loaded, lambda: app[SESSION], generation=1))
+    metrics = Metrics(registry if registry is not None else CollectorRegistry())
+    app[METRICS] = metrics
+    runtime = build_runtime(loaded, lambda: app[SESSION], generation=1)
+    _admit_labels(metrics, runtime)
+    holder = RuntimeHolder(runtime)
     app[HOLDER] = holder
     if watch is None:
         watch = loaded.config.server.reload and loaded.source != "<string>"
     if watch:
-        app[WATCHER] = ConfigWatcher(loaded.source, holder, lambda: app[SESSION])
+
+        def reloaded(new: Runtime | None) -> None:
+            metrics.reloads.labels("success" if new is not None else "failure").inc()
+            if new is not None:
+                _admit_labels(metrics, new)
+
+        app[WATCHER] = ConfigWatcher(loaded.source, holder, lambda: app[SESSION], reloaded)
     app.cleanup_ctx.append(_lifecycle)
     routes.add_routes(app)
     return app
+
+
+def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
+    config = runtime.config
+    targets = [
+        f"{t.provider}/{t.model}"
+        for ts in config.models.values()
+        for t in ts
+        if t.model is not None
+    ]
+    metrics.known_models([a for a in config.models if a != "*"], targets)
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -59,6 +88,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if watcher is not None:
+            await watcher.close()
+        await app[HOLDER].current.pipeline.aclose()
         await app[SESSION].close()
 
 

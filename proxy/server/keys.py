@@ -6,12 +6,16 @@ import aiohttp
 from aiohttp import web
 
 from proxy.server.runtime import RuntimeHolder
+from proxy.telemetry.metrics import Metrics
 
 HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
 """The current config generation; see :mod:`proxy.server.runtime`."""
 
 SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
 """The one upstream ``ClientSession`` of the app (keep-alive pool)."""
+
+METRICS = web.AppKey("hookgate.metrics", Metrics)
+"""The app's metric families (on the registry given to ``create_app``)."""
 
 REQUEST_ID = web.RequestKey("hookgate.request_id", str)
 """Request key holding the id reported in ``x-hookgate-request-id``."""

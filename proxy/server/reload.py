@@ -16,7 +16,7 @@ from collections.abc import Callable
 import aiohttp
 
 from proxy.config.loader import ConfigError, load_file
-from proxy.server.runtime import RuntimeHolder, build_runtime
+from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
 
 log = logging.getLogger("hookgate")
 
@@ -32,16 +32,25 @@ def _stamp(path: str) -> Stamp:
 
 
 class ConfigWatcher:
-    """Reloads ``path`` into ``holder`` whenever the file changes."""
+    """Reloads ``path`` into ``holder`` whenever the file changes.
+
+    ``on_result`` is told the new runtime after a swap, or None after a failed reload.
+    """
 
     def __init__(
-        self, path: str, holder: RuntimeHolder, session: Callable[[], aiohttp.ClientSession]
+        self,
+        path: str,
+        holder: RuntimeHolder,
+        session: Callable[[], aiohttp.ClientSession],
+        on_result: Callable[[Runtime | None], None] = lambda runtime: None,
     ) -> None:
         self.path = path
+        self._on_result = on_result
         self.holder = holder
         self._session = session
         self._stamp = _stamp(path)
         self._lock = asyncio.Lock()
+        self._retiring: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         """Poll forever at the current config's ``server.reload_interval_s``."""
@@ -51,6 +60,22 @@ class ConfigWatcher:
             if stamp != self._stamp and stamp is not None:
                 self._stamp = stamp
                 await self.reload()
+
+    async def _retire(self, runtime: Runtime) -> None:
+        """Close an old generation's policies once its requests have had time to finish."""
+        try:
+            await asyncio.sleep(runtime.config.server.shutdown_timeout_s)
+        finally:
+            await runtime.pipeline.aclose()
+            task = asyncio.current_task()
+            if task is not None:
+                self._retiring.discard(task)
+
+    async def close(self) -> None:
+        """Retire pending old generations now (at shutdown)."""
+        for task in list(self._retiring):
+            task.cancel()
+        await asyncio.gather(*self._retiring, return_exceptions=True)
 
     async def reload(self) -> bool:
         """Load the file now; swap it in if valid. Returns whether it was swapped in."""
@@ -66,7 +91,10 @@ class ConfigWatcher:
                     self.holder.current.generation,
                     "\n".join(exc.lines),
                 )
+                self._on_result(None)
                 return False
-            self.holder.current = runtime
+            retired, self.holder.current = self.holder.current, runtime
+            self._on_result(runtime)
+            self._retiring.add(asyncio.create_task(self._retire(retired)))
             log.info("config reloaded from %s (generation %d)", self.path, runtime.generation)
             return True

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from aiohttp import web
+from prometheus_client.exposition import choose_encoder
 
-from proxy.errors import InvalidRequest, NotFound, PayloadTooLarge
+from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge, error_type
+from proxy.pipeline.observe import Outcome
 from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
-from proxy.server.keys import HOLDER, REQUEST_ID
+from proxy.server.keys import HOLDER, METRICS, REQUEST_ID
 from proxy.server.relay import relay
+from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
+from proxy.telemetry.metrics import Metrics
+from proxy.wire.usage import ResponseFacts, StreamFacts, facts_of
+
+log = logging.getLogger("hookgate")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -33,6 +43,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_route("*", "/v1/{tail:.*}", relay)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
 
 
 def _model_handler(api: Api) -> Handler:
@@ -43,8 +54,70 @@ def _model_handler(api: Api) -> Handler:
 
 
 async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
-    """Serve one model endpoint request through the current pipeline."""
+    """Serve one model endpoint request through the current pipeline, observed."""
     runtime = request.app[HOLDER].current
+    metrics = request.app[METRICS]
+    started = time.perf_counter()
+    headers = request.headers
+    ctx = Context(
+        request_id=request[REQUEST_ID],
+        api=api,
+        agent=headers.get("x-hookgate-agent"),
+        session_id=headers.get("x-hookgate-session-id"),
+        reply_id=headers.get("x-hookgate-reply-id"),
+    )
+    outcome = Outcome(status=500, stream=False, target=None)
+    model = ""
+    in_flight = metrics.in_flight.labels(api)
+    in_flight.inc()
+    try:
+        call = await _read_call(request, runtime, api)
+        model = call.model
+        outcome.stream = call.stream
+        response = await runtime.pipeline.run(call, ctx)
+        outcome.status = response.status
+        outcome.target = response.target.label(model)
+        out_headers = {
+            **response.headers,
+            **ctx.response_headers,
+            "x-hookgate-request-id": ctx.request_id,
+            "x-hookgate-upstream": outcome.target,
+        }
+        collect = ctx.observation.capture_output
+        if response.stream is not None:
+            facts = StreamFacts(api, collect_text=collect)
+            out = await relay_stream(
+                request, response.status, out_headers, response.stream, api=api,
+                transform=runtime.pipeline.stream_transform(ctx), facts=facts, outcome=outcome,
+                observation=ctx.observation, started=started,
+            )  # fmt: skip
+            _apply(outcome, facts.facts, collect)
+            return out
+        assert response.payload is not None
+        _apply(outcome, facts_of(api, response.body, collect_text=collect), collect)
+        out_headers.setdefault("content-type", "application/json")
+        return web.Response(
+            status=response.status, body=response.payload.to_bytes(), headers=out_headers
+        )
+    except HookgateError as exc:
+        outcome.status = exc.status
+        outcome.error_type, outcome.error_message = error_type(exc), exc.message
+        outcome.target = outcome.target or getattr(exc, "target", None)
+        raise
+    except asyncio.CancelledError:
+        outcome.status, outcome.error_type = 499, "client_disconnected"
+        raise
+    except Exception as exc:
+        outcome.error_type = error_type(exc)
+        raise
+    finally:
+        in_flight.dec()
+        outcome.duration_s = time.perf_counter() - started
+        outcome.upstream_s = ctx.observation.upstream_s
+        _finish(runtime, metrics, api, model, ctx, outcome)
+
+
+async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
     raw = await read_body(request, runtime.config.server.max_body_bytes)
     body = parse_object(raw)
     model = body.get("model")
@@ -55,43 +128,41 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         stream = False
     if not isinstance(stream, bool):
         raise InvalidRequest("'stream' must be a boolean", param="stream")
-    headers = request.headers
-    ctx = Context(
-        request_id=request[REQUEST_ID],
-        api=api,
-        agent=headers.get("x-hookgate-agent"),
-        session_id=headers.get("x-hookgate-session-id"),
-        reply_id=headers.get("x-hookgate-reply-id"),
-    )
-    call = ModelCall(
+    return ModelCall(
         api=api,
         payload=JsonBody.parsed(raw, body),
         model=model,
         stream=stream,
         targets=runtime.router.targets(model),
-        headers=runtime.forward(headers),
+        headers=runtime.forward(request.headers),
     )
-    response = await runtime.pipeline.run(call, ctx)
-    out_headers = {
-        **response.headers,
-        **ctx.response_headers,
-        "x-hookgate-request-id": ctx.request_id,
-        "x-hookgate-upstream": response.target.label(model),
-    }
-    if response.stream is not None:
-        return await relay_stream(
-            request,
-            response.status,
-            out_headers,
-            response.stream,
-            api=api,
-            transform=runtime.pipeline.stream_transform(ctx),
-        )
-    assert response.payload is not None
-    out_headers.setdefault("content-type", "application/json")
-    return web.Response(
-        status=response.status, body=response.payload.to_bytes(), headers=out_headers
-    )
+
+
+def _apply(outcome: Outcome, facts: ResponseFacts, collect: bool) -> None:
+    outcome.usage = facts.usage
+    outcome.response_id = facts.response_id
+    outcome.response_model = facts.response_model
+    outcome.finish_reasons = tuple(facts.finish_reasons)
+    if collect:
+        outcome.output_text = "".join(facts.text)
+
+
+def _finish(
+    runtime: Runtime, metrics: Metrics, api: Api, model: str, ctx: Context, outcome: Outcome
+) -> None:
+    """Hand the outcome to finish callbacks and metrics; telemetry never fails a request."""
+    for callback in ctx.observation.on_finish:
+        try:
+            callback(outcome)
+        except Exception:
+            log.exception("a finish callback failed (request %s)", ctx.request_id)
+    cost = None
+    if outcome.usage is not None and outcome.target is not None:
+        cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
+    try:
+        metrics.observe(api, model, outcome, ctx.observation, cost)
+    except Exception:
+        log.exception("recording metrics failed (request %s)", ctx.request_id)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
@@ -167,6 +238,15 @@ async def readyz(request: web.Request) -> web.Response:
             "providers": sorted(runtime.providers),
         }
     )
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """Prometheus exposition; OpenMetrics (with exemplars) when the scraper asks for it."""
+    encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    body = encoder(request.app[METRICS].registry)
+    response = web.Response(body=body)
+    response.headers["content-type"] = content_type
+    return response
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from proxy.budgets.pricing import Price, Pricing
 from proxy.config.loader import LoadedConfig
 from proxy.config.schema import Config
 from proxy.pipeline.pipeline import Pipeline
@@ -31,6 +32,7 @@ class Runtime:
     forward: RequestHeaderFilter
     relay: Provider
     """The provider the generic ``/v1/*`` relay talks to."""
+    pricing: Pricing
     generation: int
     source: str
 
@@ -49,6 +51,7 @@ def build_runtime(
         providers=providers,
         forward=RequestHeaderFilter(config.server.forward_headers),
         relay=providers[_relay_provider(config, router)],
+        pricing=Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()}),
         generation=generation,
         source=loaded.source,
     )

@@ -1,25 +1,33 @@
 """Relay a streamed model response to the client as its events arrive.
 
-Each upstream event block is written as soon as it is complete; nothing is buffered
-beyond one block. Without a stream transform the bytes pass through untouched. A
-failure after the first byte ends the stream with an ``error`` event carrying an
-OpenAI error object, which the ``openai`` SDK raises as ``APIError``; a stream is never
-cut short so that it looks complete. When the client goes away the upstream stream is
-closed, which closes its connection and stops the upstream's work.
+Events are written as soon as they have arrived whole; nothing is buffered beyond one
+upstream read. Without a stream transform the bytes pass through untouched. A failure
+after the first byte ends the stream with an ``error`` event carrying an OpenAI error
+object, which the ``openai`` SDK raises as ``APIError``; a stream is never cut short so
+that it looks complete. When the client goes away the upstream stream is closed, which
+closes its connection and stops the upstream's work.
+
+While relaying, the time spent waiting for upstream events is added to the request's
+upstream time (so ``overhead = total - upstream`` is the proxy's own work), the time to
+the first event is recorded, and :class:`~proxy.wire.usage.StreamFacts` picks usage and
+response facts out of the upstream events (before any transform).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 
 from aiohttp import web
 
-from proxy.errors import UpstreamError
+from proxy.errors import UpstreamError, error_type
 from proxy.pipeline.hooks import StreamTransform
+from proxy.pipeline.observe import Observation, Outcome
 from proxy.pipeline.types import EventStream
 from proxy.wire import sse
 from proxy.wire.stream_rewrite import rewriter_for
+from proxy.wire.usage import StreamFacts
 
 log = logging.getLogger("hookgate")
 
@@ -38,14 +46,27 @@ async def relay_stream(
     *,
     api: str,
     transform: StreamTransform | None,
+    facts: StreamFacts,
+    outcome: Outcome,
+    observation: Observation,
+    started: float,
 ) -> web.StreamResponse:
-    """Write ``stream`` to the client; always closes ``stream``."""
+    """Write ``stream`` to the client; always closes ``stream``; fills ``outcome``."""
     out = web.StreamResponse(status=status, headers={**headers, **_STREAM_HEADERS})
     rewriter = rewriter_for(api, transform) if transform is not None else None
+    iterator = aiter(stream)
     try:
         await out.prepare(request)
         try:
-            async for events in stream:
+            while True:
+                waiting = time.perf_counter()
+                try:
+                    events = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    observation.upstream_s += time.perf_counter() - waiting
+                facts.feed(events)
                 if rewriter is not None:
                     events = b"".join(
                         rewritten
@@ -53,11 +74,15 @@ async def relay_stream(
                         for rewritten in rewriter.feed(block)
                     )
                 await out.write(events)
+                if outcome.ttft_s is None:
+                    outcome.ttft_s = time.perf_counter() - started
         except UpstreamError as exc:
             log.warning("stream from %s failed after its first byte: %s", exc.target, exc.message)
+            outcome.error_type, outcome.error_message = error_type(exc), exc.message
             await out.write(sse.encode(exc.to_body(), event="error"))
         await out.write_eof()
     except ConnectionResetError:
+        outcome.error_type = "client_disconnected"
         log.info("client went away mid-stream; upstream stream closed")
     finally:
         await stream.aclose()

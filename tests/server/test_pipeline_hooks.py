@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from proxy.wire import synth
-from tests.conftest import CLIENT_KEY, ProxyFactory
+from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream
 from tests.policies_for_tests import LOGS
 
@@ -26,10 +26,6 @@ def clean_logs() -> Iterator[None]:
     LOGS.clear()
     yield
     LOGS.clear()
-
-
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0)
 
 
 def test_composition_order_non_streamed(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
@@ -64,7 +60,7 @@ def test_stream_transforms_run_in_reverse_and_flush_everything(
 ) -> None:
     url = make_proxy(RECORDERS)
     upstream.push(synth.Reply(text="hello world", pieces=5))
-    stream = client(url).chat.completions.create(model="m", messages=[], stream=True)
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     # b is innermost: its transform runs first, a wraps b's output
     assert text == "a(b(hello world))"
@@ -80,7 +76,7 @@ def test_stream_transform_rewrites_tool_arguments(
             tool_calls=[synth.ToolCall("c1", "f", '{"x": 1}'), synth.ToolCall("c2", "g", "{}")]
         )
     )
-    stream = client(url).chat.completions.create(model="m", messages=[], stream=True)
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
     arguments: dict[int, str] = {}
     for chunk in stream:
         for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
@@ -93,7 +89,7 @@ def test_responses_stream_transform_keeps_final_events_consistent(
 ) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:Recorder: {label: r}\n")
     upstream.push(synth.Reply(text="streamed text", pieces=4))
-    with client(url).responses.stream(model="m", input="x") as stream:
+    with openai_client(url).responses.stream(model="m", input="x") as stream:
         deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
         final = stream.get_final_response()
     assert deltas == final.output_text == "r(streamed text)"
@@ -103,7 +99,7 @@ def test_responses_system_prompt_in_instructions(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
     url = make_proxy(RECORDERS)
-    client(url).responses.create(model="m", input="hi", instructions="be brief")
+    openai_client(url).responses.create(model="m", input="hi", instructions="be brief")
     sent = upstream.last.json()
     assert sent["instructions"] == "be brief[a][b]"
     assert sent["input"][0] == {"role": "user", "content": "hi"}
@@ -112,12 +108,17 @@ def test_responses_system_prompt_in_instructions(
 def test_policy_block_is_an_openai_error(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
     url = make_proxy("policies:\n  - tests.policies_for_tests:BlockWord: {word: forbidden}\n")
     with pytest.raises(openai.BadRequestError) as info:
-        client(url).chat.completions.create(
+        openai_client(url).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "a forbidden thing"}]
         )
     assert info.value.code == "word_blocked"
     assert upstream.requests == []
-    assert client(url).chat.completions.create(model="m", messages=[]).choices[0].message.content
+    assert (
+        openai_client(url)
+        .chat.completions.create(model="m", messages=[])
+        .choices[0]
+        .message.content
+    )
 
 
 def test_no_policy_changes_means_original_bytes(
@@ -136,7 +137,7 @@ def test_system_prompt_policy_chat_and_content_parts(
 policies:
   - system_prompt: {prepend: "ORG RULES", append: "Be kind."}
 """)
-    c = client(url)
+    c = openai_client(url)
     c.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert upstream.last.json()["messages"][0] == {
         "role": "system",

@@ -11,16 +11,12 @@ import orjson
 import pytest
 
 from proxy.wire import synth
-from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory
+from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Raw, Status
 
 
-def client(url: str, **kwargs: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)  # type: ignore[arg-type]
-
-
 def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> None:
-    reply = client(proxy_url).chat.completions.with_raw_response.create(
+    reply = openai_client(proxy_url).chat.completions.with_raw_response.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
     )
     completion = reply.parse()
@@ -46,7 +42,7 @@ def test_alias_rewrites_model_and_keeps_unknown_fields(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
     url = make_proxy(models="  fast: [{provider: up, model: real-model-1}]")
-    reply = client(url).chat.completions.with_raw_response.create(
+    reply = openai_client(url).chat.completions.with_raw_response.create(
         model="fast",
         messages=[{"role": "user", "content": "hi"}],
         parallel_tool_calls=False,
@@ -64,7 +60,7 @@ def test_unknown_alias_without_wildcard_is_404_model_not_found(
 ) -> None:
     url = make_proxy(models="  fast: [{provider: up, model: real}]")
     with pytest.raises(openai.NotFoundError) as info:
-        client(url).chat.completions.create(model="other", messages=[])
+        openai_client(url).chat.completions.create(model="other", messages=[])
     assert info.value.code == "model_not_found"
     assert info.value.param == "model"
     assert upstream.requests == []
@@ -74,15 +70,15 @@ def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
     url = make_proxy(
         models="  fast: [{provider: up, model: a}]\n  smart: [{provider: up, model: b}]"
     )
-    ids = [m.id for m in client(url).models.list()]
+    ids = [m.id for m in openai_client(url).models.list()]
     assert ids == ["fast", "smart"]
-    assert client(url).models.retrieve("smart").id == "smart"
+    assert openai_client(url).models.retrieve("smart").id == "smart"
     with pytest.raises(openai.NotFoundError):
-        client(url).models.retrieve("nope")
+        openai_client(url).models.retrieve("nope")
 
 
 def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: FakeUpstream) -> None:
-    c = client(
+    c = openai_client(
         proxy_url,
         default_headers={
             "OpenAI-Beta": "assistants=v2",
@@ -140,12 +136,12 @@ def test_upstream_errors_relayed_unchanged(
     assert response.headers["retry-after"] == "3"
     upstream.push(Status(status, body))
     with pytest.raises(exc) as info:
-        client(proxy_url).chat.completions.create(model="m", messages=[])
+        openai_client(proxy_url).chat.completions.create(model="m", messages=[])
     assert info.value.code == f"c{status}"  # type: ignore[attr-defined]
 
 
 def test_streamed_chat(proxy_url: str) -> None:
-    stream = client(proxy_url).chat.completions.create(
+    stream = openai_client(proxy_url).chat.completions.create(
         model="m",
         messages=[{"role": "user", "content": "hi"}],
         stream=True,
@@ -158,7 +154,7 @@ def test_streamed_chat(proxy_url: str) -> None:
 
 
 def test_responses_json_and_stream(proxy_url: str, upstream: FakeUpstream) -> None:
-    c = client(proxy_url)
+    c = openai_client(proxy_url)
     response = c.responses.create(model="m", input="hi", include=["reasoning.encrypted_content"])
     assert response.output_text == "Hello from the fake upstream."
     assert upstream.last.json()["include"] == ["reasoning.encrypted_content"]
@@ -169,7 +165,7 @@ def test_responses_json_and_stream(proxy_url: str, upstream: FakeUpstream) -> No
 
 
 def test_embeddings_and_completions(proxy_url: str, upstream: FakeUpstream) -> None:
-    c = client(proxy_url)
+    c = openai_client(proxy_url)
     vectors = c.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
     assert len(vectors.data) == 2 and upstream.last.path == "/v1/embeddings"
     assert vectors.data[0].embedding == synth.embedding_vector("a")
@@ -181,7 +177,7 @@ def test_embeddings_and_completions(proxy_url: str, upstream: FakeUpstream) -> N
 
 
 def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstream) -> None:
-    c = client(proxy_url)
+    c = openai_client(proxy_url)
     payload = b'{"custom_id": "1"}\n' * 20000
     created = c.files.create(file=("batch.jsonl", io.BytesIO(payload)), purpose="batch")
     assert created.bytes == len(payload)
@@ -271,7 +267,7 @@ def test_bad_input_gets_openai_errors(make_proxy: ProxyFactory, upstream: FakeUp
 def test_malformed_upstream_json_is_502(proxy_url: str, upstream: FakeUpstream) -> None:
     upstream.push(Raw(b'{"id": "truncated'))
     with pytest.raises(openai.InternalServerError) as info:
-        client(proxy_url).chat.completions.create(model="m", messages=[])
+        openai_client(proxy_url).chat.completions.create(model="m", messages=[])
     assert info.value.status_code == 502
     assert info.value.code == "upstream_bad_response"  # type: ignore[attr-defined]
 
@@ -284,7 +280,7 @@ def test_health_and_ready(proxy_url: str) -> None:
 
 
 def test_tool_call_round_trip_sync_and_streamed(proxy_url: str) -> None:
-    c = client(proxy_url)
+    c = openai_client(proxy_url)
     tools = [
         {
             "type": "function",

@@ -11,12 +11,8 @@ import pytest
 
 from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
-from tests.conftest import CLIENT_KEY, ProxyFactory
+from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw
-
-
-def client(url: str, **kwargs: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)  # type: ignore[arg-type]
 
 
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
@@ -36,7 +32,7 @@ def test_first_chunk_arrives_before_upstream_finishes(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
     upstream.push(Events(chat_blocks("abcd"), delay=0.4))
-    stream = client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
+    stream = openai_client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
     started = time.monotonic()
     arrivals = [time.monotonic() - started for _ in stream]
     # 7 events 0.4 s apart upstream: the first must arrive long before the last is sent
@@ -48,7 +44,7 @@ def test_stream_cut_by_upstream_raises_in_the_client(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
     upstream.push(Events(chat_blocks("abcdef")[:4]))  # no finish chunk, no [DONE]
-    stream = client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
+    stream = openai_client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
     received = []
     with pytest.raises(openai.APIError) as info:
         for chunk in stream:
@@ -61,13 +57,13 @@ def test_responses_stream_cut_raises(proxy_url: str, upstream: FakeUpstream) -> 
     blocks = list(synth.response_stream("m", synth.Reply(text="hello")))
     upstream.push(Events(blocks[:-1]))  # everything but response.completed
     with pytest.raises(openai.APIError):
-        list(client(proxy_url).responses.create(model="m", input="x", stream=True))
+        list(openai_client(proxy_url).responses.create(model="m", input="x", stream=True))
 
 
 def test_streamed_call_answered_with_json_is_502(proxy_url: str, upstream: FakeUpstream) -> None:
     upstream.push(Raw(b'{"id": "x"}'))
     with pytest.raises(openai.InternalServerError) as info:
-        list(client(proxy_url).chat.completions.create(model="m", messages=[], stream=True))
+        list(openai_client(proxy_url).chat.completions.create(model="m", messages=[], stream=True))
     assert info.value.status_code == 502
 
 
@@ -103,7 +99,7 @@ def test_unreachable_upstream_is_502(make_proxy: ProxyFactory) -> None:
         port = sock.getsockname()[1]
     proxy = make_proxy(loaded=single_provider(f"http://127.0.0.1:{port}/v1"))
     with pytest.raises(openai.InternalServerError) as info:
-        client(proxy).chat.completions.create(model="m", messages=[])
+        openai_client(proxy).chat.completions.create(model="m", messages=[])
     assert info.value.status_code == 502
     assert info.value.code == "upstream_unreachable"  # type: ignore[attr-defined]
 
@@ -113,7 +109,7 @@ def test_upstream_timeout_is_504(make_proxy: ProxyFactory, upstream: FakeUpstrea
     upstream.push(Hang())
     started = time.monotonic()
     with pytest.raises(openai.APIStatusError) as info:
-        client(proxy).chat.completions.create(model="m", messages=[])
+        openai_client(proxy).chat.completions.create(model="m", messages=[])
     assert info.value.status_code == 504
     assert time.monotonic() - started < 3
 
@@ -124,7 +120,7 @@ def test_stall_mid_stream_becomes_error_event(
     proxy = make_proxy(loaded=single_provider(upstream.base_url, "timeout: {read_s: 0.3}"))
     upstream.push(Events(chat_blocks("ab")[:2], end="hang"))
     with pytest.raises(openai.APIError) as info:
-        list(client(proxy).chat.completions.create(model="m", messages=[], stream=True))
+        list(openai_client(proxy).chat.completions.create(model="m", messages=[], stream=True))
     assert "within the timeout" in info.value.message
 
 

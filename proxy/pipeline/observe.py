@@ -1,0 +1,109 @@
+"""What the server observes about a request, and the interfaces telemetry plugs into.
+
+Pure: no OpenTelemetry and no prometheus-client here. The tracing policy supplies a
+:class:`Spans` implementation; the server builds an :class:`Outcome` when a request is
+completely done (after the last byte of a stream) and hands it to every ``on_finish``
+callback, then to the metrics. Telemetry never fails a request: the server logs and
+drops any exception a callback raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
+Attributes = Mapping[str, AttributeValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reported them (cached ⊆ input, reasoning ⊆ output)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Span(Protocol):
+    """One span, as the pipeline needs it."""
+
+    def set_attributes(self, attributes: Attributes) -> None: ...
+
+    def add_event(self, name: str, attributes: Attributes | None = None) -> None: ...
+
+    def record_error(self, error_type: str, message: str) -> None: ...
+
+    def trace_headers(self) -> dict[str, str]:
+        """W3C ``traceparent``/``tracestate`` that continue this span downstream."""
+        ...
+
+    def end(self) -> None: ...
+
+
+class Spans(Protocol):
+    """Starts child spans of the request's span (attempts, guardrails)."""
+
+    def start(self, name: str, attributes: Attributes | None = None) -> Span: ...
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamAddress:
+    """Where an attempt went: the provider's kind and its host and port."""
+
+    provider_kind: str
+    host: str | None = None
+    port: int | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How a request ended. Built once by the server, read by finish callbacks."""
+
+    status: int
+    stream: bool
+    target: str | None
+    """``provider/model`` that served (or last failed)."""
+    error_type: str | None = None
+    """The error ``code`` (e.g. ``upstream_timeout``) or ``http_<status>``; None on success."""
+    error_message: str | None = None
+    usage: Usage | None = None
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    upstream_s: float = 0.0
+    """Time spent waiting on the upstream (connect, headers, body, stream events)."""
+    ttft_s: float | None = None
+    """Time to the first streamed event written to the client."""
+    output_text: str | None = None
+    """The model's output text, collected only when a policy asked for it."""
+
+
+@dataclass(slots=True)
+class Observation:
+    """The mutable telemetry slot of one request's :class:`~proxy.pipeline.types.Context`."""
+
+    spans: Spans | None = None
+    trace_id: str | None = None
+    upstream: UpstreamAddress | None = None
+    upstream_s: float = 0.0
+    capture_output: bool = False
+    decisions: dict[str, str] = field(default_factory=dict)
+    """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
+    attempts: list[tuple[str, str]] = field(default_factory=list)
+    """``(target, outcome)`` per upstream attempt; outcome ``ok`` or an error code."""
+    on_finish: list[Callable[[Outcome], None]] = field(default_factory=list)
+    """Called by the server, in order, once the request is completely done."""
+    spans_dropped: int = 0
+    """Spans the tracing exporter dropped (full queue), reported for the metrics."""
+
+    def decide(self, policy: str, decision: str) -> None:
+        """Record a policy decision, keeping the strongest (block > modify > allow)."""
+        if _RANK[decision] > _RANK.get(self.decisions.get(policy, ""), -1):
+            self.decisions[policy] = decision
+
+
+_RANK = {"allow": 0, "modify": 1, "block": 2}

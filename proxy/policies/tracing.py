@@ -1,0 +1,154 @@
+"""``tracing``: one OpenTelemetry CLIENT span per model call, GenAI conventions, OTLP export.
+
+YAML (every key optional)::
+
+    - tracing:
+        exporter: otlp            # otlp | console | none
+        protocol: http/protobuf   # or grpc; default from OTEL_EXPORTER_OTLP_PROTOCOL
+        endpoint: null            # default from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT
+        headers: {}               # e.g. {authorization: "Bearer ${COLLECTOR_TOKEN}"}
+        service_name: hookgate
+        sample_ratio: 1.0         # parent-based: a client's sampled trace is always kept
+        capture_content: false    # prompts/completions as span attributes (after redaction)
+        max_queue_size: 2048      # spans beyond it are dropped and counted, never waited on
+
+The span is named ``{gen_ai.operation.name} {gen_ai.request.model}``, continues the
+client's W3C trace (``traceparent``/``tracestate``), and has a child span per upstream
+attempt, whose context is what the upstream receives. It ends when the request is done
+(for a stream: after its last event), with response id, model, finish reasons, token
+usage, the upstream's ``server.address`` and, on failure, ``error.type``. List it first
+so that it wraps every other policy. Content is off by default; when on, the span carries
+the messages as the model saw them (after any redaction policy) and the output before any
+restoring policy runs. The span starts in ``on_request``, before every other hook, so
+guardrail spans of later policies are its children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Annotated, Literal
+
+from opentelemetry.trace import SpanKind
+from pydantic import BaseModel, ConfigDict, Field
+
+from proxy.pipeline.hooks import Next, Policy
+from proxy.pipeline.observe import Outcome
+from proxy.pipeline.types import Context, ModelCall, ModelResponse
+from proxy.telemetry import semconv
+from proxy.telemetry.tracing import (
+    CountingBatchProcessor,
+    OtelSpan,
+    OtelSpans,
+    make_exporter,
+    make_provider,
+    parent_context,
+)
+from proxy.wire import prompts
+from proxy.wire.usage import facts_of
+
+log = logging.getLogger("hookgate")
+
+
+class TracingConfig(BaseModel):
+    """Settings of the ``tracing`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    exporter: Literal["otlp", "console", "none"] = "otlp"
+    protocol: Literal["http/protobuf", "grpc"] | None = None
+    endpoint: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    service_name: str = "hookgate"
+    sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
+    capture_content: bool = False
+    max_queue_size: Annotated[int, Field(gt=0)] = 2048
+    max_export_batch_size: Annotated[int, Field(gt=0)] = 512
+    schedule_delay_ms: Annotated[float, Field(gt=0)] = 1000.0
+
+
+class TracingPolicy(Policy):
+    """See the module docstring."""
+
+    name = "tracing"
+    Config = TracingConfig
+    config: TracingConfig
+
+    def __init__(self, config: TracingConfig) -> None:
+        super().__init__(config)
+        exporter = make_exporter(
+            config.exporter,
+            config.protocol,
+            config.endpoint,
+            dict(config.headers),
+            config.timeout_s,
+        )
+        self.processor = (
+            None
+            if exporter is None
+            else CountingBatchProcessor(
+                exporter,
+                max_queue_size=config.max_queue_size,
+                schedule_delay_ms=config.schedule_delay_ms,
+                max_export_batch_size=config.max_export_batch_size,
+            )
+        )
+        self.provider = make_provider(config.service_name, config.sample_ratio, self.processor)
+        self.tracer = self.provider.get_tracer("hookgate")
+
+    async def on_request(self, call: ModelCall, ctx: Context) -> None:
+        attributes = semconv.request_attributes(call.api, call.model, call.body, ctx.session_id)
+        attributes["hookgate.request_id"] = ctx.request_id
+        if ctx.agent:
+            attributes["hookgate.agent"] = ctx.agent
+        span = self.tracer.start_span(
+            semconv.span_name(call.api, call.model),
+            context=parent_context(dict(call.headers)),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        observation = ctx.observation
+        observation.spans = OtelSpans(self.tracer, span)
+        context = span.get_span_context()
+        if context.trace_flags.sampled:
+            observation.trace_id = format(context.trace_id, "032x")
+        observation.capture_output = self.config.capture_content and call.stream
+        state: dict[str, str] = {}
+        ctx.state[self.name] = state
+        observation.on_finish.append(lambda outcome: self._finish(OtelSpan(span), outcome, ctx))
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        """With content capture: record what the model saw and said, redacted as it was."""
+        if not self.config.capture_content:
+            return await next(call, ctx)
+        state = ctx.state[self.name]
+        messages = prompts.messages_of(call.api, call.body)
+        if messages is not None:
+            state["input"] = semconv.input_messages(messages)
+        response = await next(call, ctx)
+        if response.payload is not None and response.status < 300:
+            state["output"] = "".join(facts_of(call.api, response.body, collect_text=True).text)
+        return response
+
+    def _finish(self, span: OtelSpan, outcome: Outcome, ctx: Context) -> None:
+        span.set_attributes(semconv.outcome_attributes(outcome, ctx.observation.upstream))
+        if outcome.error_type is not None:
+            span.record_error(outcome.error_type, outcome.error_message or outcome.error_type)
+        state = ctx.state[self.name]
+        if "input" in state:
+            span.set_attributes({semconv.INPUT_MESSAGES: state["input"]})
+        text = outcome.output_text if outcome.output_text is not None else state.get("output")
+        if text:
+            span.set_attributes(
+                {semconv.OUTPUT_MESSAGES: semconv.output_messages(text, outcome.finish_reasons)}
+            )
+        span.end()
+        if self.processor is not None:
+            ctx.observation.spans_dropped += self.processor.take_dropped()
+
+    async def aclose(self) -> None:
+        """Flush what is queued (briefly), then shut the exporter down off the event loop."""
+        await asyncio.to_thread(self.provider.force_flush, 2000)
+        threading.Thread(target=self.provider.shutdown, daemon=True).start()

@@ -1,0 +1,1 @@
+"""Telemetry as a side channel: GenAI attribute mapping, OpenTelemetry tracing, metrics."""

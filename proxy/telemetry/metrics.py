@@ -1,0 +1,162 @@
+"""Prometheus metrics, on a registry passed in (never the global one).
+
+Every family is created once per app. Label values are bounded: model names that are
+not configured aliases (requests through ``"*"``) are admitted up to a limit and then
+reported as ``other``, so a client cannot blow up the series count; no key, user id or
+prompt text is ever a label. Latency histograms carry the trace id as an exemplar
+(visible with the OpenMetrics exposition) when the request was traced.
+
+One worker process per proxy: hookgate does not fork workers, so no multiprocess
+aggregation is needed; run replicas and let Prometheus aggregate across them.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from proxy import __version__
+from proxy.pipeline.observe import Observation, Outcome
+
+LATENCY_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip
+OVERHEAD_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+)  # fmt: skip
+TOKEN_TYPES = ("input", "output", "cached_input", "reasoning")
+OTHER = "other"
+
+
+class BoundedLabel:
+    """Admits known values always and at most ``limit`` others; the rest become ``other``."""
+
+    def __init__(self, known: Iterable[str] = (), limit: int = 100) -> None:
+        self._admitted = set(known)
+        self._extra = 0
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return "none"
+        if value in self._admitted:
+            return value
+        with self._lock:
+            if self._extra >= self._limit:
+                return OTHER
+            self._extra += 1
+            self._admitted.add(value)
+        return value
+
+
+class Metrics:
+    """The hookgate metric families and how an :class:`Outcome` feeds them."""
+
+    def __init__(self, registry: CollectorRegistry, *, label_limit: int = 100) -> None:
+        self.registry = registry
+        self.model_label = BoundedLabel(limit=label_limit)
+        self.target_label = BoundedLabel(limit=label_limit)
+        Info("hookgate_build", "hookgate build information", registry=registry).info(
+            {"version": __version__, "python": platform.python_version()}
+        )
+        self.requests = Counter(
+            "hookgate_requests", "Model requests by API, model alias, serving target and status",
+            ["api", "model", "target", "status"], registry=registry,
+        )  # fmt: skip
+        self.in_flight = Gauge(
+            "hookgate_requests_in_flight", "Model requests being served", ["api"], registry=registry
+        )
+        self.duration = Histogram(
+            "hookgate_request_duration_seconds", "Whole request, until the last byte is sent",
+            ["api", "model"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.upstream_duration = Histogram(
+            "hookgate_upstream_duration_seconds", "Time spent waiting on the upstream",
+            ["target"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.overhead = Histogram(
+            "hookgate_overhead_seconds", "The proxy's own time: total minus upstream wait",
+            ["api"], buckets=OVERHEAD_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.ttft = Histogram(
+            "hookgate_time_to_first_token_seconds", "Streams: request start to first event sent",
+            ["model", "target"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.tokens = Counter(
+            "hookgate_tokens", "Tokens reported by the provider (cached within input, "
+            "reasoning within output)", ["model", "target", "type"], registry=registry,
+        )  # fmt: skip
+        self.cost = Counter(
+            "hookgate_cost_usd", "Spend in USD from reported usage and the price table",
+            ["model", "target"], registry=registry,
+        )  # fmt: skip
+        self.unpriced = Counter(
+            "hookgate_unpriced_requests", "Requests whose model has no price (cost unknown)",
+            ["model"], registry=registry,
+        )  # fmt: skip
+        self.decisions = Counter(
+            "hookgate_policy_decisions", "Per request and policy: allow, modify or block",
+            ["policy", "decision"], registry=registry,
+        )  # fmt: skip
+        self.attempts = Counter(
+            "hookgate_upstream_attempts", "Upstream attempts by target and outcome "
+            "(ok, or the error code: upstream_timeout, http_503, ...)",
+            ["target", "outcome"], registry=registry,
+        )  # fmt: skip
+        self.stream_errors = Counter(
+            "hookgate_stream_errors", "Streams ended with an error event after their first byte",
+            ["target", "kind"], registry=registry,
+        )  # fmt: skip
+        self.reloads = Counter(
+            "hookgate_config_reloads", "Config reloads by result", ["result"], registry=registry
+        )
+        self.spans_dropped = Counter(
+            "hookgate_trace_spans_dropped", "Spans dropped because the export queue was full",
+            registry=registry,
+        )  # fmt: skip
+
+    def known_models(self, aliases: Iterable[str], targets: Iterable[str]) -> None:
+        """Admit the configured aliases and target labels (they never become ``other``)."""
+        self.model_label = BoundedLabel(aliases, self.model_label._limit)
+        self.target_label = BoundedLabel(targets, self.target_label._limit)
+
+    def observe(
+        self, api: str, model: str, outcome: Outcome, observation: Observation, cost: float | None
+    ) -> None:
+        """Record one finished request."""
+        model_label = self.model_label(model)
+        target_label = self.target_label(outcome.target)
+        status = str(outcome.status)
+        exemplar = {"trace_id": observation.trace_id} if observation.trace_id else None
+        self.requests.labels(api, model_label, target_label, status).inc()
+        self.duration.labels(api, model_label).observe(outcome.duration_s, exemplar)
+        if outcome.upstream_s:
+            self.upstream_duration.labels(target_label).observe(outcome.upstream_s, exemplar)
+        self.overhead.labels(api).observe(
+            max(0.0, outcome.duration_s - outcome.upstream_s), exemplar
+        )
+        if outcome.ttft_s is not None:
+            self.ttft.labels(model_label, target_label).observe(outcome.ttft_s, exemplar)
+        usage = outcome.usage
+        if usage is not None:
+            counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                      usage.reasoning_tokens)  # fmt: skip
+            for kind, count in zip(TOKEN_TYPES, counts, strict=True):
+                if count:
+                    self.tokens.labels(model_label, target_label, kind).inc(count)
+            if cost is None:
+                self.unpriced.labels(model_label).inc()
+            else:
+                self.cost.labels(model_label, target_label).inc(cost)
+        for policy, decision in observation.decisions.items():
+            self.decisions.labels(policy, decision).inc()
+        for target, result in observation.attempts:
+            self.attempts.labels(self.target_label(target), result).inc()
+        if observation.spans_dropped:
+            self.spans_dropped.inc(observation.spans_dropped)
+        if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
+            self.stream_errors.labels(target_label, outcome.error_type).inc()

@@ -1,0 +1,178 @@
+"""Read usage and response facts (id, model, finish reasons, text) from OpenAI responses.
+
+:func:`facts_of` reads a JSON body. :class:`StreamFacts` reads a stream's events as they
+pass without parsing them all: it parses the first event (id, model), events that carry
+usage or a finish reason, and the Responses terminal event. With ``collect_text`` it also
+gathers the output text (parsing every event; only used when content capture is on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy.pipeline.observe import Usage
+from proxy.wire import sse
+
+
+@dataclass(slots=True)
+class ResponseFacts:
+    """What telemetry reports about a response."""
+
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    text: list[str] = field(default_factory=list)
+
+
+def usage_of(data: Any) -> Usage | None:
+    """Normalise a chat, completions, embeddings or Responses ``usage`` object."""
+    if not isinstance(data, Mapping):
+        return None
+    if "input_tokens" in data:  # Responses API
+        input_details = _mapping(data.get("input_tokens_details"))
+        output_details = _mapping(data.get("output_tokens_details"))
+        return Usage(
+            _int(data.get("input_tokens")),
+            _int(data.get("output_tokens")),
+            _int(input_details.get("cached_tokens")),
+            _int(output_details.get("reasoning_tokens")),
+        )
+    prompt_details = _mapping(data.get("prompt_tokens_details"))
+    completion_details = _mapping(data.get("completion_tokens_details"))
+    return Usage(
+        _int(data.get("prompt_tokens")),
+        _int(data.get("completion_tokens")),
+        _int(prompt_details.get("cached_tokens")),
+        _int(completion_details.get("reasoning_tokens")),
+    )
+
+
+def facts_of(api: str, body: Mapping[str, Any], *, collect_text: bool = False) -> ResponseFacts:
+    """Facts of a non-streamed response body."""
+    facts = ResponseFacts()
+    _read_head(body, facts)
+    facts.usage = usage_of(body.get("usage"))
+    if api == "responses":
+        _read_response_output(body, facts, collect_text)
+        return facts
+    for choice in _list(body.get("choices")):
+        if not isinstance(choice, Mapping):
+            continue
+        if isinstance(choice.get("finish_reason"), str):
+            facts.finish_reasons.append(choice["finish_reason"])
+        if collect_text:
+            message = _mapping(choice.get("message"))
+            text = message.get("content", choice.get("text"))
+            if isinstance(text, str):
+                facts.text.append(text)
+    return facts
+
+
+class StreamFacts:
+    """Accumulates :class:`ResponseFacts` from a stream's events, cheaply."""
+
+    def __init__(self, api: str, *, collect_text: bool = False) -> None:
+        self.api = api
+        self.facts = ResponseFacts()
+        self._collect_text = collect_text
+        self._seen_first = False
+
+    def feed(self, events: bytes) -> None:
+        """Look at a batch of complete event blocks."""
+        interesting = (
+            self._collect_text
+            or not self._seen_first
+            or b'"usage"' in events
+            or b'"finish_reason":"' in events
+            or b'"finish_reason": "' in events
+            or b"response.completed" in events
+            or b"response.incomplete" in events
+        )
+        if not interesting:
+            return
+        for block in sse.split(events):
+            data = _json(block)
+            if isinstance(data, Mapping):
+                self._read(data)
+
+    def _read(self, data: Mapping[str, Any]) -> None:
+        facts = self.facts
+        if self.api == "responses":
+            kind = data.get("type")
+            response = data.get("response")
+            if isinstance(response, Mapping):
+                _read_head(response, facts)
+                if kind in ("response.completed", "response.incomplete", "response.failed"):
+                    facts.usage = usage_of(response.get("usage")) or facts.usage
+                    _read_response_output(response, facts, collect_text=False)
+            if self._collect_text and kind == "response.output_text.delta":
+                facts.text.append(str(data.get("delta", "")))
+            self._seen_first = True
+            return
+        if not self._seen_first:
+            _read_head(data, facts)
+            self._seen_first = True
+        usage = usage_of(data.get("usage"))
+        if usage is not None:
+            facts.usage = usage
+        for choice in _list(data.get("choices")):
+            if not isinstance(choice, Mapping):
+                continue
+            if isinstance(choice.get("finish_reason"), str):
+                facts.finish_reasons.append(choice["finish_reason"])
+            if self._collect_text:
+                delta = _mapping(choice.get("delta"))
+                text = delta.get("content", choice.get("text"))
+                if isinstance(text, str):
+                    facts.text.append(text)
+
+
+def _read_head(data: Mapping[str, Any], facts: ResponseFacts) -> None:
+    if isinstance(data.get("id"), str):
+        facts.response_id = data["id"]
+    if isinstance(data.get("model"), str):
+        facts.response_model = data["model"]
+
+
+def _read_response_output(
+    data: Mapping[str, Any], facts: ResponseFacts, collect_text: bool
+) -> None:
+    status = data.get("status")
+    has_calls = False
+    for item in _list(data.get("output")):
+        if not isinstance(item, Mapping):
+            continue
+        has_calls = has_calls or item.get("type") == "function_call"
+        if collect_text and item.get("type") == "message":
+            for part in _list(item.get("content")):
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                    facts.text.append(part["text"])
+    if isinstance(status, str) and status != "in_progress":
+        facts.finish_reasons = ["tool_calls" if has_calls else status]
+
+
+def _json(block: bytes) -> Any:
+    event = sse.parse(block)
+    if not event.data or event.data.startswith("[DONE]"):
+        return None
+    try:
+        return orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,81 @@
+"""An OTLP/HTTP trace receiver on a loopback port, decoding spans with opentelemetry-proto."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from tests.fakes import RunningApp
+
+
+@dataclass
+class ReceivedSpan:
+    name: str
+    kind: int
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    attributes: dict[str, Any]
+    status_code: int
+    events: list[str]
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    return getattr(value, kind) if kind else None
+
+
+class OtlpReceiver:
+    """Collects every span POSTed to ``/v1/traces``."""
+
+    def __init__(self) -> None:
+        self.spans: list[ReceivedSpan] = []
+        self._lock = threading.Lock()
+        app = web.Application()
+        app.router.add_post("/v1/traces", self._traces)
+        self.server = RunningApp(app)
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.server.url}/v1/traces"
+
+    async def _traces(self, request: web.Request) -> web.Response:
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(await request.read())
+        for resource_spans in message.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    received = ReceivedSpan(
+                        name=span.name,
+                        kind=span.kind,
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
+                        attributes={a.key: _value(a.value) for a in span.attributes},
+                        status_code=span.status.code,
+                        events=[e.name for e in span.events],
+                    )
+                    with self._lock:
+                        self.spans.append(received)
+        body = ExportTraceServiceResponse().SerializeToString()
+        return web.Response(body=body, content_type="application/x-protobuf")
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedSpan]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.spans) >= count:
+                    return list(self.spans)
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} spans, got {len(self.spans)}: {self.spans}")

@@ -1,0 +1,156 @@
+"""Traces received over OTLP/HTTP: names, GenAI attributes, parent/child links, propagation."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from proxy.wire import synth
+from tests.conftest import ProxyFactory, openai_client
+from tests.fakes import FakeUpstream, LoopThread, Status
+from tests.otlp import OtlpReceiver
+
+SPAN_KIND_CLIENT = 3
+STATUS_ERROR = 2
+
+
+@pytest.fixture
+def receiver(loop_thread: LoopThread) -> Iterator[OtlpReceiver]:
+    receiver = OtlpReceiver()
+    loop_thread.run(receiver.server.start())
+    yield receiver
+    loop_thread.run(receiver.server.stop())
+
+
+def tracing(endpoint: str, extra: str = ", schedule_delay_ms: 50") -> str:
+    return (
+        "policies:\n"
+        f"  - tracing: {{endpoint: '{endpoint}'{extra}}}\n"
+        "  - system_prompt: {prepend: rules}\n"
+    )
+
+
+def test_span_continues_client_trace_with_genai_attributes(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    url = make_proxy(
+        tracing(receiver.endpoint), models="  fast: [{provider: up, model: gpt-4o-mini}]"
+    )
+    trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
+    client = openai_client(
+        url,
+        default_headers={
+            "traceparent": f"00-{trace_id}-{parent_id}-01",
+            "tracestate": "vendor=1",
+            "x-hookgate-session-id": "conv-7",
+            "x-hookgate-agent": "planner",
+        },
+    )
+    client.chat.completions.create(
+        model="fast",
+        messages=[{"role": "user", "content": "secret prompt"}],
+        max_tokens=50,
+        temperature=0.2,
+        stop=["END"],
+    )
+    spans = receiver.wait_for(2)
+    (span,) = [s for s in spans if s.name == "chat fast"]
+    (attempt,) = [s for s in spans if s.name.startswith("attempt ")]
+    assert span.kind == SPAN_KIND_CLIENT
+    assert span.trace_id == trace_id and span.parent_span_id == parent_id
+    a = span.attributes
+    assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == "fast"
+    assert a["gen_ai.provider.name"] == "openai"
+    assert a["gen_ai.request.max_tokens"] == 50 and a["gen_ai.request.temperature"] == 0.2
+    assert a["gen_ai.request.stop_sequences"] == ["END"]
+    assert a["gen_ai.conversation.id"] == "conv-7" and a["hookgate.agent"] == "planner"
+    assert a["gen_ai.response.model"] == "gpt-4o-mini"
+    assert a["gen_ai.response.id"].startswith("chatcmpl-")
+    assert a["gen_ai.response.finish_reasons"] == ["stop"]
+    assert a["gen_ai.usage.input_tokens"] == 10 and a["gen_ai.usage.output_tokens"] == 5
+    assert a["gen_ai.usage.cache_read.input_tokens"] == 0
+    assert a["server.address"] == "127.0.0.1" and a["http.response.status_code"] == 200
+    assert "gen_ai.input.messages" not in a  # content is off by default
+    assert all("secret prompt" not in str(s.attributes) for s in spans)
+    # the attempt is a child, and the upstream continues from it
+    assert attempt.parent_span_id == span.span_id and attempt.trace_id == trace_id
+    assert attempt.attributes["hookgate.target"] == "up/gpt-4o-mini"
+    assert upstream.last.headers["traceparent"] == f"00-{trace_id}-{attempt.span_id}-01"
+    assert upstream.last.headers["tracestate"] == "vendor=1"
+
+
+def test_streamed_span_ends_after_the_stream_with_usage(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    url = make_proxy(tracing(receiver.endpoint))
+    upstream.push(synth.Reply(text="streamed", input_tokens=7, output_tokens=3))
+    stream = openai_client(url).chat.completions.create(
+        model="m", messages=[], stream=True, stream_options={"include_usage": True}
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "streamed"
+    (span,) = [s for s in receiver.wait_for(2) if s.name == "chat m"]
+    assert span.attributes["gen_ai.usage.input_tokens"] == 7
+    assert span.attributes["gen_ai.usage.output_tokens"] == 3
+    assert span.attributes["gen_ai.response.finish_reasons"] == ["stop"]
+
+
+def test_responses_and_embeddings_operations(
+    make_proxy: ProxyFactory, receiver: OtlpReceiver
+) -> None:
+    url = make_proxy(tracing(receiver.endpoint))
+    client = openai_client(url)
+    client.responses.create(model="m", input="hi")
+    client.embeddings.create(model="e", input="x")
+    names = {s.name for s in receiver.wait_for(4)}
+    assert {"chat m", "embeddings e"} <= names
+    responses_span = next(s for s in receiver.spans if s.name == "chat m")
+    assert responses_span.attributes["gen_ai.usage.input_tokens"] == 10
+
+
+def test_errors_mark_the_span(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    url = make_proxy(tracing(receiver.endpoint))
+    upstream.push(
+        Status(503, {"error": {"message": "overloaded", "type": "x", "code": None, "param": None}})
+    )
+    with pytest.raises(openai.InternalServerError):
+        openai_client(url).chat.completions.create(model="m", messages=[])
+    spans = receiver.wait_for(2)
+    span = next(s for s in spans if s.name == "chat m")
+    attempt = next(s for s in spans if s.name.startswith("attempt"))
+    assert span.status_code == STATUS_ERROR and span.attributes["error.type"] == "http_503"
+    assert attempt.status_code == STATUS_ERROR
+
+
+def test_content_capture_when_enabled(make_proxy: ProxyFactory, receiver: OtlpReceiver) -> None:
+    url = make_proxy(tracing(receiver.endpoint, ", schedule_delay_ms: 50, capture_content: true"))
+    openai_client(url).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hello"}]
+    )
+    span = next(s for s in receiver.wait_for(2) if s.name == "chat m")
+    assert '"content":"hello"' in span.attributes["gen_ai.input.messages"]
+    assert '"content":"rules"' in span.attributes["gen_ai.input.messages"]  # as the model saw it
+    assert "Hello from the fake upstream." in span.attributes["gen_ai.output.messages"]
+
+
+def test_dead_exporter_never_fails_requests_and_drops_are_counted(make_proxy: ProxyFactory) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/traces"
+    url = make_proxy(tracing(dead, ", max_queue_size: 4, timeout_s: 1, schedule_delay_ms: 60000"))
+    client = openai_client(url)
+    for _ in range(30):
+        assert client.chat.completions.create(model="m", messages=[]).choices
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    dropped = next(
+        line
+        for line in metrics.splitlines()
+        if line.startswith("hookgate_trace_spans_dropped_total")
+    )
+    assert float(dropped.split()[-1]) >= 30
