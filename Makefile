@@ -8,20 +8,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast check bench schema clean
+.PHONY: run test test-fast check system-deps bench schema dashboards clean
 
 run: $(STAMP)
 	$(BIN)/hookgate serve
 
-test: $(STAMP) check
+test: $(STAMP) system-deps check
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-fast: $(STAMP) check
+test-fast: $(STAMP) system-deps check
 	$(BIN)/pytest -q --skip-slow $(PYTEST_ARGS)
 
+system-deps:
+	bash .ci/system-deps.sh
+
 check: $(STAMP)
-	$(BIN)/ruff check proxy tests bench
-	$(BIN)/ruff format --check proxy tests bench
+	$(BIN)/ruff check proxy tests bench dashboards
+	$(BIN)/ruff format --check proxy tests bench dashboards
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -29,6 +32,9 @@ bench: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/hookgate schema -o hookgate.schema.json
+
+dashboards: $(STAMP)
+	$(BIN)/python dashboards/build.py
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

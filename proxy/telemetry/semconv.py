@@ -175,4 +175,3 @@ def _output_type(body: Mapping[str, Any]) -> str | None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the real services the tests run against (Debian packages), when missing:
+# prometheus (dashboard queries are evaluated by a real Prometheus).
+# Needs root or sudo; otherwise says what is missing. Tests that need a missing service
+# are skipped locally and fail under CI=true.
+set -euo pipefail
+packages=()
+command -v prometheus >/dev/null 2>&1 || packages+=(prometheus)
+[ ${#packages[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "system-deps: missing ${packages[*]}; install them with apt-get" >&2
+  exit 0
+fi
+echo "system-deps: installing ${packages[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

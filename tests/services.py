@@ -1,0 +1,80 @@
+"""Real external services for tests (Debian packages installed by `.ci/system-deps.sh`).
+
+A missing service skips the test locally and fails it under ``CI=true``: CI must never
+pass by skipping what it was meant to prove.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+
+def require(binary: str) -> str:
+    """The path of ``binary``; skip (locally) or fail (CI) when it is not installed."""
+    path = shutil.which(binary)
+    if path is None:
+        message = f"{binary} is not installed (bash .ci/system-deps.sh installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Prometheus:
+    """A real Prometheus scraping ``targets`` every second, on a free loopback port."""
+
+    def __init__(self, directory: Path, targets: list[str], metrics_path: str = "/metrics") -> None:
+        binary = require("prometheus")
+        self.port = free_port()
+        config = directory / "prometheus.yml"
+        config.write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n"
+            "  - job_name: hookgate\n"
+            f"    metrics_path: {metrics_path}\n"
+            f"    static_configs: [{{targets: {targets!r}}}]\n"
+        )
+        self.process = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={directory / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
+             "--enable-feature=exemplar-storage"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert self.process.poll() is None, "prometheus exited"
+            assert time.monotonic() < deadline, "prometheus did not become ready"
+            time.sleep(0.2)
+
+    def query(self, expr: str) -> dict[str, Any]:
+        """Evaluate ``expr`` now; returns Prometheus's ``data`` (raises on an invalid query)."""
+        response = httpx.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10)
+        body = response.json()
+        if body.get("status") != "success":
+            raise AssertionError(f"{expr}: {body.get('error')}")
+        return dict(body["data"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)

@@ -1,0 +1,161 @@
+"""Every PromQL query of every dashboard panel, evaluated by a real Prometheus that scraped
+a real proxy under mixed traffic (successes, upstream errors, cut streams, blocks,
+reloads and every policy the proxy has), must be valid and return data."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from dashboards.build import render
+from proxy.config.loader import load_file
+from proxy.server.app import create_app
+from proxy.wire import synth
+from tests.conftest import UPSTREAM_KEY, openai_client
+from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp, Status
+from tests.services import Prometheus, free_port
+
+DASHBOARDS = Path("dashboards/grafana")
+SUBSTITUTIONS = {"$__rate_interval": "1m", "$__range": "5m"}
+
+
+def config(upstream: str, dead: str, bogus: bool = False) -> str:
+    return (
+        f"providers:\n  up: {{base_url: '{upstream}', api_key: {UPSTREAM_KEY}}}\n"
+        f"  dead: {{base_url: '{dead}'}}\n"
+        "models:\n  fast: [{provider: up, model: gpt-4o-mini}]\n  broken: [{provider: dead}]\n"
+        '  "*": [{provider: up}]\n'
+        "server: {reload_interval_s: 0.2}\n"
+        "policies:\n"
+        f"  - tracing: {{endpoint: '{dead}/v1/traces', max_queue_size: 2, timeout_s: 0.5}}\n"
+        "  - system_prompt: {prepend: rules}\n"
+        "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
+        + ("  - no_such_policy: {}\n" if bogus else "")
+    )
+
+
+@pytest.fixture
+def proxy_and_prometheus(
+    tmp_path: Path, loop_thread: LoopThread, upstream: FakeUpstream
+) -> Iterator[tuple[str, Prometheus, Path]]:
+    dead = f"http://127.0.0.1:{free_port()}"
+    path = tmp_path / "hookgate.yaml"
+    path.write_text(config(upstream.base_url, dead))
+    server = loop_thread.run(RunningApp(create_app(load_file(path))).start())
+    prometheus = Prometheus(tmp_path, [f"127.0.0.1:{server.port}"])
+    try:
+        yield server.url, prometheus, path
+    finally:
+        prometheus.stop()
+        loop_thread.run(server.stop())
+
+
+def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
+    """One round of every kind of request the dashboards chart."""
+    client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "hi"}])
+    client.chat.completions.create(model="m", messages=[])  # unpriced
+    stream = client.chat.completions.create(
+        model="fast", messages=[], stream=True, stream_options={"include_usage": True}
+    )
+    list(stream)
+    client.responses.create(model="fast", input="x")
+    client.embeddings.create(model="text-embedding-3-small", input="x")
+    for step in (
+        Status(500, {"error": {"message": "boom"}}),
+        Status(429, {"error": {"message": "slow"}}),
+    ):
+        upstream.push(step)
+        with pytest.raises(openai.APIStatusError):
+            client.chat.completions.create(model="fast", messages=[])
+    cut = list(synth.chat_stream("gpt-4o-mini", synth.Reply(text="abc"), include_usage=False))[:2]
+    upstream.push(Events(cut))
+    with pytest.raises(openai.APIError):
+        list(client.chat.completions.create(model="fast", messages=[], stream=True))
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(
+            model="fast", messages=[{"role": "user", "content": "forbidden"}]
+        )
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="broken", messages=[])
+
+
+def panel_queries() -> list[tuple[str, str, str]]:
+    out = []
+    for path in sorted(DASHBOARDS.glob("*.json")):
+        for panel in json.loads(path.read_text())["panels"]:
+            for target in panel["targets"]:
+                expr = target["expr"]
+                for name, value in SUBSTITUTIONS.items():
+                    expr = expr.replace(name, value)
+                out.append((path.stem, panel["title"], expr))
+    return out
+
+
+def has_finite_value(data: dict[str, Any]) -> bool:
+    results = data["result"]
+    values = [r["value"][1] for r in results] if data["resultType"] == "vector" else []
+    return any(math.isfinite(float(v)) for v in values)
+
+
+def test_every_dashboard_query_returns_data(
+    proxy_and_prometheus: tuple[str, Prometheus, Path], upstream: FakeUpstream
+) -> None:
+    url, prometheus, path = proxy_and_prometheus
+    client = openai_client(f"{url}/v1")
+    upstream_url = upstream.base_url
+    dead = config(upstream_url, "x").split("dead: {base_url: '")[1].split("'")[0]
+    reloads = threading.Thread(
+        target=lambda: (
+            time.sleep(1),
+            path.write_text(config(upstream_url, dead, bogus=True)),
+            time.sleep(1),
+            path.write_text(config(upstream_url, dead)),
+        )
+    )
+    reloads.start()
+    started = time.monotonic()
+    while time.monotonic() - started < 6:  # several scrapes, so every rate has two samples
+        traffic(client, upstream)
+        time.sleep(0.2)
+    reloads.join()
+    time.sleep(2.5)  # a last scrape after the last request
+
+    failures = []
+    queries = panel_queries()
+    for dashboard, title, expr in queries:
+        data = prometheus.query(expr)  # raises when Prometheus rejects the query
+        if not has_finite_value(data):
+            failures.append(f"{dashboard} / {title}: no data for {expr}")
+    assert not failures, "\n".join(failures)
+    assert {dashboard for dashboard, _, _ in queries} == {
+        "overview",
+        "cost",
+        "safety",
+        "reliability",
+    }
+    # exemplars: latency histograms carry the trace id of a traced request
+    exemplars = httpx.get(
+        f"{prometheus.url}/api/v1/query_exemplars",
+        params={
+            "query": "hookgate_request_duration_seconds_bucket",
+            "start": time.time() - 60,
+            "end": time.time(),
+        },
+    ).json()["data"]
+    assert any(
+        len(e["labels"].get("trace_id", "")) == 32 for s in exemplars for e in s["exemplars"]
+    )
+
+
+def test_dashboard_json_is_generated_from_build_py() -> None:
+    for name, text in render().items():
+        assert (DASHBOARDS / name).read_text() == text, f"run python dashboards/build.py ({name})"
