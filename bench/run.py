@@ -33,8 +33,12 @@ LOAD_CPUS = set(CPUS[:-1]) or PROXY_CPU
 
 PIPELINES = {
     "hookgate": "policies: []\n",
-    "hookgate+system_prompt": "policies:\n  - system_prompt: {prepend: 'Company rules apply.'}\n",
+    "hookgate+tracing": (
+        "policies:\n  - tracing: {endpoint: 'UPSTREAM/traces'}\n"
+        "  - system_prompt: {prepend: 'Company rules apply.'}\n"
+    ),
 }
+"""Metrics are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
 
 
 def free_port() -> int:
@@ -112,7 +116,7 @@ def main() -> None:
             config.write_text(
                 f"server: {{port: {port}, reload: false}}\n"
                 f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-                'models: {"*": [{provider: up}]}\n' + policies
+                'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
             )
             hooked[name] = start(
                 ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"],

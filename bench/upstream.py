@@ -1,7 +1,8 @@
 """A fast fake OpenAI upstream for the benchmark: fixed chat completion JSON and SSE.
 
 Run: ``python bench/upstream.py PORT``. Answers ``POST /v1/chat/completions`` with a
-~600-byte completion, or with 20 SSE chunks and ``[DONE]`` when the body asks to stream.
+~600-byte completion, or with 20 SSE chunks and ``[DONE]`` when the body asks to stream;
+``POST /v1/traces`` is an OTLP/HTTP sink for the traced pipeline.
 """
 
 from __future__ import annotations
@@ -29,9 +30,16 @@ async def chat(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def traces(request: web.Request) -> web.Response:
+    """An OTLP/HTTP sink: accepts and discards spans (the tracing pipeline exports here)."""
+    await request.read()
+    return web.Response(body=b"", content_type="application/x-protobuf")
+
+
 def main() -> None:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/traces", traces)
     try:
         import uvloop
 

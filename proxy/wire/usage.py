@@ -83,22 +83,14 @@ class StreamFacts:
         self._seen_first = False
 
     def feed(self, events: bytes) -> None:
-        """Look at a batch of complete event blocks."""
-        interesting = (
-            self._collect_text
-            or not self._seen_first
-            or b'"usage"' in events
-            or b'"finish_reason":"' in events
-            or b'"finish_reason": "' in events
-            or b"response.completed" in events
-            or b"response.incomplete" in events
-        )
-        if not interesting:
+        """Look at a batch of complete event blocks; parse only the ones that matter."""
+        if not (self._collect_text or not self._seen_first or _interesting(events)):
             return
         for block in sse.split(events):
-            data = _json(block)
-            if isinstance(data, Mapping):
-                self._read(data)
+            if self._collect_text or not self._seen_first or _interesting(block):
+                data = _json(block)
+                if isinstance(data, Mapping):
+                    self._read(data)
 
     def _read(self, data: Mapping[str, Any]) -> None:
         facts = self.facts
@@ -130,6 +122,21 @@ class StreamFacts:
                 text = delta.get("content", choice.get("text"))
                 if isinstance(text, str):
                     facts.text.append(text)
+
+
+_MARKERS = (
+    b'"usage":{',
+    b'"usage": {',
+    b'"finish_reason":"',
+    b'"finish_reason": "',
+    b"response.completed",
+    b"response.incomplete",
+    b"response.failed",
+)
+
+
+def _interesting(events: bytes) -> bool:
+    return any(marker in events for marker in _MARKERS)
 
 
 def _read_head(data: Mapping[str, Any], facts: ResponseFacts) -> None:
