@@ -12,7 +12,8 @@ the process. Policies block a request by raising one of these.
     │   └── PolicyBlocked              400     invalid_request_error (code names the policy)
     ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
     ├── PayloadTooLarge                413     invalid_request_error
-    └── UpstreamError                          (raised only by the provider layer)
+    └── UpstreamError                          (raised by the provider layer and fallback)
+        ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
         ├── UpstreamConnectError       502     upstream_error   could not connect
         ├── UpstreamTimeout            504     upstream_error   no byte within the timeout
         ├── UpstreamReset              502     upstream_error   connection lost mid-response,
@@ -108,6 +109,13 @@ class UpstreamError(HookgateError):
     def __init__(self, message: str, *, target: str | None = None):
         super().__init__(message)
         self.target = target
+
+
+class UpstreamUnavailable(UpstreamError):
+    """No target may be tried: every circuit breaker of the alias is open."""
+
+    status = 503
+    code = "upstream_unavailable"
 
 
 class UpstreamConnectError(UpstreamError):

@@ -114,7 +114,14 @@ class Hang:
     """Never answer (until the client goes away)."""
 
 
-Step = Status | Raw | Events | Hang | synth.Reply
+@dataclass
+class Reset:
+    """Send 200 headers promising a body, part of it, then drop the connection."""
+
+    partial: bytes = b'{"id": "chatcmpl-'
+
+
+Step = Status | Raw | Events | Hang | Reset | synth.Reply
 
 
 class FakeUpstream:
@@ -185,6 +192,14 @@ class FakeUpstream:
             return web.Response(body=step.body, status=step.status, content_type=step.content_type)
         if isinstance(step, Hang):
             await asyncio.sleep(3600)
+        if isinstance(step, Reset):
+            out = web.StreamResponse(headers={"content-type": "application/json"})
+            out.content_length = 10_000
+            await out.prepare(request)
+            await out.write(step.partial)
+            assert request.transport is not None
+            request.transport.abort()
+            return out
         if isinstance(step, synth.Reply):
             step = _as_events(api, body, step, self.stream_delay) if body.get("stream") else step
         if isinstance(step, synth.Reply):

@@ -33,12 +33,16 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         f"providers:\n  up: {{base_url: '{upstream}', api_key: {UPSTREAM_KEY}}}\n"
         f"  dead: {{base_url: '{dead}'}}\n"
         "models:\n  fast: [{provider: up, model: gpt-4o-mini}]\n  broken: [{provider: dead}]\n"
+        "  flaky: [{provider: dead, model: gpt-4o}, {provider: up, model: gpt-4.1-mini}]\n"
         '  "*": [{provider: up}]\n'
         "server: {reload_interval_s: 0.2}\n"
         "policies:\n"
         f"  - tracing: {{endpoint: '{dead}/v1/traces', max_queue_size: 2, timeout_s: 0.5}}\n"
         "  - system_prompt: {prepend: rules}\n"
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
+        # the breaker opens only for a target that always fails (the dead one)
+        "  - fallback: {retries: 1, backoff_base_s: 0.01,\n"
+        "               circuit: {failures: 1000, failure_rate: 1.0, min_requests: 4, open_s: 1}}\n"
         + ("  - no_such_policy: {}\n" if bogus else "")
     )
 
@@ -73,7 +77,7 @@ def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
         Status(500, {"error": {"message": "boom"}}),
         Status(429, {"error": {"message": "slow"}}),
     ):
-        upstream.push(step)
+        upstream.push(step, step)  # the first try and the fallback policy's one retry
         with pytest.raises(openai.APIStatusError):
             client.chat.completions.create(model="fast", messages=[])
     cut = list(synth.chat_stream("gpt-4o-mini", synth.Reply(text="abc"), include_usage=False))[:2]
@@ -84,8 +88,9 @@ def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
         client.chat.completions.create(
             model="fast", messages=[{"role": "user", "content": "forbidden"}]
         )
-    with pytest.raises(openai.InternalServerError):
+    with pytest.raises(openai.APIStatusError):
         client.chat.completions.create(model="broken", messages=[])
+    client.chat.completions.create(model="flaky", messages=[])  # retries, falls back, opens
 
 
 def panel_queries() -> list[tuple[str, str, str]]:

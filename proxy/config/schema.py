@@ -80,6 +80,13 @@ class TargetConfig(Strict):
     provider: str
     model: str | None = None
     """Upstream model name; ``None`` keeps the name the client sent."""
+    priority: int | None = None
+    """Targets are tried by ascending priority (default: their position in the list);
+    targets of equal priority share load (see the ``fallback`` policy's ``balance``)."""
+    weight: Annotated[float, Field(gt=0)] = 1.0
+    """Share of load among targets of equal priority (``balance: weighted``)."""
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    """Tokens the model accepts; a context-length error moves only to a larger window."""
 
 
 class ServerConfig(Strict):

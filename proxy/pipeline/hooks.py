@@ -26,7 +26,7 @@ reaching the client.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -142,6 +142,13 @@ class Policy:
 
     def on_response_stream(self, ctx: Context) -> StreamTransform | None:
         """Return a transform for this streamed response, or None to leave it alone."""
+        return None
+
+    def status(self) -> Mapping[str, Any] | None:
+        """What ``/readyz`` should show about this policy (None: nothing). Not a hook.
+
+        A mapping with ``"ready": False`` makes ``/readyz`` answer 503.
+        """
         return None
 
     async def aclose(self) -> None:

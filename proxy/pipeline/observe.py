@@ -95,6 +95,12 @@ class Observation:
     """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
     attempts: list[tuple[str, str]] = field(default_factory=list)
     """``(target, outcome)`` per upstream attempt; outcome ``ok`` or an error code."""
+    retries: list[tuple[str, str]] = field(default_factory=list)
+    """``(target, reason)`` for each retry of the same target."""
+    fallbacks: list[tuple[str, str]] = field(default_factory=list)
+    """``(target, reason)`` for each move away from a target to the next."""
+    circuits: dict[str, str] = field(default_factory=dict)
+    """Breaker state of each target this request looked at, after it."""
     on_finish: list[Callable[[Outcome], None]] = field(default_factory=list)
     """Called by the server, in order, once the request is completely done."""
     spans_dropped: int = 0

@@ -83,6 +83,9 @@ class Target:
     provider: str
     model: str | None
     """Upstream model name; ``None`` keeps the client's name."""
+    priority: int = 0
+    weight: float = 1.0
+    context_window: int | None = None
 
     def label(self, requested: str) -> str:
         """``provider/model`` as reported in headers, spans and metrics."""

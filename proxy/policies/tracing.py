@@ -134,6 +134,8 @@ class TracingPolicy(Policy):
 
     def _finish(self, span: OtelSpan, outcome: Outcome, ctx: Context) -> None:
         span.set_attributes(semconv.outcome_attributes(outcome, ctx.observation.upstream))
+        if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
+            span.add_event("hookgate.stream_error", {"error.type": outcome.error_type})
         if outcome.error_type is not None:
             span.record_error(outcome.error_type, outcome.error_message or outcome.error_type)
         state = ctx.state[self.name]

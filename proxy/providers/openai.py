@@ -170,6 +170,8 @@ async def _events(
                 blocks = decoder.feed(chunk)
                 if not blocks:
                     continue
+                if not all(sse.is_event(block) for block in blocks):
+                    raise UpstreamBadResponse(f"{label} sent bytes that are not SSE", target=label)
                 finished = finished or any(terminal(block) for block in blocks)
                 yield blocks[0] if len(blocks) == 1 else b"".join(blocks)
         if not finished:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,8 @@ from proxy.providers.openai import OpenAIProvider
 log = logging.getLogger("hookgate")
 
 WILDCARD = "*"
+CANCELLED = "cancelled"
+"""Attempt outcome of an attempt cancelled from outside (a timeout, a client gone)."""
 
 
 class Router:
@@ -25,7 +28,16 @@ class Router:
 
     def __init__(self, models: Mapping[str, Sequence[TargetConfig]]) -> None:
         self._routes = {
-            alias: tuple(Target(t.provider, t.model) for t in targets)
+            alias: tuple(
+                Target(
+                    t.provider,
+                    t.model,
+                    i if t.priority is None else t.priority,
+                    t.weight,
+                    t.context_window,
+                )
+                for i, t in enumerate(targets)
+            )
             for alias, targets in models.items()
         }
         self._wildcard = self._routes.pop(WILDCARD, None)
@@ -105,6 +117,12 @@ class Upstreams:
             observation.attempts.append((label, error_type(exc)))
             if span is not None:
                 span.record_error(error_type(exc), exc.message)
+            raise
+        except asyncio.CancelledError:
+            # a timeout above us, or the client left; whoever cancelled may relabel it
+            observation.attempts.append((label, CANCELLED))
+            if span is not None:
+                span.record_error(CANCELLED, "attempt cancelled")
             raise
         finally:
             observation.upstream_s += time.perf_counter() - started

@@ -72,12 +72,12 @@ class RequestHeaderFilter:
 
 
 def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The upstream response headers to relay to the client."""
+    """The upstream response headers to relay to the client (names lower-cased)."""
     connection_listed = {
         token.strip().lower() for value in _all(headers, "connection") for token in value.split(",")
     }
     return {
-        name: value
+        lower: value
         for name, value in headers.items()
         if (lower := name.lower()) not in _RESPONSE_DROP and lower not in connection_listed
     }

@@ -82,6 +82,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
             **ctx.response_headers,
             "x-hookgate-request-id": ctx.request_id,
             "x-hookgate-upstream": outcome.target,
+            "x-hookgate-attempts": str(len(ctx.observation.attempts)),
         }
         collect = ctx.observation.capture_output
         if response.stream is not None:
@@ -229,15 +230,20 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Readiness: a config is loaded; says which generation and providers."""
+    """Readiness: a config is loaded and no policy reports itself unready (e.g. every
+    circuit open); the body gives the config generation, providers and policy status."""
     runtime = request.app[HOLDER].current
-    return _json(
-        {
-            "status": "ready",
-            "config": {"source": runtime.source, "generation": runtime.generation},
-            "providers": sorted(runtime.providers),
-        }
-    )
+    policies = {
+        p.name: status for p in runtime.pipeline.policies if (status := p.status()) is not None
+    }
+    ready = all(status.get("ready", True) for status in policies.values())
+    body = {
+        "status": "ready" if ready else "unavailable",
+        "config": {"source": runtime.source, "generation": runtime.generation},
+        "providers": sorted(runtime.providers),
+        "policies": policies,
+    }
+    return _json(body, status=200 if ready else 503)
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:

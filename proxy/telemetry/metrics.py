@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from proxy import __version__
 from proxy.pipeline.observe import Observation, Outcome
+from proxy.resilience.breaker import STATE_VALUES
 
 LATENCY_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
@@ -111,6 +112,18 @@ class Metrics:
             "hookgate_stream_errors", "Streams ended with an error event after their first byte",
             ["target", "kind"], registry=registry,
         )  # fmt: skip
+        self.retries = Counter(
+            "hookgate_retries", "Retries of the same target, by reason",
+            ["target", "reason"], registry=registry,
+        )  # fmt: skip
+        self.fallbacks = Counter(
+            "hookgate_fallbacks", "Moves from a target to the next, by reason "
+            "(circuit_open when skipped)", ["target", "reason"], registry=registry,
+        )  # fmt: skip
+        self.circuit_state = Gauge(
+            "hookgate_circuit_state", "Breaker per target: 0 closed, 1 half-open, 2 open",
+            ["target"], registry=registry,
+        )  # fmt: skip
         self.reloads = Counter(
             "hookgate_config_reloads", "Config reloads by result", ["result"], registry=registry
         )
@@ -156,6 +169,12 @@ class Metrics:
             self.decisions.labels(policy, decision).inc()
         for target, result in observation.attempts:
             self.attempts.labels(self.target_label(target), result).inc()
+        for target, why in observation.retries:
+            self.retries.labels(self.target_label(target), why).inc()
+        for target, why in observation.fallbacks:
+            self.fallbacks.labels(self.target_label(target), why).inc()
+        for target, state in observation.circuits.items():
+            self.circuit_state.labels(self.target_label(target)).set(STATE_VALUES[state])
         if observation.spans_dropped:
             self.spans_dropped.inc(observation.spans_dropped)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:

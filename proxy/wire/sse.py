@@ -96,6 +96,16 @@ def encode(data: object, event: str | None = None) -> bytes:
 
 DONE = b"data: [DONE]\n\n"
 
+_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+def is_event(block: bytes) -> bool:
+    """True when a block is SSE: a comment, or a field line (``data:``, ``event:``, ...)."""
+    if block.startswith(_FIELDS):
+        return True
+    stripped = block.lstrip(b"\r\n")
+    return stripped.startswith(_FIELDS) or not stripped
+
 
 def is_done(block: bytes) -> bool:
     """True for the chat/completions terminator ``data: [DONE]``."""

@@ -1,0 +1,1 @@
+"""Pure building blocks of the fallback policy: failure classes, backoff, breakers, balancing."""

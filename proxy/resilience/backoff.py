@@ -1,0 +1,34 @@
+"""Retry delays: exponential backoff with full jitter, and the server's ``Retry-After``."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Mapping
+
+
+def full_jitter(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """A delay uniformly in ``[0, min(cap, base * 2**attempt)]`` (AWS "full jitter")."""
+    return rng.uniform(0.0, min(cap_s, base_s * (2**attempt)))
+
+
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``Retry-After``), if any."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - (time.time() if now is None else now))

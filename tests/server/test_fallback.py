@@ -1,0 +1,300 @@
+"""Resilience against a fault-injecting upstream: each failure is recovered or reported."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from proxy.wire import synth
+from tests.conftest import UPSTREAM_KEY, ProxyFactory, openai_client
+from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
+from tests.services import free_port
+
+FAST = (
+    "fallback: {retries: 0, attempt_timeout_s: 0.5, stall_timeout_s: 0.5, deadline_s: 5, "
+    "backoff_base_s: 0.01, circuit: {failures: 100}}"
+)
+
+
+@pytest.fixture
+def backup(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
+    fake = FakeUpstream()
+    loop_thread.run(fake.server.start())
+    yield fake
+    loop_thread.run(fake.server.stop())
+
+
+def two_targets(
+    make_proxy: ProxyFactory,
+    primary: str,
+    backup: str,
+    policy: str = FAST,
+    primary_extra: str = "",
+    backup_extra: str = "",
+) -> str:
+    from proxy.config.loader import load_text
+
+    text = (
+        f"providers:\n  one: {{base_url: '{primary}', api_key: {UPSTREAM_KEY}}}\n"
+        f"  two: {{base_url: '{backup}', api_key: {UPSTREAM_KEY}}}\n"
+        f"models:\n  m:\n    - {{provider: one, model: m1{primary_extra}}}\n"
+        f"    - {{provider: two, model: m2{backup_extra}}}\n"
+        f"policies:\n  - {policy}\n"
+    )
+    return make_proxy(loaded=load_text(text))
+
+
+def cut_stream() -> list[bytes]:
+    return list(synth.chat_stream("m1", synth.Reply(text="abcdef"), include_usage=False))[:3]
+
+
+MOVES_ON: dict[str, list[Step]] = {
+    "500": [Status(500, {"error": {"message": "boom"}})],
+    "503": [Status(503, {"error": {"message": "busy"}}, {"retry-after": "0"})],
+    "429": [Status(429, {"error": {"message": "slow down"}})],
+    "reset_mid_body": [Reset()],
+    "stall_before_headers": [Hang()],
+    "malformed_json": [Raw(b'{"choices": [')],
+    "not_json_object": [Raw(b"[1, 2]")],
+}
+
+
+@pytest.mark.parametrize("fault", list(MOVES_ON))
+def test_fault_falls_back_to_next_target(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, fault: str
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(*MOVES_ON[fault])
+    started = time.monotonic()
+    reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+    assert reply.parse().choices[0].message.content == "Hello from the fake upstream."
+    assert reply.headers["x-hookgate-upstream"] == "two/m2"
+    assert reply.headers["x-hookgate-attempts"] == "2"
+    assert backup.last.json()["model"] == "m2"
+    assert time.monotonic() - started < 3
+
+
+def test_connection_refused_falls_back(make_proxy: ProxyFactory, backup: FakeUpstream) -> None:
+    url = two_targets(make_proxy, f"http://127.0.0.1:{free_port()}/v1", backup.base_url)
+    reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+    assert reply.headers["x-hookgate-upstream"] == "two/m2"
+
+
+STREAM_BEFORE_FIRST_BYTE: dict[str, list[Step]] = {
+    "500": [Status(500, {"error": {"message": "boom"}})],
+    "stall_before_first_event": [Events([], end="hang")],
+    "invalid_sse": [Events([b"this is not an event stream\n\n"])],
+}
+
+
+@pytest.mark.parametrize("fault", list(STREAM_BEFORE_FIRST_BYTE))
+def test_stream_failure_before_first_byte_falls_back(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, fault: str
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(*STREAM_BEFORE_FIRST_BYTE[fault])
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == "Hello from the fake upstream."
+
+
+def test_stream_failure_after_first_byte_is_reported_not_hidden(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    for fault, expected in (
+        (Events(cut_stream()), "ended the stream"),
+        (Events(cut_stream(), end="hang"), "sent nothing for"),
+    ):
+        upstream.push(fault)
+        started = time.monotonic()
+        with pytest.raises(openai.APIError) as info:
+            list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+        assert expected in info.value.message
+        assert time.monotonic() - started < 3
+    assert backup.requests == []  # a stream that started is never silently restarted elsewhere
+
+
+def test_client_errors_do_not_move_on(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    for status, exc in (
+        (400, openai.BadRequestError),
+        (401, openai.AuthenticationError),
+        (404, openai.NotFoundError),
+        (422, openai.UnprocessableEntityError),
+    ):
+        upstream.push(Status(status, {"error": {"message": "no", "code": f"c{status}"}}))
+        with pytest.raises(exc):
+            openai_client(url).chat.completions.create(model="m", messages=[])
+    assert backup.requests == []
+
+
+def test_context_length_moves_to_a_larger_window(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(
+        make_proxy,
+        upstream.base_url,
+        backup.base_url,
+        primary_extra=", context_window: 8000",
+        backup_extra=", context_window: 128000",
+    )
+    error = {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens",
+            "code": "context_length_exceeded",
+            "type": "invalid_request_error",
+        }
+    }
+    upstream.push(Status(400, error))
+    reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+    assert reply.headers["x-hookgate-upstream"] == "two/m2"
+    # without a larger window configured, the 400 comes back as is
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Status(400, error))
+    with pytest.raises(openai.BadRequestError) as info:
+        openai_client(url).chat.completions.create(model="m", messages=[])
+    assert info.value.code == "context_length_exceeded"
+
+
+def test_retry_after_is_honoured_on_the_same_target(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("retries: 0", "retries: 2")
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    upstream.push(
+        Status(503, {"error": {"message": "busy"}}, {"retry-after-ms": "300"}),
+        Status(429, {"error": {"message": "slow"}}, {"retry-after": "0.2"}),
+    )
+    started = time.monotonic()
+    reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+    assert time.monotonic() - started >= 0.5
+    assert reply.headers["x-hookgate-upstream"] == "one/m1"
+    assert reply.headers["x-hookgate-attempts"] == "3"
+    assert backup.requests == []
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    assert 'hookgate_retries_total{reason="http_503",target="one/m1"} 1.0' in metrics
+
+
+def test_deadline_bounds_the_whole_request(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("deadline_s: 5", "deadline_s: 1").replace(
+        "attempt_timeout_s: 0.5", "attempt_timeout_s: 5"
+    )
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    upstream.push(Hang())
+    backup.push(Hang())
+    started = time.monotonic()
+    with pytest.raises(openai.APIStatusError) as info:
+        openai_client(url).chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 504
+    assert time.monotonic() - started < 1.8
+
+
+def test_circuit_opens_skips_and_recovers(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    dead_port = free_port()
+    policy = FAST.replace("circuit: {failures: 100}", "circuit: {failures: 2, open_s: 0.5}")
+    url = two_targets(make_proxy, f"http://127.0.0.1:{dead_port}/v1", backup.base_url, policy)
+    client = openai_client(url)
+    base = url.removesuffix("/v1")
+    attempts = []
+    for _ in range(4):
+        reply = client.chat.completions.with_raw_response.create(model="m", messages=[])
+        attempts.append(reply.headers["x-hookgate-attempts"])
+    assert attempts == ["2", "2", "1", "1"]  # open after two failures: the dead target is skipped
+    ready = httpx.get(f"{base}/readyz").json()
+    assert ready["policies"]["fallback"]["circuits"]["one/m1"] == "open"
+    metrics = httpx.get(f"{base}/metrics").text
+    assert 'hookgate_circuit_state{target="one/m1"} 2.0' in metrics
+    assert 'hookgate_fallbacks_total{reason="circuit_open",target="one/m1"}' in metrics
+    time.sleep(0.6)  # half-open: one probe goes to the primary, which fails again
+    reply = client.chat.completions.with_raw_response.create(model="m", messages=[])
+    assert reply.headers["x-hookgate-attempts"] == "2"
+    assert (
+        httpx.get(f"{base}/readyz").json()["policies"]["fallback"]["circuits"]["one/m1"] == "open"
+    )
+
+
+def test_circuit_closes_when_the_target_recovers(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("circuit: {failures: 100}", "circuit: {failures: 1, open_s: 0.3}")
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    client = openai_client(url)
+    upstream.push(Status(500, {"error": {"message": "down"}}))
+    assert (
+        client.chat.completions.with_raw_response.create(model="m", messages=[]).headers[
+            "x-hookgate-upstream"
+        ]
+        == "two/m2"
+    )
+    assert (
+        client.chat.completions.with_raw_response.create(model="m", messages=[]).headers[
+            "x-hookgate-upstream"
+        ]
+        == "two/m2"
+    )  # open: skipped
+    time.sleep(0.4)
+    assert (
+        client.chat.completions.with_raw_response.create(model="m", messages=[]).headers[
+            "x-hookgate-upstream"
+        ]
+        == "one/m1"
+    )  # the probe succeeded: closed again
+    assert (
+        client.chat.completions.with_raw_response.create(model="m", messages=[]).headers[
+            "x-hookgate-upstream"
+        ]
+        == "one/m1"
+    )
+
+
+def test_all_circuits_open_is_503_and_not_ready(make_proxy: ProxyFactory) -> None:
+    from proxy.config.loader import load_text
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    url = make_proxy(
+        loaded=load_text(
+            f"providers:\n  d: {{base_url: '{dead}'}}\nmodels:\n  m: [{{provider: d}}]\n"
+            "policies:\n  - fallback: {retries: 0, circuit: {failures: 1, open_s: 60}}\n"
+        )
+    )
+    client = openai_client(url)
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.APIStatusError) as info:
+        client.chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 503
+    assert info.value.code == "upstream_unavailable"  # type: ignore[attr-defined]
+    ready = httpx.get(url.removesuffix("/v1") + "/readyz")
+    assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+
+
+def test_weighted_balance_among_equal_priority(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(
+        make_proxy,
+        upstream.base_url,
+        backup.base_url,
+        primary_extra=", priority: 0, weight: 3",
+        backup_extra=", priority: 0, weight: 1",
+    )
+    client = openai_client(url)
+    served = Counter(
+        client.chat.completions.with_raw_response.create(model="m", messages=[]).headers[
+            "x-hookgate-upstream"
+        ]
+        for _ in range(200)
+    )
+    assert 110 <= served["one/m1"] <= 185 and served["one/m1"] + served["two/m2"] == 200
