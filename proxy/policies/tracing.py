@@ -3,7 +3,8 @@
 YAML (every key optional)::
 
     - tracing:
-        exporter: otlp            # otlp | console | none
+        exporter: auto            # auto | otlp | console | none (auto: otlp when an
+                                  #   endpoint is set here or in OTEL_EXPORTER_OTLP_*)
         protocol: http/protobuf   # or grpc; default from OTEL_EXPORTER_OTLP_PROTOCOL
         endpoint: null            # default from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT
         headers: {}               # e.g. {authorization: "Bearer ${COLLECTOR_TOKEN}"}
@@ -43,6 +44,7 @@ from proxy.telemetry.tracing import (
     OtelSpans,
     make_exporter,
     make_provider,
+    otlp_endpoint_in_env,
     parent_context,
 )
 from proxy.wire import prompts
@@ -56,7 +58,9 @@ class TracingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    exporter: Literal["otlp", "console", "none"] = "otlp"
+    exporter: Literal["auto", "otlp", "console", "none"] = "auto"
+    """``auto``: OTLP when an endpoint is configured (here or by ``OTEL_EXPORTER_OTLP_*``),
+    else spans are made (trace ids, exemplars, propagation) but not exported."""
     protocol: Literal["http/protobuf", "grpc"] | None = None
     endpoint: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
@@ -78,12 +82,13 @@ class TracingPolicy(Policy):
 
     def __init__(self, config: TracingConfig) -> None:
         super().__init__(config)
+        kind = config.exporter
+        if kind == "auto":
+            kind = "otlp" if config.endpoint or otlp_endpoint_in_env() else "none"
+            if kind == "none":
+                log.info("tracing: no OTLP endpoint configured; spans are not exported")
         exporter = make_exporter(
-            config.exporter,
-            config.protocol,
-            config.endpoint,
-            dict(config.headers),
-            config.timeout_s,
+            kind, config.protocol, config.endpoint, dict(config.headers), config.timeout_s
         )
         self.processor = (
             None

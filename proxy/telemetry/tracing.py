@@ -91,6 +91,14 @@ def make_exporter(
     return HttpExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
 
 
+def otlp_endpoint_in_env() -> bool:
+    """True when the standard variables name an OTLP endpoint for traces."""
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+
+
 def _env_protocol() -> Protocol:
     value = os.environ.get(
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
