@@ -114,9 +114,11 @@ def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> N
     )
     assert process.stderr is not None
     try:
-        lines = [process.stderr.readline(), process.stderr.readline()]
-        assert "no api_key" in lines[0]
-        url = re.search(r"listening on (http://\S+)", lines[1]).group(1)  # type: ignore[union-attr]
+        lines = [process.stderr.readline()]
+        while "listening on" not in lines[-1]:
+            lines.append(process.stderr.readline())
+        assert any("no api_key" in line for line in lines)
+        url = re.search(r"listening on (http://\S+)", lines[-1]).group(1)  # type: ignore[union-attr]
         with openai.OpenAI(base_url=f"{url}/v1", api_key="anything") as client:
             reply = client.chat.completions.with_raw_response.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}]
