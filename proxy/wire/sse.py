@@ -6,15 +6,18 @@ parses a block only when a policy needs its content or to recognise the stream's
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import orjson
 
-_TERMINATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
-
 
 class SSEDecoder:
-    """Incrementally split bytes into complete event blocks (each with its blank line)."""
+    """Incrementally split bytes into complete event blocks (each with its blank line).
+
+    One pass over the bytes: a plain split on ``\n\n`` when the stream has no ``\r``
+    (every OpenAI-compatible server we know), else a regex over all three terminators.
+    """
 
     __slots__ = ("_buffer",)
 
@@ -24,14 +27,15 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add ``chunk``; return the blocks it completed, in order."""
         buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" not in buffer:
+            parts = buffer.split(b"\n\n")
+            self._buffer = parts.pop()
+            return [part + b"\n\n" for part in parts]
         blocks: list[bytes] = []
         start = 0
-        while True:
-            end = _next_boundary(buffer, start)
-            if end < 0:
-                break
-            blocks.append(buffer[start:end])
-            start = end
+        for match in _BOUNDARY.finditer(buffer):
+            blocks.append(buffer[start : match.end()])
+            start = match.end()
         self._buffer = buffer[start:]
         return blocks
 
@@ -41,6 +45,9 @@ class SSEDecoder:
         return self._buffer
 
 
+_BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
 def split(events: bytes) -> list[bytes]:
     """Split bytes holding only complete event blocks into those blocks."""
     decoder = SSEDecoder()
@@ -48,16 +55,6 @@ def split(events: bytes) -> list[bytes]:
     if decoder.pending.strip():
         blocks.append(decoder.pending)
     return blocks
-
-
-def _next_boundary(buffer: bytes, start: int) -> int:
-    """End offset (after the terminator) of the first block at ``start``, or -1."""
-    best = -1
-    for terminator in _TERMINATORS:
-        i = buffer.find(terminator, start)
-        if i >= 0 and (best < 0 or i + len(terminator) < best):
-            best = i + len(terminator)
-    return best
 
 
 @dataclass(frozen=True, slots=True)

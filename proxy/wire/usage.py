@@ -81,16 +81,31 @@ class StreamFacts:
         self.facts = ResponseFacts()
         self._collect_text = collect_text
         self._seen_first = False
+        self._markers = _RESPONSES_MARKERS if api == "responses" else _CHOICE_MARKERS
 
     def feed(self, events: bytes) -> None:
         """Look at a batch of complete event blocks; parse only the ones that matter."""
-        if not (self._collect_text or not self._seen_first or _interesting(events)):
-            return
-        for block in sse.split(events):
-            if self._collect_text or not self._seen_first or _interesting(block):
-                data = _json(block)
-                if isinstance(data, Mapping):
-                    self._read(data)
+        for block in self._blocks_of_interest(events):
+            data = _json(block)
+            if isinstance(data, Mapping):
+                self._read(data)
+
+    def _blocks_of_interest(self, events: bytes) -> list[bytes]:
+        """The first block ever, and blocks holding a marker, found without splitting all."""
+        if self._collect_text or b"\r" in events:
+            return sse.split(events)
+        starts = set() if self._seen_first else {0}
+        for marker in self._markers:
+            at = events.find(marker)
+            while at >= 0:
+                previous = events.rfind(b"\n\n", 0, at)
+                starts.add(0 if previous < 0 else previous + 2)
+                at = events.find(marker, at + len(marker))
+        blocks = []
+        for start in sorted(starts):
+            end = events.find(b"\n\n", start)
+            blocks.append(events[start : len(events) if end < 0 else end + 2])
+        return blocks
 
     def _read(self, data: Mapping[str, Any]) -> None:
         facts = self.facts
@@ -124,19 +139,8 @@ class StreamFacts:
                     facts.text.append(text)
 
 
-_MARKERS = (
-    b'"usage":{',
-    b'"usage": {',
-    b'"finish_reason":"',
-    b'"finish_reason": "',
-    b"response.completed",
-    b"response.incomplete",
-    b"response.failed",
-)
-
-
-def _interesting(events: bytes) -> bool:
-    return any(marker in events for marker in _MARKERS)
+_CHOICE_MARKERS = (b'"finish_reason":"', b'"usage":{', b'"finish_reason": "', b'"usage": {')
+_RESPONSES_MARKERS = (b"response.completed", b"response.incomplete", b"response.failed")
 
 
 def _read_head(data: Mapping[str, Any], facts: ResponseFacts) -> None:
