@@ -1,4 +1,4 @@
-"""The ``hookgate`` command: ``serve``, ``check``, ``schema``.
+"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``schema``.
 
 Every subcommand finds its config by ``--config``, else ``$HOOKGATE_CONFIG``, else
 ``policies/default.yaml`` (in the working directory, then beside the package).
@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,26 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", type=Path)
     check.set_defaults(run=_check)
 
+    keys_cmd = sub.add_parser("keys", help="manage virtual keys (in the config's store)")
+    keys_sub = keys_cmd.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key and print it (shown once)")
+    create.add_argument("--team", required=True)
+    create.add_argument("--user")
+    create.add_argument("--name")
+    create.add_argument("--models", help="comma-separated aliases the key may use (default: all)")
+    create.add_argument("--expires", help="lifetime: 30d, 12h, 90m or seconds")
+    listing = keys_sub.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id (takes effect at once)")
+    revoke.add_argument("id")
+    for parser_ in (create, listing, revoke):
+        parser_.add_argument(
+            "--config",
+            type=Path,
+            help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+        )
+        parser_.set_defaults(run=_keys)
+
     schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
     schema.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     schema.set_defaults(run=_schema)
@@ -128,6 +149,61 @@ async def _run_server(loaded: LoadedConfig, host: str | None, port: int | None) 
     log.info("shutting down: draining in-flight requests (up to %ss)", server.shutdown_timeout_s)
     await runner.cleanup()
     log.info("stopped")
+
+
+def _keys(args: argparse.Namespace) -> int:
+    try:
+        loaded = load_file(args.config or default_config_path())
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
+    return asyncio.run(_keys_command(args, loaded.config.store))
+
+
+async def _keys_command(args: argparse.Namespace, url: str) -> int:
+    from proxy.server.admin import NewKey, make_key, public
+    from proxy.store.base import open_store
+
+    store = open_store(url)
+    try:
+        if args.keys_command == "create":
+            models = [m.strip() for m in (args.models or "").split(",") if m.strip()]
+            expires = _duration(args.expires) if args.expires else None
+            spec = NewKey(
+                team=args.team, user=args.user, name=args.name, models=models, expires_in_s=expires
+            )
+            secret, record = make_key(spec, time.time())
+            await store.add_key(record)
+            print(secret)
+            print(f"id {record.id} team {record.team}; the key is shown only now", file=sys.stderr)
+        elif args.keys_command == "list":
+            for record in await store.keys():
+                row = public(record)
+                if args.json:
+                    print(orjson.dumps(row).decode())
+                else:
+                    state = record.usable(time.time()) or "active"
+                    allowed = ",".join(record.models) or "*"
+                    print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
+                          f"models={allowed}  {state}")  # fmt: skip
+        elif not await store.revoke_key(args.id, time.time()):
+            print(f"no key with id {args.id}", file=sys.stderr)
+            return 1
+        else:
+            print(f"revoked {args.id}")
+        return 0
+    finally:
+        await store.close()
+
+
+def _duration(text: str) -> float:
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    unit = text[-1].lower()
+    try:
+        return float(text[:-1]) * units[unit] if unit in units else float(text)
+    except ValueError:
+        raise SystemExit(f"--expires: not a duration: {text!r} (e.g. 30d, 12h, 90m)") from None
 
 
 def _url(address: Any) -> str:

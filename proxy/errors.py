@@ -10,8 +10,11 @@ the process. Policies block a request by raising one of these.
     HookgateError                      status  type
     ├── InvalidRequest                 400     invalid_request_error
     │   └── PolicyBlocked              400     invalid_request_error (code names the policy)
+    ├── AuthenticationFailed           401     invalid_request_error (invalid_api_key, ...)
+    ├── PermissionDenied               403     invalid_request_error (model_not_allowed, ...)
     ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
     ├── PayloadTooLarge                413     invalid_request_error
+    ├── StoreUnavailable               503     server_error (the store cannot be reached)
     └── UpstreamError                          (raised by the provider layer and fallback)
         ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
         ├── UpstreamConnectError       502     upstream_error   could not connect
@@ -83,6 +86,22 @@ class PolicyBlocked(InvalidRequest):
     code = "policy_blocked"
 
 
+class AuthenticationFailed(HookgateError):
+    """No, an unknown, a revoked or an expired key."""
+
+    status = 401
+    type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class PermissionDenied(HookgateError):
+    """A valid key asked for something it may not do (a model, the admin API)."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "permission_denied"
+
+
 class NotFound(HookgateError):
     """Unknown route or model alias."""
 
@@ -97,6 +116,14 @@ class PayloadTooLarge(HookgateError):
     status = 413
     type = "invalid_request_error"
     code = "request_too_large"
+
+
+class StoreUnavailable(HookgateError):
+    """The store (SQLite file, Redis) cannot be read or written."""
+
+    status = 503
+    type = "server_error"
+    code = "store_unavailable"
 
 
 class UpstreamError(HookgateError):

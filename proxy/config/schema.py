@@ -110,6 +110,17 @@ class ServerConfig(Strict):
     """How long SIGTERM waits for in-flight requests before cancelling them."""
 
 
+class KeysConfig(Strict):
+    """Virtual keys (``hookgate keys create``) and the admin API."""
+
+    required: bool = False
+    """On: every request needs a valid virtual key (401 without, 403 for a model the
+    key may not use). Off (a sidecar on localhost): callers are ``anonymous``."""
+    admin_key: SecretStr | None = None
+    """Bearer key of the ``/admin/`` API (use ``${HOOKGATE_ADMIN_KEY}``); unset: the
+    admin API is off."""
+
+
 class PriceConfig(Strict):
     """USD per 1M tokens for one model (overrides the shipped price table)."""
 
@@ -150,6 +161,17 @@ class Config(Strict):
     models: dict[str, Targets]
     policies: list[PolicyEntry] = Field(default_factory=list)
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
+    store: str = "sqlite:///hookgate.db"
+    """Durable state: ``sqlite:///relative.db`` or ``sqlite:////absolute.db``. Opened
+    when something needs it (virtual keys, the admin API)."""
+    keys: KeysConfig = Field(default_factory=KeysConfig)
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        if not value.startswith("sqlite:///") or value == "sqlite:///":
+            raise ValueError("store must be sqlite:///path.db (relative) or sqlite:////abs.db")
+        return value
 
     @field_validator("providers")
     @classmethod

@@ -20,9 +20,10 @@ from prometheus_client import CollectorRegistry
 from proxy.config.loader import LoadedConfig
 from proxy.errors import HookgateError, NotFound, PayloadTooLarge
 from proxy.server import routes
-from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION
+from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION, STORE
 from proxy.server.reload import ConfigWatcher
 from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
+from proxy.store.base import open_store
 from proxy.telemetry.metrics import Metrics
 
 log = logging.getLogger("hookgate")
@@ -45,6 +46,7 @@ def create_app(
     app = web.Application(middlewares=[_errors], client_max_size=2**62)
     metrics = Metrics(registry if registry is not None else CollectorRegistry())
     app[METRICS] = metrics
+    app[STORE] = open_store(loaded.config.store)
     runtime = build_runtime(loaded, lambda: app[SESSION], generation=1)
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)
@@ -57,6 +59,8 @@ def create_app(
             metrics.reloads.labels("success" if new is not None else "failure").inc()
             if new is not None:
                 _admit_labels(metrics, new)
+                if new.config.store != app[STORE].url:
+                    log.warning("store changed to %s: restart to use it", new.config.store)
 
         app[WATCHER] = ConfigWatcher(loaded.source, holder, lambda: app[SESSION], reloaded)
     app.cleanup_ctx.append(_lifecycle)
@@ -92,6 +96,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
             await watcher.close()
         await app[HOLDER].current.pipeline.aclose()
         await app[SESSION].close()
+        await app[STORE].close()
 
 
 @web.middleware

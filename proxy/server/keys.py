@@ -6,6 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.server.runtime import RuntimeHolder
+from proxy.store.base import Store
 from proxy.telemetry.metrics import Metrics
 
 HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
@@ -13,6 +14,9 @@ HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
 
 SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
 """The one upstream ``ClientSession`` of the app (keep-alive pool)."""
+
+STORE = web.AppKey("hookgate.store", Store)
+"""Durable state, from the config the app started with (a reload does not move it)."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

@@ -16,8 +16,9 @@ from yarl import URL
 
 from proxy.errors import InvalidRequest, NotFound, UpstreamError
 from proxy.providers.openai import translated
+from proxy.server.auth import authenticate
 from proxy.server.headers import response_headers
-from proxy.server.keys import HOLDER, REQUEST_ID, SESSION
+from proxy.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
 from proxy.server.runtime import relay_target
 
 log = logging.getLogger("hookgate")
@@ -28,6 +29,7 @@ _BODY_HEADERS = ("content-type", "content-length")
 async def relay(request: web.Request) -> web.StreamResponse:
     """Forward ``request`` to the relay provider and stream its answer back."""
     runtime = request.app[HOLDER].current
+    await authenticate(request, runtime, request.app[STORE])
     provider = relay_target(runtime)
     if provider is None:
         raise NotFound(

@@ -15,7 +15,9 @@ from prometheus_client.exposition import choose_encoder
 from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge, error_type
 from proxy.pipeline.observe import Outcome
 from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
-from proxy.server.keys import HOLDER, METRICS, REQUEST_ID
+from proxy.server import admin
+from proxy.server.auth import authenticate, check_model
+from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
 from proxy.server.relay import relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
@@ -41,6 +43,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", get_model)
     app.router.add_route("*", "/v1/{tail:.*}", relay)
+    admin.add_routes(app)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
@@ -59,9 +62,11 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     metrics = request.app[METRICS]
     started = time.perf_counter()
     headers = request.headers
+    identity, key = await authenticate(request, runtime, request.app[STORE])
     ctx = Context(
         request_id=request[REQUEST_ID],
         api=api,
+        identity=identity,
         agent=headers.get("x-hookgate-agent"),
         session_id=headers.get("x-hookgate-session-id"),
         reply_id=headers.get("x-hookgate-reply-id"),
@@ -73,6 +78,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     try:
         call = await _read_call(request, runtime, api)
         model = call.model
+        check_model(key, model)
         outcome.stream = call.stream
         response = await runtime.pipeline.run(call, ctx)
         outcome.status = response.status
@@ -199,9 +205,11 @@ def parse_object(raw: bytes) -> dict[str, Any]:
 
 
 async def list_models(request: web.Request) -> web.Response:
-    """``GET /v1/models``: the configured aliases."""
+    """``GET /v1/models``: the configured aliases (those the caller's key may use)."""
     runtime = request.app[HOLDER].current
-    data = [_model_object(alias) for alias in runtime.router.aliases]
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    aliases = [a for a in runtime.router.aliases if key is None or key.allows(a)]
+    data = [_model_object(alias) for alias in aliases]
     return _json({"object": "list", "data": data})
 
 
@@ -209,6 +217,8 @@ async def get_model(request: web.Request) -> web.StreamResponse:
     """``GET /v1/models/{model}``: a configured alias, else the upstream's answer via ``*``."""
     runtime = request.app[HOLDER].current
     model = request.match_info["model"]
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    check_model(key, model)
     if model in runtime.router.aliases:
         return _json(_model_object(model))
     if runtime.router.wildcard is None:

@@ -1,0 +1,89 @@
+"""The admin HTTP API under ``/admin/``, behind ``keys.admin_key``.
+
+``GET /admin/keys``, ``POST /admin/keys`` (``{"team", "user"?, "name"?, "models"?,
+"expires_in_s"?}`` → the new key, shown once), ``DELETE /admin/keys/{id}``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from proxy.errors import InvalidRequest, NotFound
+from proxy.server.auth import check_admin
+from proxy.server.keys import HOLDER, STORE
+from proxy.store import keys
+from proxy.store.keys import KeyRecord
+
+
+class NewKey(BaseModel):
+    """A key to create (the admin API body and ``hookgate keys create``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    team: Annotated[str, Field(min_length=1)]
+    user: str | None = None
+    name: str | None = None
+    models: list[str] = Field(default_factory=list)
+    expires_in_s: Annotated[float, Field(gt=0)] | None = None
+
+
+def make_key(spec: NewKey, now: float) -> tuple[str, KeyRecord]:
+    """A new secret and the record that stores its hash."""
+    secret = keys.generate()
+    digest = keys.digest(secret)
+    expires = None if spec.expires_in_s is None else now + spec.expires_in_s
+    record = KeyRecord(
+        id=keys.key_id(digest), digest=digest, team=spec.team, user=spec.user, name=spec.name,
+        models=tuple(spec.models), created_at=now, expires_at=expires,
+    )  # fmt: skip
+    return secret, record
+
+
+def public(record: KeyRecord) -> dict[str, Any]:
+    """A key as the admin API and ``keys list`` show it: never the secret or its hash."""
+    data = asdict(record)
+    data.pop("digest")
+    data["models"] = list(record.models)
+    return data
+
+
+def add_routes(app: web.Application) -> None:
+    """Register the admin routes."""
+    app.router.add_get("/admin/keys", list_keys)
+    app.router.add_post("/admin/keys", create_key)
+    app.router.add_delete("/admin/keys/{id}", revoke_key)
+
+
+async def list_keys(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    records = await request.app[STORE].keys()
+    return _json({"object": "list", "data": [public(r) for r in records]})
+
+
+async def create_key(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    try:
+        spec = NewKey.model_validate_json(await request.read())
+    except ValidationError as exc:
+        raise InvalidRequest(f"invalid key request: {exc.errors()[0]['msg']}") from None
+    secret, record = make_key(spec, time.time())
+    await request.app[STORE].add_key(record)
+    return _json({**public(record), "key": secret}, status=201)
+
+
+async def revoke_key(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    key_id = request.match_info["id"]
+    if not await request.app[STORE].revoke_key(key_id, time.time()):
+        raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
+    return _json({"id": key_id, "revoked": True})
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(data), content_type="application/json")

@@ -1,0 +1,70 @@
+"""Who is calling: virtual keys on the model and relay routes, the admin key on ``/admin/``."""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+from aiohttp import web
+
+from proxy.errors import AuthenticationFailed, PermissionDenied
+from proxy.pipeline.types import ANONYMOUS, Identity
+from proxy.server.runtime import Runtime
+from proxy.store import keys
+from proxy.store.base import Store
+from proxy.store.keys import KeyRecord
+
+
+def bearer(request: web.Request) -> str:
+    """The credential of a request: ``Authorization: Bearer ...`` or ``api-key``."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return request.headers.get("api-key", "").strip()
+
+
+async def authenticate(
+    request: web.Request, runtime: Runtime, store: Store
+) -> tuple[Identity, KeyRecord | None]:
+    """The caller's identity; raises 401 when keys are required and the key is not valid.
+
+    Without ``keys.required`` every caller is anonymous and no store is touched.
+    """
+    if not runtime.config.keys.required:
+        return ANONYMOUS, None
+    token = bearer(request)
+    if not token:
+        raise AuthenticationFailed(
+            "You didn't provide an API key. Send a hookgate virtual key as "
+            "'Authorization: Bearer sk-hg-...'.",
+            code="missing_api_key",
+        )
+    record = (
+        await store.key_by_digest(keys.digest(token)) if token.startswith(keys.PREFIX) else None
+    )
+    if record is None:
+        raise AuthenticationFailed("Incorrect API key provided.")
+    why = record.usable(time.time())
+    if why is not None:
+        raise AuthenticationFailed(f"API key {record.id} is {why}.", code=f"api_key_{why}")
+    return Identity(key_id=record.id, team=record.team, user=record.user), record
+
+
+def check_model(record: KeyRecord | None, model: str) -> None:
+    """403 when the key may not use ``model``."""
+    if record is not None and not record.allows(model):
+        raise PermissionDenied(
+            f"API key {record.id} may not use model '{model}'.",
+            param="model",
+            code="model_not_allowed",
+        )
+
+
+def check_admin(request: web.Request, runtime: Runtime) -> None:
+    """The admin key, compared in constant time; 403 when the admin API is off."""
+    admin = runtime.config.keys.admin_key
+    if admin is None or not admin.get_secret_value():
+        raise PermissionDenied("The admin API is off: set keys.admin_key.", code="admin_disabled")
+    given = bearer(request).encode()
+    if not hmac.compare_digest(given, admin.get_secret_value().encode()):
+        raise AuthenticationFailed("Incorrect admin key.", code="invalid_admin_key")

@@ -1,0 +1,138 @@
+"""The embedded store: SQLite in WAL mode, on one worker thread.
+
+All SQL runs on a single thread, so one connection serves the process and nothing
+blocks the event loop. The database is opened on first use: a proxy that never needs
+the store never creates the file. WAL with ``synchronous=NORMAL`` makes every committed
+transaction survive a crash of the process (``kill -9``); a power loss may lose the
+last ones. One process per database file: run Redis for several replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from proxy.store.base import StoreUnavailable
+from proxy.store.keys import KeyRecord
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS keys (
+    id TEXT PRIMARY KEY,
+    digest TEXT NOT NULL UNIQUE,
+    team TEXT NOT NULL,
+    user TEXT,
+    name TEXT,
+    models TEXT NOT NULL DEFAULT '[]',
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    revoked_at REAL,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+"""
+
+
+def sqlite_path(url: str) -> Path:
+    """``sqlite:///rel.db`` → ``rel.db``; ``sqlite:////abs/x.db`` → ``/abs/x.db``."""
+    return Path(url.removeprefix("sqlite:///"))
+
+
+class SQLiteStore:
+    """See the module docstring."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = sqlite_path(url)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookgate-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            try:
+                return fn(self._connect())
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"store {self.url}: {exc}") from exc
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection, opened on first use (on the worker thread)."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.executescript(SCHEMA)
+            self._db = db
+        return self._db
+
+    async def open(self) -> None:
+        await self._run(lambda db: None)
+
+    async def close(self) -> None:
+        def disconnect() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, disconnect)
+
+    async def add_key(self, record: KeyRecord) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO keys (id, digest, team, user, name, models, created_at, expires_at,"
+                " revoked_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.id, record.digest, record.team, record.user, record.name,
+                 orjson.dumps(list(record.models)).decode(), record.created_at, record.expires_at,
+                 record.revoked_at, orjson.dumps(record.metadata).decode()),
+            )  # fmt: skip
+
+        await self._run(insert)
+
+    async def key_by_digest(self, digest: str) -> KeyRecord | None:
+        def select(db: sqlite3.Connection) -> KeyRecord | None:
+            row = db.execute(f"SELECT {_COLUMNS} FROM keys WHERE digest = ?", (digest,)).fetchone()
+            return None if row is None else _record(row)
+
+        return await self._run(select)
+
+    async def keys(self) -> list[KeyRecord]:
+        def select(db: sqlite3.Connection) -> list[KeyRecord]:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM keys ORDER BY created_at").fetchall()
+            return [_record(row) for row in rows]
+
+        return await self._run(select)
+
+    async def revoke_key(self, key_id: str, at: float) -> bool:
+        def update(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                "UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", (at, key_id)
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(update)
+
+    async def healthy(self) -> bool:
+        try:
+            return await self._run(lambda db: db.execute("SELECT 1").fetchone() == (1,))
+        except StoreUnavailable:
+            return False
+
+
+_COLUMNS = "id, digest, team, user, name, models, created_at, expires_at, revoked_at, metadata"
+
+
+def _record(row: tuple[Any, ...]) -> KeyRecord:
+    return KeyRecord(
+        id=row[0], digest=row[1], team=row[2], user=row[3], name=row[4],
+        models=tuple(orjson.loads(row[5])), created_at=row[6], expires_at=row[7],
+        revoked_at=row[8], metadata=dict(orjson.loads(row[9])),
+    )  # fmt: skip
