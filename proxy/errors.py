@@ -14,6 +14,7 @@ the process. Policies block a request by raising one of these.
     ├── PermissionDenied               403     invalid_request_error (model_not_allowed, ...)
     ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
     ├── PayloadTooLarge                413     invalid_request_error
+    ├── BudgetExceeded                 429     insufficient_quota (code budget_exceeded)
     ├── StoreUnavailable               503     server_error (the store cannot be reached)
     └── UpstreamError                          (raised by the provider layer and fallback)
         ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
@@ -116,6 +117,25 @@ class PayloadTooLarge(HookgateError):
     status = 413
     type = "invalid_request_error"
     code = "request_too_large"
+
+
+class BudgetExceeded(HookgateError):
+    """A budget limit has no room for the request's worst case.
+
+    ``retry_after`` is set when only reservations in flight fill the budget (a retry
+    shortly may fit); when settled spend alone fills it there is nothing to wait for.
+    """
+
+    status = 429
+    type = "insufficient_quota"
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> Mapping[str, str]:
+        return {} if self.retry_after is None else {"retry-after": f"{self.retry_after:g}"}
 
 
 class StoreUnavailable(HookgateError):

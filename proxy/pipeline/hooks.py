@@ -28,11 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
+
+if TYPE_CHECKING:
+    from proxy.pipeline.services import Services
 
 Messages = Sequence[Any]
 """Chat ``messages`` or Responses ``input`` items, exactly as the client sent them."""
@@ -143,6 +146,12 @@ class Policy:
     def on_response_stream(self, ctx: Context) -> StreamTransform | None:
         """Return a transform for this streamed response, or None to leave it alone."""
         return None
+
+    def attach(self, services: Services) -> None:
+        """Receive shared services (store, prices, ledger) before the first request.
+
+        Not a hook: called once when the pipeline is built. Most policies need none.
+        """
 
     def status(self) -> Mapping[str, Any] | None:
         """What ``/readyz`` should show about this policy (None: nothing). Not a hook.

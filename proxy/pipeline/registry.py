@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from proxy.pipeline.hooks import Policy
 
 BUILTIN: Mapping[str, str] = {
+    "budget": "proxy.policies.budget:BudgetPolicy",
     "fallback": "proxy.policies.fallback:FallbackPolicy",
     "system_prompt": "proxy.policies.system_prompt:SystemPromptPolicy",
     "tracing": "proxy.policies.tracing:TracingPolicy",

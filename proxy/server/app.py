@@ -17,6 +17,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from proxy.budgets.ledger import Ledger
 from proxy.config.loader import LoadedConfig
 from proxy.errors import HookgateError, NotFound, PayloadTooLarge
 from proxy.server import routes
@@ -46,8 +47,10 @@ def create_app(
     app = web.Application(middlewares=[_errors], client_max_size=2**62)
     metrics = Metrics(registry if registry is not None else CollectorRegistry())
     app[METRICS] = metrics
-    app[STORE] = open_store(loaded.config.store)
-    runtime = build_runtime(loaded, lambda: app[SESSION], generation=1)
+    store = open_store(loaded.config.store)
+    app[STORE] = store
+    ledger = Ledger(store)
+    runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger)
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)
     app[HOLDER] = holder
@@ -62,7 +65,14 @@ def create_app(
                 if new.config.store != app[STORE].url:
                     log.warning("store changed to %s: restart to use it", new.config.store)
 
-        app[WATCHER] = ConfigWatcher(loaded.source, holder, lambda: app[SESSION], reloaded)
+        app[WATCHER] = ConfigWatcher(
+            loaded.source,
+            holder,
+            lambda new, generation: build_runtime(
+                new, lambda: app[SESSION], generation, store, ledger
+            ),
+            reloaded,
+        )
     app.cleanup_ctx.append(_lifecycle)
     routes.add_routes(app)
     return app

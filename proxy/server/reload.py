@@ -13,10 +13,8 @@ import logging
 import os
 from collections.abc import Callable
 
-import aiohttp
-
-from proxy.config.loader import ConfigError, load_file
-from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
+from proxy.config.loader import ConfigError, LoadedConfig, load_file
+from proxy.server.runtime import Runtime, RuntimeHolder
 
 log = logging.getLogger("hookgate")
 
@@ -41,13 +39,13 @@ class ConfigWatcher:
         self,
         path: str,
         holder: RuntimeHolder,
-        session: Callable[[], aiohttp.ClientSession],
+        build: Callable[[LoadedConfig, int], Runtime],
         on_result: Callable[[Runtime | None], None] = lambda runtime: None,
     ) -> None:
         self.path = path
         self._on_result = on_result
         self.holder = holder
-        self._session = session
+        self._build = build
         self._stamp = _stamp(path)
         self._lock = asyncio.Lock()
         self._retiring: set[asyncio.Task[None]] = set()
@@ -82,9 +80,7 @@ class ConfigWatcher:
         async with self._lock:
             try:
                 loaded = await asyncio.to_thread(load_file, self.path)
-                runtime = build_runtime(
-                    loaded, self._session, generation=self.holder.current.generation + 1
-                )
+                runtime = self._build(loaded, self.holder.current.generation + 1)
             except ConfigError as exc:
                 log.error(
                     "config reload failed, keeping generation %d:\n%s",

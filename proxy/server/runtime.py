@@ -11,14 +11,17 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from proxy.budgets.ledger import Ledger
 from proxy.budgets.pricing import Price, Pricing
 from proxy.config.loader import LoadedConfig
 from proxy.config.schema import Config
 from proxy.pipeline.pipeline import Pipeline
+from proxy.pipeline.services import Services
 from proxy.providers.base import Provider
 from proxy.providers.openai import OpenAIProvider
 from proxy.providers.routing import Router, Upstreams, build_providers
 from proxy.server.headers import RequestHeaderFilter
+from proxy.store.base import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +41,20 @@ class Runtime:
 
 
 def build_runtime(
-    loaded: LoadedConfig, session: Callable[[], aiohttp.ClientSession], generation: int
+    loaded: LoadedConfig,
+    session: Callable[[], aiohttp.ClientSession],
+    generation: int,
+    store: Store,
+    ledger: Ledger,
 ) -> Runtime:
-    """Build the objects of one config generation."""
+    """Build the objects of one config generation (the store and ledger outlive it)."""
     config = loaded.config
     providers = build_providers(config, session)
     router = Router(config.models)
+    pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
+    services = Services(store=store, pricing=pricing, ledger=ledger)
+    for policy in loaded.policies:
+        policy.attach(services)
     return Runtime(
         config=config,
         pipeline=Pipeline(loaded.policies, Upstreams(providers)),
@@ -51,7 +62,7 @@ def build_runtime(
         providers=providers,
         forward=RequestHeaderFilter(config.server.forward_headers),
         relay=providers[_relay_provider(config, router)],
-        pricing=Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()}),
+        pricing=pricing,
         generation=generation,
         source=loaded.source,
     )

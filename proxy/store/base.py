@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from proxy.errors import StoreUnavailable
 from proxy.store.keys import KeyRecord
 
-__all__ = ["Store", "StoreUnavailable", "open_store"]
+__all__ = ["Store", "StoreUnavailable", "UsageRow", "open_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """The settled spend of one request."""
+
+    ts: float
+    request_id: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    key_id: str | None = None
+    team: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    reply: str | None = None
+    target: str | None = None
 
 
 class Store(Protocol):
@@ -29,6 +48,18 @@ class Store(Protocol):
 
     async def revoke_key(self, key_id: str, at: float) -> bool:
         """Revoke a key by id; False when there is no such key."""
+        ...
+
+    async def record_usage(self, row: UsageRow) -> None:
+        """Append a settled spend record; committed (durable) when this returns."""
+        ...
+
+    async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
+        """``(usd, tokens)`` recorded for a scope value (``team``, ``payments``) since then."""
+        ...
+
+    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+        """``(group, usd, tokens, requests)`` grouped by a scope or ``day``."""
         ...
 
     async def healthy(self) -> bool: ...

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from proxy.store.base import StoreUnavailable
+from proxy.store.base import StoreUnavailable, UsageRow
 from proxy.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -36,7 +36,29 @@ CREATE TABLE IF NOT EXISTS keys (
     revoked_at REAL,
     metadata TEXT NOT NULL DEFAULT '{}'
 );
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    key_id TEXT, team TEXT, user TEXT, agent TEXT, reply TEXT,
+    model TEXT NOT NULL,
+    target TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
+CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
+CREATE INDEX IF NOT EXISTS usage_user ON usage (user, ts);
+CREATE INDEX IF NOT EXISTS usage_agent ON usage (agent, ts);
+CREATE INDEX IF NOT EXISTS usage_reply ON usage (reply, ts);
+CREATE INDEX IF NOT EXISTS usage_model ON usage (model, ts);
 """
+
+SCOPE_COLUMNS = {
+    "key": "key_id", "team": "team", "user": "user", "agent": "agent", "reply": "reply",
+    "model": "model",
+}  # fmt: skip
 
 
 def sqlite_path(url: str) -> Path:
@@ -119,6 +141,45 @@ class SQLiteStore:
             return cursor.rowcount > 0
 
         return await self._run(update)
+
+    async def record_usage(self, row: UsageRow) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model,"
+                " target, input_tokens, output_tokens, cost_usd)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.ts, row.request_id, row.key_id, row.team, row.user, row.agent, row.reply,
+                 row.model, row.target, row.input_tokens, row.output_tokens, row.cost_usd),
+            )  # fmt: skip
+
+        await self._run(insert)
+
+    async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
+        column = SCOPE_COLUMNS[scope]
+
+        def total(db: sqlite3.Connection) -> tuple[float, int]:
+            row = db.execute(
+                f"SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0)"
+                f" FROM usage WHERE {column} = ? AND ts >= ?",
+                (value, since),
+            ).fetchone()
+            return float(row[0]), int(row[1])
+
+        return await self._run(total)
+
+    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+        """``(group, usd, tokens, requests)`` per group of ``by`` since ``since``."""
+        column = "date(ts, 'unixepoch')" if by == "day" else SCOPE_COLUMNS[by]
+
+        def report(db: sqlite3.Connection) -> list[tuple[str, float, int, int]]:
+            rows = db.execute(
+                f"SELECT COALESCE({column}, '-'), SUM(cost_usd), SUM(input_tokens + output_tokens),"
+                f" COUNT(*) FROM usage WHERE ts >= ? GROUP BY 1 ORDER BY 2 DESC",
+                (since,),
+            ).fetchall()
+            return [(str(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+        return await self._run(report)
 
     async def healthy(self) -> bool:
         try:

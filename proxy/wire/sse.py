@@ -85,6 +85,17 @@ def parse(block: bytes) -> Event:
     return Event(name, "\n".join(data))
 
 
+def json_of(block: bytes) -> object:
+    """The JSON data of an event block; None for ``[DONE]``, no data, or bad JSON."""
+    event = parse(block)
+    if not event.data or event.data.startswith("[DONE]"):
+        return None
+    try:
+        return orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def encode(data: object, event: str | None = None) -> bytes:
     """One event block carrying ``data`` as JSON."""
     head = b"event: " + event.encode() + b"\n" if event else b""

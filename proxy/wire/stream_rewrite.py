@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from proxy.pipeline.hooks import DeltaKey, StreamTransform
 from proxy.wire import sse
 
@@ -53,7 +51,7 @@ class ChoicesRewriter(StreamRewriter):
         if sse.is_done(block):
             tail = self._flush_all()
             return [*tail, block]
-        data = _json(block)
+        data = sse.json_of(block)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             return [block]
         self._last = data
@@ -143,7 +141,7 @@ class ResponsesRewriter(StreamRewriter):
 
     def feed(self, block: bytes) -> list[bytes]:
         event = sse.parse(block)
-        data = _json(block)
+        data = sse.json_of(block)
         if not isinstance(data, dict):
             return [block]
         kind = data.get("type", event.event)
@@ -212,16 +210,6 @@ class ResponsesRewriter(StreamRewriter):
                 part = {**part, "text": self._text[key]}
             parts.append(part)
         return {**item, "content": parts}
-
-
-def _json(block: bytes) -> Any:
-    event = sse.parse(block)
-    if not event.data or event.data.startswith("[DONE]"):
-        return None
-    try:
-        return orjson.loads(event.data)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _int(value: Any) -> int:

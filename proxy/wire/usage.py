@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from proxy.pipeline.observe import Usage
 from proxy.wire import sse
 
@@ -86,7 +84,7 @@ class StreamFacts:
     def feed(self, events: bytes) -> None:
         """Look at a batch of complete event blocks; parse only the ones that matter."""
         for block in self._blocks_of_interest(events):
-            data = _json(block)
+            data = sse.json_of(block)
             if isinstance(data, Mapping):
                 self._read(data)
 
@@ -165,16 +163,6 @@ def _read_response_output(
                     facts.text.append(part["text"])
     if isinstance(status, str) and status != "in_progress":
         facts.finish_reasons = ["tool_calls" if has_calls else status]
-
-
-def _json(block: bytes) -> Any:
-    event = sse.parse(block)
-    if not event.data or event.data.startswith("[DONE]"):
-        return None
-    try:
-        return orjson.loads(event.data)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -1,0 +1,69 @@
+"""Budget limits: scopes, windows, and the counters a request is charged against. Pure.
+
+A limit caps USD and/or tokens for one *scope* (``key``, ``team``, ``user``, ``agent``,
+``reply``, ``model``) over one *window* (``minute``, ``hour``, ``day``, ``month`` in UTC
+calendar terms, or ``total``). Each scope value gets its own counter per window: team
+``payments`` on 2026-11-22 is counter ``team=payments|day|2026-11-22``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Literal
+
+Scope = Literal["key", "team", "user", "agent", "reply", "model"]
+Window = Literal["minute", "hour", "day", "month", "total"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One configured limit."""
+
+    scope: Scope
+    window: Window
+    usd: float | None
+    tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """A limit applied to one scope value in the current window."""
+
+    limit: Limit
+    value: str
+    since: float
+    """Start of the window (epoch seconds); 0 for ``total``."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.limit.scope}={self.value}|{self.limit.window}|{self.since:.0f}"
+
+
+def window_start(window: Window, now: float) -> float:
+    """The UTC start of the window containing ``now``."""
+    if window == "total":
+        return 0.0
+    t = dt.datetime.fromtimestamp(now, dt.UTC)
+    if window == "minute":
+        t = t.replace(second=0, microsecond=0)
+    elif window == "hour":
+        t = t.replace(minute=0, second=0, microsecond=0)
+    elif window == "day":
+        t = t.replace(hour=0, minute=0, second=0, microsecond=0)
+    else:
+        t = t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return t.timestamp()
+
+
+def counters(limits: tuple[Limit, ...], values: dict[str, str | None], now: float) -> list[Counter]:
+    """The counters a request with these scope ``values`` is charged against.
+
+    A limit whose scope has no value for this request (no reply id, say) does not apply.
+    """
+    out = []
+    for limit in limits:
+        value = values.get(limit.scope)
+        if value:
+            out.append(Counter(limit, value, window_start(limit.window, now)))
+    return out

