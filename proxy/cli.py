@@ -1,4 +1,4 @@
-"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``schema``.
+"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``spend``, ``schema``.
 
 Every subcommand finds its config by ``--config``, else ``$HOOKGATE_CONFIG``, else
 ``policies/default.yaml`` (in the working directory, then beside the package).
@@ -95,6 +95,18 @@ def _parser() -> argparse.ArgumentParser:
             help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
         )
         parser_.set_defaults(run=_keys)
+
+    spend = sub.add_parser("spend", help="settled spend from the store, grouped")
+    spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
+                       default="team")  # fmt: skip
+    spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
+    spend.add_argument("--json", action="store_true", help="one JSON object per line")
+    spend.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+    )
+    spend.set_defaults(run=_spend)
 
     schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
     schema.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
@@ -195,6 +207,39 @@ async def _keys_command(args: argparse.Namespace, url: str) -> int:
         return 0
     finally:
         await store.close()
+
+
+def _spend(args: argparse.Namespace) -> int:
+    try:
+        loaded = load_file(args.config or default_config_path())
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
+    return asyncio.run(_spend_report(args, loaded.config.store))
+
+
+async def _spend_report(args: argparse.Namespace, url: str) -> int:
+    from proxy.store.base import open_store
+
+    store = open_store(url)
+    try:
+        rows = await store.spend(args.by, time.time() - _duration(args.since))
+    finally:
+        await store.close()
+    if args.json:
+        for group, usd, tokens, requests in rows:
+            record = {args.by: group, "usd": round(usd, 9), "tokens": tokens, "requests": requests}
+            print(orjson.dumps(record).decode())
+        return 0
+    print(f"{args.by:<24} {'usd':>14} {'tokens':>12} {'requests':>9}")
+    for group, usd, tokens, requests in rows:
+        print(f"{group:<24} {usd:>14.6f} {tokens:>12} {requests:>9}")
+    total = sum(r[1] for r in rows)
+    print(
+        f"{'total':<24} {total:>14.6f} {sum(r[2] for r in rows):>12} {sum(r[3] for r in rows):>9}"
+    )
+    return 0
 
 
 def _duration(text: str) -> float:

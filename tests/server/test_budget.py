@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -139,3 +142,37 @@ def test_unpriced_model_is_refused_not_free(
     )
     assert response.status_code == 400 and response.json()["error"]["code"] == "model_unpriced"
     assert upstream.requests == []
+
+
+def test_spend_report_matches_what_was_served(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    db = tmp_path / "spend.db"
+    config = tmp_path / "hookgate.yaml"
+    text = budget_config(
+        upstream, db, "{scope: model, usd: 100}", extra="keys: {required: false}\n"
+    )
+    config.write_text(text)
+    url = make_proxy(loaded=load_text(text))
+    question = [{"role": "user", "content": "How are you today?"}]
+    for _ in range(7):
+        openai_client(url).chat.completions.create(model="m", messages=question)  # type: ignore[arg-type]
+    command = [
+        sys.executable,
+        "-m",
+        "proxy",
+        "spend",
+        "--by",
+        "model",
+        "--json",
+        "--config",
+        str(config),
+    ]
+    report = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True)
+    rows = [json.loads(line) for line in report.stdout.splitlines()]
+    assert rows == [
+        {"model": "m", "usd": pytest.approx(7 * PER_REQUEST_USD), "tokens": 105, "requests": 7}
+    ]
+    plain = [arg for arg in command if arg != "--json"]
+    table = subprocess.run(plain, capture_output=True, text=True, timeout=30, check=True).stdout
+    assert "0.105000" in table and "total" in table
