@@ -78,3 +78,33 @@ class Prometheus:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(10)
+
+
+class RedisServer:
+    """A real ``redis-server`` on a free loopback port, with append-only durability."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = require("redis-server")
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
+             "--appendonly", "yes", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            assert self.process.poll() is None, "redis-server exited"
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)

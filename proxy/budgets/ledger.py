@@ -1,4 +1,9 @@
-"""Reservations and spend against budget counters: atomic in memory, durable in the store.
+"""Reservations and spend against budget counters.
+
+:class:`Ledger` is the interface; :class:`MemoryLedger` serves one process (embedded
+SQLite store), the Redis store's ledger serves several replicas with atomic scripts.
+
+MemoryLedger: atomic in memory, durable in the store.
 
 Reserve-then-settle: before a call its worst case is reserved against every counter it
 is charged to, all or nothing; after it the reservation is replaced by the reported
@@ -16,9 +21,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from proxy.budgets.limits import Counter
-from proxy.store.base import Store, UsageRow
+
+if TYPE_CHECKING:
+    from proxy.store.base import Store, UsageRow
 
 MAX_CACHED = 100_000
 
@@ -35,8 +43,30 @@ class Refusal:
     do (then a retry shortly may fit)."""
 
 
-class Ledger:
-    """See the module docstring."""
+class Ledger(Protocol):
+    """Reserve, settle, release; ``remaining`` reports what is left."""
+
+    async def load(self, counters: list[Counter]) -> None:
+        """Make the counters' settled totals available (no-op where always available)."""
+        ...
+
+    async def reserve(
+        self, reservation: str, counters: list[Counter], usd: float, tokens: int
+    ) -> Refusal | None:
+        """Reserve on every counter, or on none (returning why), atomically."""
+        ...
+
+    async def release(self, reservation: str) -> None: ...
+
+    async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
+        """Record the spend durably and replace the reservation by it."""
+        ...
+
+    async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]: ...
+
+
+class MemoryLedger:
+    """The one-process ledger (see the module docstring)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -56,7 +86,7 @@ class Ledger:
                     if len(self._used) > MAX_CACHED:
                         self._used.popitem(last=False)
 
-    def reserve(
+    async def reserve(
         self, reservation: str, counters: list[Counter], usd: float, tokens: int
     ) -> Refusal | None:
         """Reserve ``usd`` and ``tokens`` on every counter, or nothing (returns why)."""
@@ -77,8 +107,11 @@ class Ledger:
         self._held[reservation] = ([c.key for c in counters], usd, tokens)
         return None
 
-    def release(self, reservation: str) -> None:
+    async def release(self, reservation: str) -> None:
         """Drop a reservation (the call failed or was refused)."""
+        self._release(reservation)
+
+    def _release(self, reservation: str) -> None:
         keys, usd, tokens = self._held.pop(reservation, ([], 0.0, 0))
         for key in keys:
             held = self._reserved.get(key)
@@ -88,20 +121,20 @@ class Ledger:
                 if held[0] <= 1e-12 and held[1] <= 0:
                     del self._reserved[key]
 
-    async def settle(self, reservation: str, row: UsageRow) -> None:
+    async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
         """Write the spend durably, then replace the reservation by it in memory."""
-        keys = self._held.get(reservation, ([], 0.0, 0))[0]
+        keys = [c.key for c in counters]
         try:
             await self._store.record_usage(row)
         finally:
-            self.release(reservation)
+            self._release(reservation)
         for key in keys:
             used = self._used.get(key)
             if used is not None:
                 used[0] += row.cost_usd
                 used[1] += row.input_tokens + row.output_tokens
 
-    def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
+    async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
         """The least USD and tokens left across ``counters`` (None: no such limit)."""
         usd_left: float | None = None
         tokens_left: int | None = None

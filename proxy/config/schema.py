@@ -162,15 +162,19 @@ class Config(Strict):
     policies: list[PolicyEntry] = Field(default_factory=list)
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
     store: str = "sqlite:///hookgate.db"
-    """Durable state: ``sqlite:///relative.db`` or ``sqlite:////absolute.db``. Opened
-    when something needs it (virtual keys, the admin API)."""
+    """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
+    or ``redis://host:port/db`` (several replicas). Opened when first needed."""
     keys: KeysConfig = Field(default_factory=KeysConfig)
 
     @field_validator("store")
     @classmethod
     def _known_store(cls, value: str) -> str:
+        if value.startswith(("redis://", "rediss://")):
+            return value
         if not value.startswith("sqlite:///") or value == "sqlite:///":
-            raise ValueError("store must be sqlite:///path.db (relative) or sqlite:////abs.db")
+            raise ValueError(
+                "store must be sqlite:///path.db (relative), sqlite:////abs.db or redis://host:port/db"
+            )
         return value
 
     @field_validator("providers")

@@ -108,24 +108,24 @@ class BudgetPolicy(Policy):
         usd, tokens = self._worst_case(call)
         await self.ledger.load(charged)
         reservation = uuid.uuid4().hex
-        ctx.state[self.name] = tokens
-        refusal = self.ledger.reserve(reservation, charged, usd, tokens)
+        refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
         if refusal is not None:
             raise _refused(refusal)
-        self._remaining_headers(ctx, charged)
+        ctx.state[self.name] = (tokens, charged)
+        await self._remaining_headers(ctx, charged)
         injected = False
         if call.stream and call.api in ("chat.completions", "completions"):
             call, injected = _with_usage(call)
         try:
             response = await next(call, ctx)
         except BaseException:
-            self.ledger.release(reservation)
+            await self.ledger.release(reservation)
             raise
         if response.stream is not None:
             metered = _metered(self, response, call, ctx, reservation, injected)
             return dataclasses.replace(response, stream=metered)
         if response.status >= 300:
-            self.ledger.release(reservation)
+            await self.ledger.release(reservation)
             return response
         usage = usage_of(response.body.get("usage")) or self._estimate_usage(call, "")
         await self._settle(reservation, call, ctx, response.target.model or call.model, usage)
@@ -153,7 +153,7 @@ class BudgetPolicy(Policy):
         self, reservation: str, call: ModelCall, ctx: Context, model: str, usage: Usage
     ) -> None:
         cost = self.pricing.cost(model, usage) or 0.0
-        reserved = ctx.state.get(self.name, 0)
+        reserved, charged = ctx.state[self.name]
         if usage.input_tokens + usage.output_tokens > reserved:
             log.warning(
                 "request %s used %d tokens, more than the %d reserved (the provider counted "
@@ -167,10 +167,10 @@ class BudgetPolicy(Policy):
             key_id=identity.key_id, team=identity.team, user=identity.user, agent=ctx.agent,
             reply=ctx.reply_id, target=model,
         )  # fmt: skip
-        await self.ledger.settle(reservation, row)
+        await self.ledger.settle(reservation, charged, row)
 
-    def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
-        usd, tokens = self.ledger.remaining(charged)
+    async def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
+        usd, tokens = await self.ledger.remaining(charged)
         if usd is not None:
             ctx.response_headers["x-hookgate-budget-remaining-usd"] = f"{usd:.6f}"
         if tokens is not None:
@@ -248,7 +248,7 @@ async def _metered(
                 yield b"".join(blocks)
     finally:
         if not settled:
-            policy.ledger.release(reservation)
+            await policy.ledger.release(reservation)
         await stream.aclose()
 
 

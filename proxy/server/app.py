@@ -17,7 +17,6 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from proxy.budgets.ledger import Ledger
 from proxy.config.loader import LoadedConfig
 from proxy.errors import HookgateError, NotFound, PayloadTooLarge
 from proxy.server import routes
@@ -49,7 +48,7 @@ def create_app(
     app[METRICS] = metrics
     store = open_store(loaded.config.store)
     app[STORE] = store
-    ledger = Ledger(store)
+    ledger = store.ledger()
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger)
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)

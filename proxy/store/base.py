@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from proxy.budgets.ledger import Ledger
 from proxy.errors import StoreUnavailable
 from proxy.store.keys import KeyRecord
 
@@ -62,13 +63,22 @@ class Store(Protocol):
         """``(group, usd, tokens, requests)`` grouped by a scope or ``day``."""
         ...
 
+    def ledger(self) -> Ledger:
+        """The budget ledger that fits this store."""
+        ...
+
     async def healthy(self) -> bool: ...
 
 
 def open_store(url: str) -> Store:
-    """The store for a ``store:`` URL: ``sqlite:///relative.db`` or ``sqlite:////abs.db``."""
+    """The store for a ``store:`` URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
+    or ``redis://host:port/db``."""
     if url.startswith("sqlite:///"):
         from proxy.store.sqlite import SQLiteStore
 
         return SQLiteStore(url)
-    raise ValueError(f"unsupported store URL {url!r} (use sqlite:///path.db)")
+    if url.startswith(("redis://", "rediss://")):
+        from proxy.store.redis import RedisStore
+
+        return RedisStore(url)
+    raise ValueError(f"unsupported store URL {url!r} (use sqlite:///path.db or redis://host/0)")

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from proxy.budgets.ledger import Ledger, MemoryLedger
 from proxy.store.base import StoreUnavailable, UsageRow
 from proxy.store.keys import KeyRecord
 
@@ -180,6 +181,9 @@ class SQLiteStore:
             return [(str(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
 
         return await self._run(report)
+
+    def ledger(self) -> Ledger:
+        return MemoryLedger(self)
 
     async def healthy(self) -> bool:
         try:

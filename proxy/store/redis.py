@@ -1,0 +1,282 @@
+"""The Redis store, for several proxy replicas sharing keys, spend and budgets.
+
+Budget counters are Redis hashes changed only by Lua scripts, so reserve (check every
+limit, then hold on all of them), settle (release, add the spend, append the usage
+record) and release are each atomic across replicas. A reservation carries an expiry:
+one left by a crashed replica is released by the next reserve after it expires.
+Usage records go to the stream ``hg:usage`` in the same script that settles them.
+
+Durability of settled spend is Redis's: run it with ``appendonly yes`` (and
+``appendfsync everysec`` or ``always``). The scripts touch keys they compute, so use a
+single Redis (or a primary with replicas), not Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from proxy.budgets.ledger import Ledger, Refusal
+from proxy.budgets.limits import Counter
+from proxy.errors import StoreUnavailable
+from proxy.store.base import UsageRow
+from proxy.store.keys import KeyRecord
+
+RESERVATION_TTL_S = 900.0
+"""A reservation older than this is taken for one of a crashed replica and released."""
+
+WINDOW_S = {"minute": 60, "hour": 3600, "day": 86400, "month": 31 * 86400}
+
+_RELEASE = """
+local function release(rid)
+  local res = redis.call('HMGET', 'hg:res:' .. rid, 'counters', 'usd', 'tokens')
+  if res[1] then
+    for _, key in ipairs(cjson.decode(res[1])) do
+      redis.call('HINCRBYFLOAT', key, 'res_usd', -tonumber(res[2]))
+      redis.call('HINCRBYFLOAT', key, 'res_tokens', -tonumber(res[3]))
+    end
+  end
+  redis.call('DEL', 'hg:res:' .. rid)
+  redis.call('ZREM', 'hg:resq', rid)
+end
+"""
+
+RESERVE = (
+    _RELEASE
+    + """
+local now, rid, usd, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+for _, old in ipairs(redis.call('ZRANGEBYSCORE', 'hg:resq', '-inf', now, 'LIMIT', 0, 64)) do
+  release(old)
+end
+for i, key in ipairs(KEYS) do
+  local h = redis.call('HMGET', key, 'used_usd', 'used_tokens', 'res_usd', 'res_tokens')
+  local used_usd, used_tokens = tonumber(h[1] or '0'), tonumber(h[2] or '0')
+  local res_usd, res_tokens = tonumber(h[3] or '0'), tonumber(h[4] or '0')
+  local cap_usd, cap_tokens = ARGV[5 + (i - 1) * 3], ARGV[6 + (i - 1) * 3]
+  if cap_usd ~= '' and used_usd + res_usd + usd > tonumber(cap_usd) then
+    return {i, 'usd', (used_usd + usd > tonumber(cap_usd)) and 1 or 0}
+  end
+  if cap_tokens ~= '' and used_tokens + res_tokens + tokens > tonumber(cap_tokens) then
+    return {i, 'tokens', (used_tokens + tokens > tonumber(cap_tokens)) and 1 or 0}
+  end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('HINCRBYFLOAT', key, 'res_usd', usd)
+  redis.call('HINCRBYFLOAT', key, 'res_tokens', tokens)
+  local ttl = tonumber(ARGV[7 + (i - 1) * 3])
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+end
+redis.call('HSET', 'hg:res:' .. rid, 'counters', cjson.encode(KEYS), 'usd', usd, 'tokens', tokens)
+redis.call('ZADD', 'hg:resq', now + tonumber(ARGV[#ARGV]), rid)
+return {0}
+"""
+)
+
+SETTLE = (
+    _RELEASE
+    + """
+release(ARGV[1])
+local usd, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
+for _, key in ipairs(KEYS) do
+  redis.call('HINCRBYFLOAT', key, 'used_usd', usd)
+  redis.call('HINCRBYFLOAT', key, 'used_tokens', tokens)
+end
+redis.call('XADD', 'hg:usage', '*', 'row', ARGV[4])
+return 1
+"""
+)
+
+RELEASE = (
+    _RELEASE
+    + """
+release(ARGV[1])
+return 1
+"""
+)
+
+
+def _counter_key(counter: Counter) -> str:
+    return f"hg:ctr:{counter.key}"
+
+
+def _ttl_ms(counter: Counter) -> int:
+    length = WINDOW_S.get(counter.limit.window)
+    if length is None:
+        return 0
+    return int((counter.since + length + 86400 - time.time()) * 1000)
+
+
+class RedisStore:
+    """See the module docstring."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = aioredis.Redis.from_url(url, decode_responses=True)
+        self._reserve = self.client.register_script(RESERVE)
+        self._settle = self.client.register_script(SETTLE)
+        self._release = self.client.register_script(RELEASE)
+
+    async def _call(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"store {self.url}: {exc}") from exc
+
+    async def open(self) -> None:
+        await self._call(self.client.ping())
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def add_key(self, record: KeyRecord) -> None:
+        data = orjson.dumps(_key_dict(record))
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(f"hg:key:{record.id}", data)
+        pipe.set(f"hg:keydigest:{record.digest}", record.id)
+        await self._call(pipe.execute())
+
+    async def key_by_digest(self, digest: str) -> KeyRecord | None:
+        key_id = await self._call(self.client.get(f"hg:keydigest:{digest}"))
+        return None if key_id is None else await self._key(key_id)
+
+    async def _key(self, key_id: str) -> KeyRecord | None:
+        raw = await self._call(self.client.get(f"hg:key:{key_id}"))
+        return None if raw is None else _key_record(orjson.loads(raw))
+
+    async def keys(self) -> list[KeyRecord]:
+        records = []
+        async for name in self.client.scan_iter(match="hg:key:*"):
+            record = await self._key(name.removeprefix("hg:key:"))
+            if record is not None:
+                records.append(record)
+        return sorted(records, key=lambda r: r.created_at)
+
+    async def revoke_key(self, key_id: str, at: float) -> bool:
+        record = await self._key(key_id)
+        if record is None:
+            return False
+        if record.revoked_at is None:
+            data = {**_key_dict(record), "revoked_at": at}
+            await self._call(self.client.set(f"hg:key:{key_id}", orjson.dumps(data)))
+        return True
+
+    async def record_usage(self, row: UsageRow) -> None:
+        fields = {"row": orjson.dumps(_row_dict(row)).decode()}
+        await self._call(self.client.xadd("hg:usage", fields))  # type: ignore[arg-type]
+
+    async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
+        usd, tokens = 0.0, 0
+        for row in await self._rows(since):
+            if _scope_value(row, scope) == value:
+                usd += row["cost_usd"]
+                tokens += row["input_tokens"] + row["output_tokens"]
+        return usd, tokens
+
+    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+        groups: dict[str, list[float]] = {}
+        for row in await self._rows(since):
+            if by == "day":
+                group = time.strftime("%Y-%m-%d", time.gmtime(row["ts"]))
+            else:
+                group = str(_scope_value(row, by) or "-")
+            totals = groups.setdefault(group, [0.0, 0, 0])
+            totals[0] += row["cost_usd"]
+            totals[1] += row["input_tokens"] + row["output_tokens"]
+            totals[2] += 1
+        rows = [(g, t[0], int(t[1]), int(t[2])) for g, t in groups.items()]
+        return sorted(rows, key=lambda r: -r[1])
+
+    async def _rows(self, since: float) -> list[dict[str, Any]]:
+        entries = await self._call(
+            self.client.xrange("hg:usage", min=f"{int(since * 1000)}", max="+")
+        )
+        return [orjson.loads(fields["row"]) for _, fields in entries]
+
+    def ledger(self) -> Ledger:
+        return RedisLedger(self)
+
+    async def healthy(self) -> bool:
+        try:
+            return bool(await self._call(self.client.ping()))
+        except StoreUnavailable:
+            return False
+
+
+class RedisLedger:
+    """Budget reservations in Redis, atomic across replicas (see the module docstring)."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+
+    async def load(self, counters: list[Counter]) -> None:
+        return None
+
+    async def reserve(
+        self, reservation: str, counters: list[Counter], usd: float, tokens: int
+    ) -> Refusal | None:
+        args: list[str | float | int] = [time.time(), reservation, usd, tokens]
+        for counter in counters:
+            limit = counter.limit
+            args += ["" if limit.usd is None else limit.usd,
+                     "" if limit.tokens is None else limit.tokens, _ttl_ms(counter)]  # fmt: skip
+        args.append(RESERVATION_TTL_S)
+        keys = [_counter_key(c) for c in counters]
+        result = await self._store._call(self._store._reserve(keys=keys, args=args))
+        if int(result[0]) == 0:
+            return None
+        return Refusal(counters[int(result[0]) - 1], str(result[1]), exhausted=bool(int(result[2])))
+
+    async def release(self, reservation: str) -> None:
+        await self._store._call(self._store._release(keys=[], args=[reservation]))
+
+    async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
+        keys = [_counter_key(c) for c in counters]
+        tokens = row.input_tokens + row.output_tokens
+        args: list[str | float | int] = [
+            reservation,
+            row.cost_usd,
+            tokens,
+            orjson.dumps(_row_dict(row)).decode(),
+        ]
+        await self._store._call(self._store._settle(keys=keys, args=args))
+
+    async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
+        usd_left: float | None = None
+        tokens_left: int | None = None
+        for counter in counters:
+            names = ("used_usd", "used_tokens", "res_usd", "res_tokens")
+            fields = await self._store._call(self._store.client.hmget(_counter_key(counter), names))
+            used_usd, used_tokens, res_usd, res_tokens = (float(f or 0) for f in fields)
+            if counter.limit.usd is not None:
+                left = max(0.0, counter.limit.usd - used_usd - res_usd)
+                usd_left = left if usd_left is None else min(usd_left, left)
+            if counter.limit.tokens is not None:
+                left_tokens = max(0, int(counter.limit.tokens - used_tokens - res_tokens))
+                tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
+        return usd_left, tokens_left
+
+
+_SCOPE_FIELDS = {"key": "key_id", "team": "team", "user": "user", "agent": "agent",
+                 "reply": "reply", "model": "model"}  # fmt: skip
+
+
+def _scope_value(row: dict[str, Any], scope: str) -> Any:
+    return row.get(_SCOPE_FIELDS[scope])
+
+
+def _row_dict(row: UsageRow) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in UsageRow.__slots__}
+
+
+def _key_dict(record: KeyRecord) -> dict[str, Any]:
+    data = {name: getattr(record, name) for name in KeyRecord.__slots__}
+    data["models"] = list(record.models)
+    return data
+
+
+def _key_record(data: dict[str, Any]) -> KeyRecord:
+    return KeyRecord(**{**data, "models": tuple(data.get("models") or ())})

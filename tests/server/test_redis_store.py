@@ -1,0 +1,103 @@
+"""The Redis store: keys and budgets shared by two proxies, atomic across them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from proxy.config.loader import load_text
+from proxy.server.app import create_app
+from tests.conftest import config_text
+from tests.fakes import FakeUpstream, LoopThread, RunningApp
+from tests.services import RedisServer
+
+ADMIN = "admin-secret-for-tests"
+PRICE = "pricing: {fixed-model: {input: 1000.0, output: 1000.0}}\n"
+PER_REQUEST_USD = 0.015
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def two_proxies(
+    loop_thread: LoopThread, upstream: FakeUpstream, redis_server: RedisServer
+) -> Iterator[list[str]]:
+    text = config_text(
+        upstream.base_url,
+        f"store: '{redis_server.url}'\n{PRICE}keys: {{required: true, admin_key: {ADMIN}}}\n"
+        "policies:\n  - budget: {limits: [{scope: team, usd: 1.0}]}\n",
+        models='  "*": [{provider: up, model: fixed-model}]',
+    )
+    servers = [loop_thread.run(RunningApp(create_app(load_text(text))).start()) for _ in range(2)]
+    yield [server.url for server in servers]
+    for server in servers:
+        loop_thread.run(server.stop())
+
+
+def test_keys_are_shared_and_revocation_is_immediate_everywhere(two_proxies: list[str]) -> None:
+    first, second = two_proxies
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    created = httpx.post(f"{first}/admin/keys", json={"team": "search"}, headers=admin).json()
+    question = [{"role": "user", "content": "How are you today?"}]
+    for url in two_proxies:
+        with openai.OpenAI(base_url=f"{url}/v1", api_key=created["key"], max_retries=0) as client:
+            assert client.chat.completions.create(
+                model="m", messages=question, max_tokens=5
+            ).choices  # type: ignore[arg-type]
+    assert httpx.delete(f"{first}/admin/keys/{created['id']}", headers=admin).status_code == 200
+    client = openai.OpenAI(base_url=f"{second}/v1", api_key=created["key"], max_retries=0)
+    with client, pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="m", messages=question)  # type: ignore[arg-type]
+    listed = httpx.get(f"{second}/admin/keys", headers=admin).json()["data"]
+    assert [k["id"] for k in listed] == [created["id"]] and listed[0]["revoked_at"] is not None
+
+
+def test_budget_holds_across_two_proxies(two_proxies: list[str], upstream: FakeUpstream) -> None:
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    key = httpx.post(
+        f"{two_proxies[0]}/admin/keys", json={"team": "payments"}, headers=admin
+    ).json()["key"]
+
+    async def fire() -> None:
+        clients = [
+            openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=3)
+            for url in two_proxies
+        ]
+
+        async def one(i: int) -> None:
+            question = [{"role": "user", "content": f"Please answer question {i} briefly."}]
+            try:
+                stream = i % 2 == 0
+                response = await clients[i % 2].chat.completions.create(
+                    model="m",
+                    messages=question,
+                    max_tokens=5,
+                    stream=stream,  # type: ignore[arg-type]
+                )
+                if stream:
+                    async for _ in response:  # type: ignore[union-attr]
+                        pass
+            except openai.RateLimitError:
+                pass
+
+        await asyncio.gather(*[one(i) for i in range(200)])
+        for client in clients:
+            await client.close()
+
+    asyncio.run(fire())
+    served = len(upstream.requests)
+    spent = served * PER_REQUEST_USD
+    assert spent <= 1.0 + 1e-9, f"overspent: {served} requests served"
+    assert spent >= 0.8, f"only {spent:.3f} of 1.0 usable"
+    report = httpx.get(f"{two_proxies[1]}/readyz").json()
+    assert report["status"] == "ready"
