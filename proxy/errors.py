@@ -15,6 +15,7 @@ the process. Policies block a request by raising one of these.
     ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
     ├── PayloadTooLarge                413     invalid_request_error
     ├── BudgetExceeded                 429     insufficient_quota (code budget_exceeded)
+    ├── RateLimited                    429     requests (code rate_limit_exceeded)
     ├── StoreUnavailable               503     server_error (the store cannot be reached)
     └── UpstreamError                          (raised by the provider layer and fallback)
         ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
@@ -33,6 +34,7 @@ transport library's exception types.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,6 +138,22 @@ class BudgetExceeded(HookgateError):
 
     def headers(self) -> Mapping[str, str]:
         return {} if self.retry_after is None else {"retry-after": f"{self.retry_after:g}"}
+
+
+class RateLimited(HookgateError):
+    """A per-minute request or token rate is used up; says when to retry."""
+
+    status = 429
+    type = "requests"
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, *, retry_after: float, headers: Mapping[str, str]) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self._headers = headers
+
+    def headers(self) -> Mapping[str, str]:
+        return {**self._headers, "retry-after": str(max(1, math.ceil(self.retry_after)))}
 
 
 class StoreUnavailable(HookgateError):

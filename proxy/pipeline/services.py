@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from proxy.budgets.ledger import Ledger
 from proxy.budgets.pricing import Pricing
+from proxy.budgets.rates import RateLimiter
 from proxy.store.base import Store
 
 
@@ -17,3 +18,4 @@ class Services:
     store: Store
     pricing: Pricing
     ledger: Ledger
+    rates: RateLimiter

@@ -49,7 +49,8 @@ def create_app(
     store = open_store(loaded.config.store)
     app[STORE] = store
     ledger = store.ledger()
-    runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger)
+    rates = store.rate_limiter()
+    runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)
     app[HOLDER] = holder
@@ -68,7 +69,7 @@ def create_app(
             loaded.source,
             holder,
             lambda new, generation: build_runtime(
-                new, lambda: app[SESSION], generation, store, ledger
+                new, lambda: app[SESSION], generation, store, ledger, rates
             ),
             reloaded,
         )

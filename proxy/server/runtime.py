@@ -13,6 +13,7 @@ import aiohttp
 
 from proxy.budgets.ledger import Ledger
 from proxy.budgets.pricing import Price, Pricing
+from proxy.budgets.rates import RateLimiter
 from proxy.config.loader import LoadedConfig
 from proxy.config.schema import Config
 from proxy.pipeline.pipeline import Pipeline
@@ -46,13 +47,14 @@ def build_runtime(
     generation: int,
     store: Store,
     ledger: Ledger,
+    rates: RateLimiter,
 ) -> Runtime:
     """Build the objects of one config generation (the store and ledger outlive it)."""
     config = loaded.config
     providers = build_providers(config, session)
     router = Router(config.models)
     pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
-    services = Services(store=store, pricing=pricing, ledger=ledger)
+    services = Services(store=store, pricing=pricing, ledger=ledger, rates=rates)
     for policy in loaded.policies:
         policy.attach(services)
     return Runtime(

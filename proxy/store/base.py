@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from proxy.budgets.ledger import Ledger
+from proxy.budgets.rates import RateLimiter
 from proxy.errors import StoreUnavailable
 from proxy.store.keys import KeyRecord
 
@@ -65,6 +66,10 @@ class Store(Protocol):
 
     def ledger(self) -> Ledger:
         """The budget ledger that fits this store."""
+        ...
+
+    def rate_limiter(self) -> RateLimiter:
+        """The per-minute rate limiter that fits this store."""
         ...
 
     async def healthy(self) -> bool: ...

@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 
 from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter
+from proxy.budgets.rates import RateCheck, RateLimiter, RateResult, wait_for_room
 from proxy.errors import StoreUnavailable
 from proxy.store.base import UsageRow
 from proxy.store.keys import KeyRecord
@@ -199,6 +200,9 @@ class RedisStore:
     def ledger(self) -> Ledger:
         return RedisLedger(self)
 
+    def rate_limiter(self) -> RateLimiter:
+        return RedisRateLimiter(self)
+
     async def healthy(self) -> bool:
         try:
             return bool(await self._call(self.client.ping()))
@@ -280,3 +284,51 @@ def _key_dict(record: KeyRecord) -> dict[str, Any]:
 
 def _key_record(data: dict[str, Any]) -> KeyRecord:
     return KeyRecord(**{**data, "models": tuple(data.get("models") or ())})
+
+
+RATE = """
+local minute, elapsed, window = tonumber(ARGV[1]), tonumber(ARGV[2]), 60
+local tightest_i, tightest_left = 0, -1
+for i, key in ipairs(KEYS) do
+  local cap, amount = tonumber(ARGV[2 + (i - 1) * 2 + 1]), tonumber(ARGV[2 + (i - 1) * 2 + 2])
+  local previous = tonumber(redis.call('GET', key .. ':' .. (minute - 1)) or '0')
+  local current = tonumber(redis.call('GET', key .. ':' .. minute) or '0')
+  local used = previous * math.max(0, 1 - elapsed / window) + current
+  if used + amount > cap then
+    return {i, math.floor(math.max(0, cap - used)), tostring(previous), tostring(current)}
+  end
+  local left = cap - used - amount
+  if tightest_left < 0 or left < tightest_left then tightest_i, tightest_left = i, left end
+end
+for i, key in ipairs(KEYS) do
+  local amount = tonumber(ARGV[2 + (i - 1) * 2 + 2])
+  redis.call('INCRBYFLOAT', key .. ':' .. minute, amount)
+  redis.call('EXPIRE', key .. ':' .. minute, 180)
+end
+return {0, math.floor(math.max(0, tightest_left)), tostring(tightest_i), '0'}
+"""
+
+
+class RedisRateLimiter:
+    """Per-minute rates shared by replicas (one Lua script per request)."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+        self._script = store.client.register_script(RATE)
+
+    async def hit(self, checks: list[RateCheck], now: float | None = None) -> RateResult:
+        now = time.time() if now is None else now
+        minute = int(now // 60)
+        elapsed = now - minute * 60
+        args: list[str | float | int] = [minute, elapsed]
+        for check in checks:
+            args += [check.cap, check.amount]
+        keys = [f"hg:rate:{check.key}" for check in checks]
+        result = await self._store._call(self._script(keys=keys, args=args))
+        index, left = int(result[0]), int(result[1])
+        if index == 0:
+            tightest = int(result[2])
+            return RateResult(True, checks[tightest - 1] if tightest else None, left, 0.0)
+        check = checks[index - 1]
+        reset = wait_for_room(float(result[2]), float(result[3]), elapsed, check.cap, check.amount)
+        return RateResult(False, check, left, reset)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from proxy.budgets.ledger import Ledger, MemoryLedger
+from proxy.budgets.rates import MemoryRateLimiter, RateLimiter
 from proxy.store.base import StoreUnavailable, UsageRow
 from proxy.store.keys import KeyRecord
 
@@ -184,6 +185,9 @@ class SQLiteStore:
 
     def ledger(self) -> Ledger:
         return MemoryLedger(self)
+
+    def rate_limiter(self) -> RateLimiter:
+        return MemoryRateLimiter()
 
     async def healthy(self) -> bool:
         try:
