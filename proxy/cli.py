@@ -1,4 +1,4 @@
-"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``spend``, ``schema``.
+"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``spend``, ``audit``, ``schema``.
 
 Every subcommand finds its config by ``--config``, else ``$HOOKGATE_CONFIG``, else
 ``policies/default.yaml`` (in the working directory, then beside the package).
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         parser_.set_defaults(run=_keys)
 
-    spend = sub.add_parser("spend", help="settled spend from the store, grouped")
+    spend = sub.add_parser("spend", help="spend from the audit log, grouped")
     spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
                        default="team")  # fmt: skip
     spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
@@ -107,6 +107,17 @@ def _parser() -> argparse.ArgumentParser:
         help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
     )
     spend.set_defaults(run=_spend)
+
+    audit = sub.add_parser("audit", help="the audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    export = audit_sub.add_parser("export", help="write audit records as JSON lines to stdout")
+    export.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
+    export.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+    )
+    export.set_defaults(run=_audit_export)
 
     schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
     schema.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
@@ -239,6 +250,28 @@ async def _spend_report(args: argparse.Namespace, url: str) -> int:
     print(
         f"{'total':<24} {total:>14.6f} {sum(r[2] for r in rows):>12} {sum(r[3] for r in rows):>9}"
     )
+    return 0
+
+
+def _audit_export(args: argparse.Namespace) -> int:
+    try:
+        loaded = load_file(args.config or default_config_path())
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
+    return asyncio.run(_export(loaded.config.store, time.time() - _duration(args.since)))
+
+
+async def _export(url: str, since: float) -> int:
+    from proxy.store.base import open_store
+
+    store = open_store(url)
+    try:
+        for record in await store.audit_records(since):
+            sys.stdout.write(orjson.dumps(record).decode() + "\n")
+    finally:
+        await store.close()
     return 0
 
 

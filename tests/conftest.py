@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -63,9 +65,15 @@ async def _make_fake() -> FakeUpstream:
     return fake
 
 
+TEST_STORE = Path(tempfile.mkdtemp(prefix="hookgate-tests-")) / "hookgate.db"
+"""The store of test proxies that do not name their own (audit records land here)."""
+
+
 def config_text(upstream_url: str, extra: str = "", models: str | None = None) -> str:
     """A config with provider ``up`` at ``upstream_url``; ``extra`` is appended YAML."""
     models = models or '  "*": [{provider: up}]'
+    if "store:" not in extra:
+        extra = f"store: 'sqlite:///{TEST_STORE}'\n{textwrap.dedent(extra)}"
     return (
         "providers:\n"
         f'  up: {{base_url: "{upstream_url}", api_key: "{UPSTREAM_KEY}"}}\n'

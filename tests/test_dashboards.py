@@ -20,7 +20,7 @@ from dashboards.build import render
 from proxy.config.loader import load_file
 from proxy.server.app import create_app
 from proxy.wire import synth
-from tests.conftest import UPSTREAM_KEY, openai_client
+from tests.conftest import TEST_STORE, UPSTREAM_KEY, openai_client
 from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp, Status
 from tests.services import Prometheus, free_port
 
@@ -30,6 +30,7 @@ SUBSTITUTIONS = {"$__rate_interval": "1m", "$__range": "5m"}
 
 def config(upstream: str, dead: str, bogus: bool = False) -> str:
     return (
+        f"store: 'sqlite:///{TEST_STORE}'\n"
         f"providers:\n  up: {{base_url: '{upstream}', api_key: {UPSTREAM_KEY}}}\n"
         f"  dead: {{base_url: '{dead}'}}\n"
         "models:\n  fast: [{provider: up, model: gpt-4o-mini}]\n  broken: [{provider: dead}]\n"

@@ -121,6 +121,14 @@ class KeysConfig(Strict):
     admin API is off."""
 
 
+class AuditConfig(Strict):
+    """The audit log: one record per model request, in the store."""
+
+    enabled: bool = True
+    retention_days: Annotated[float, Field(ge=0)] = 90.0
+    """Records older than this are deleted (hourly); 0 keeps them forever."""
+
+
 class PriceConfig(Strict):
     """USD per 1M tokens for one model (overrides the shipped price table)."""
 
@@ -165,6 +173,7 @@ class Config(Strict):
     """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
     or ``redis://host:port/db`` (several replicas). Opened when first needed."""
     keys: KeysConfig = Field(default_factory=KeysConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
     @field_validator("store")
     @classmethod

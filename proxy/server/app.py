@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -78,6 +79,25 @@ def create_app(
     return app
 
 
+async def _prune_audit(app: web.Application) -> None:
+    """Apply ``audit.retention_days`` now and every hour."""
+    while True:
+        audit = app[HOLDER].current.config.audit
+        if audit.enabled and audit.retention_days > 0:
+            try:
+                before = time.time() - audit.retention_days * 86400
+                removed = await app[STORE].prune_audit(before)
+                if removed:
+                    log.info(
+                        "audit: removed %d records older than %g days",
+                        removed,
+                        audit.retention_days,
+                    )
+            except HookgateError as exc:
+                log.warning("audit retention skipped: %s", exc.message)
+        await asyncio.sleep(3600)
+
+
 def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
     config = runtime.config
     targets = [
@@ -95,13 +115,15 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         connector=connector, auto_decompress=True, skip_auto_headers=("User-Agent",)
     )
     watcher = app.get(WATCHER)
-    task = asyncio.create_task(watcher.run()) if watcher is not None else None
+    tasks = [asyncio.create_task(_prune_audit(app))]
+    if watcher is not None:
+        tasks.append(asyncio.create_task(watcher.run()))
     try:
         yield
     finally:
-        if task is not None:
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if watcher is not None:
             await watcher.close()
         await app[HOLDER].current.pipeline.aclose()

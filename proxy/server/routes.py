@@ -13,7 +13,7 @@ from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
 from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge, error_type
-from proxy.pipeline.observe import Outcome
+from proxy.pipeline.observe import Outcome, Usage
 from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
 from proxy.server import admin
 from proxy.server.auth import authenticate, check_model
@@ -21,6 +21,7 @@ from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
 from proxy.server.relay import relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
+from proxy.store.base import AuditRecord, Store, StoreUnavailable
 from proxy.telemetry.metrics import Metrics
 from proxy.wire.usage import ResponseFacts, StreamFacts, facts_of
 
@@ -121,7 +122,9 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         in_flight.dec()
         outcome.duration_s = time.perf_counter() - started
         outcome.upstream_s = ctx.observation.upstream_s
-        _finish(runtime, metrics, api, model, ctx, outcome)
+        cost = _finish(runtime, metrics, api, model, ctx, outcome)
+        if runtime.config.audit.enabled:
+            await _audit(request.app[STORE], api, model, ctx, outcome, cost)
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
@@ -156,8 +159,10 @@ def _apply(outcome: Outcome, facts: ResponseFacts, collect: bool) -> None:
 
 def _finish(
     runtime: Runtime, metrics: Metrics, api: Api, model: str, ctx: Context, outcome: Outcome
-) -> None:
-    """Hand the outcome to finish callbacks and metrics; telemetry never fails a request."""
+) -> float | None:
+    """Hand the outcome to finish callbacks and metrics; telemetry never fails a request.
+
+    Returns the request's cost in USD (None when unknown)."""
     for callback in ctx.observation.on_finish:
         try:
             callback(outcome)
@@ -170,6 +175,29 @@ def _finish(
         metrics.observe(api, model, outcome, ctx.observation, cost)
     except Exception:
         log.exception("recording metrics failed (request %s)", ctx.request_id)
+    return cost
+
+
+async def _audit(
+    store: Store, api: Api, model: str, ctx: Context, outcome: Outcome, cost: float | None
+) -> None:
+    """Write the request's audit record; a store outage is logged, the answer stands."""
+    usage = outcome.usage or Usage()
+    identity = ctx.identity
+    record = AuditRecord(
+        ts=time.time(), request_id=ctx.request_id, api=api, model=model, status=outcome.status,
+        latency_ms=round(outcome.duration_s * 1000, 3), target=outcome.target,
+        error=outcome.error_type, key_id=identity.key_id, team=identity.team, user=identity.user,
+        agent=ctx.agent, session=ctx.session_id, reply=ctx.reply_id,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cached_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens,
+        cost_usd=cost, attempts=len(ctx.observation.attempts),
+        decisions=orjson.dumps(ctx.observation.decisions).decode(),
+    )  # fmt: skip
+    try:
+        await asyncio.shield(store.write_audit(record))
+    except StoreUnavailable as exc:
+        log.error("audit record of request %s not written: %s", ctx.request_id, exc.message)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -3,14 +3,45 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from proxy.budgets.ledger import Ledger
 from proxy.budgets.rates import RateLimiter
 from proxy.errors import StoreUnavailable
 from proxy.store.keys import KeyRecord
 
-__all__ = ["Store", "StoreUnavailable", "UsageRow", "open_store"]
+__all__ = ["AuditRecord", "Store", "StoreUnavailable", "UsageRow", "open_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One request, as the audit log keeps it: who, what, how much, how it ended.
+
+    Never the prompt or the completion, and never a key: only the key's public id.
+    """
+
+    ts: float
+    request_id: str
+    api: str
+    model: str
+    status: int
+    latency_ms: float
+    target: str | None = None
+    error: str | None = None
+    key_id: str | None = None
+    team: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    reply: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+    attempts: int = 0
+    decisions: str = "{}"
+    """Policy decisions as a JSON object (policy → allow, modify or block)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +91,21 @@ class Store(Protocol):
         """``(usd, tokens)`` recorded for a scope value (``team``, ``payments``) since then."""
         ...
 
+    async def write_audit(self, record: AuditRecord) -> None:
+        """Append one audit record; committed when this returns."""
+        ...
+
+    async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        """Audit records since a time, oldest first (for JSONL export)."""
+        ...
+
+    async def prune_audit(self, before: float) -> int:
+        """Delete audit records older than ``before``; returns how many."""
+        ...
+
     async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
-        """``(group, usd, tokens, requests)`` grouped by a scope or ``day``."""
+        """``(group, usd, tokens, requests served)`` from the audit log, grouped by a
+        scope (``key``, ``team``, ``user``, ``agent``, ``model``) or ``day``."""
         ...
 
     def ledger(self) -> Ledger:

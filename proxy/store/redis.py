@@ -24,7 +24,7 @@ from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter
 from proxy.budgets.rates import RateCheck, RateLimiter, RateResult, wait_for_room
 from proxy.errors import StoreUnavailable
-from proxy.store.base import UsageRow
+from proxy.store.base import AuditRecord, UsageRow
 from proxy.store.keys import KeyRecord
 
 RESERVATION_TTL_S = 900.0
@@ -177,17 +177,30 @@ class RedisStore:
                 tokens += row["input_tokens"] + row["output_tokens"]
         return usd, tokens
 
+    async def write_audit(self, record: AuditRecord) -> None:
+        fields = {"row": orjson.dumps(_audit_dict(record)).decode()}
+        await self._call(self.client.xadd("hg:audit", fields))  # type: ignore[arg-type]
+
+    async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        entries = await self._call(
+            self.client.xrange("hg:audit", min=f"{int(since * 1000)}", max="+")
+        )
+        return [orjson.loads(fields["row"]) for _, fields in entries]
+
+    async def prune_audit(self, before: float) -> int:
+        return int(await self._call(self.client.xtrim("hg:audit", minid=f"{int(before * 1000)}")))
+
     async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
         groups: dict[str, list[float]] = {}
-        for row in await self._rows(since):
+        for row in await self.audit_records(since):
             if by == "day":
                 group = time.strftime("%Y-%m-%d", time.gmtime(row["ts"]))
             else:
                 group = str(_scope_value(row, by) or "-")
             totals = groups.setdefault(group, [0.0, 0, 0])
-            totals[0] += row["cost_usd"]
-            totals[1] += row["input_tokens"] + row["output_tokens"]
-            totals[2] += 1
+            totals[0] += float(row["cost_usd"] or 0.0)
+            totals[1] += int(row["input_tokens"]) + int(row["output_tokens"])
+            totals[2] += 1 if int(row["status"]) < 400 else 0
         rows = [(g, t[0], int(t[1]), int(t[2])) for g, t in groups.items()]
         return sorted(rows, key=lambda r: -r[1])
 
@@ -270,6 +283,10 @@ _SCOPE_FIELDS = {"key": "key_id", "team": "team", "user": "user", "agent": "agen
 
 def _scope_value(row: dict[str, Any], scope: str) -> Any:
     return row.get(_SCOPE_FIELDS[scope])
+
+
+def _audit_dict(record: AuditRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in AuditRecord.__slots__}
 
 
 def _row_dict(row: UsageRow) -> dict[str, Any]:

@@ -10,6 +10,7 @@ last ones. One process per database file: run Redis for several replicas.
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ import orjson
 
 from proxy.budgets.ledger import Ledger, MemoryLedger
 from proxy.budgets.rates import MemoryRateLimiter, RateLimiter
-from proxy.store.base import StoreUnavailable, UsageRow
+from proxy.store.base import AuditRecord, StoreUnavailable, UsageRow
 from proxy.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -49,6 +50,16 @@ CREATE TABLE IF NOT EXISTS usage (
     output_tokens INTEGER NOT NULL,
     cost_usd REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL, request_id TEXT NOT NULL, api TEXT NOT NULL, model TEXT NOT NULL,
+    status INTEGER NOT NULL, latency_ms REAL NOT NULL, target TEXT, error TEXT,
+    key_id TEXT, team TEXT, user TEXT, agent TEXT, session TEXT, reply TEXT,
+    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
+    cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
 CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
 CREATE INDEX IF NOT EXISTS usage_user ON usage (user, ts);
@@ -76,6 +87,8 @@ class SQLiteStore:
         self.path = sqlite_path(url)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookgate-sqlite")
         self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[AuditRecord, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -102,6 +115,9 @@ class SQLiteStore:
         await self._run(lambda db: None)
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
         def disconnect() -> None:
             if self._db is not None:
                 self._db.close()
@@ -169,14 +185,51 @@ class SQLiteStore:
 
         return await self._run(total)
 
+    async def write_audit(self, record: AuditRecord) -> None:
+        """Group commit: records that arrive while a batch commits go in the next one."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((record, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        await future
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            rows = [tuple(getattr(r, name) for name in AUDIT_FIELDS) for r, _ in batch]
+            try:
+                await self._run(functools.partial(_insert_audit, rows=rows))
+            except StoreUnavailable as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+            else:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(None)
+
+    async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        def select(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            cursor = db.execute(
+                f"SELECT {', '.join(AUDIT_FIELDS)} FROM audit WHERE ts >= ? ORDER BY id", (since,)
+            )
+            return [dict(zip(AUDIT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+
+        return await self._run(select)
+
+    async def prune_audit(self, before: float) -> int:
+        return await self._run(
+            lambda db: db.execute("DELETE FROM audit WHERE ts < ?", (before,)).rowcount
+        )
+
     async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
-        """``(group, usd, tokens, requests)`` per group of ``by`` since ``since``."""
         column = "date(ts, 'unixepoch')" if by == "day" else SCOPE_COLUMNS[by]
 
         def report(db: sqlite3.Connection) -> list[tuple[str, float, int, int]]:
             rows = db.execute(
-                f"SELECT COALESCE({column}, '-'), SUM(cost_usd), SUM(input_tokens + output_tokens),"
-                f" COUNT(*) FROM usage WHERE ts >= ? GROUP BY 1 ORDER BY 2 DESC",
+                f"SELECT COALESCE({column}, '-'), COALESCE(SUM(cost_usd), 0),"
+                " SUM(input_tokens + output_tokens), SUM(status < 400) FROM audit"
+                " WHERE ts >= ? GROUP BY 1 ORDER BY 2 DESC",
                 (since,),
             ).fetchall()
             return [(str(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
@@ -194,6 +247,22 @@ class SQLiteStore:
             return await self._run(lambda db: db.execute("SELECT 1").fetchone() == (1,))
         except StoreUnavailable:
             return False
+
+
+AUDIT_FIELDS = tuple(AuditRecord.__slots__)
+_AUDIT_INSERT = (
+    f"INSERT INTO audit ({', '.join(AUDIT_FIELDS)}) VALUES ({', '.join('?' * len(AUDIT_FIELDS))})"
+)
+
+
+def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    db.execute("BEGIN")  # one transaction (one commit) for the whole batch
+    try:
+        db.executemany(_AUDIT_INSERT, rows)
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 _COLUMNS = "id, digest, team, user, name, models, created_at, expires_at, revoked_at, metadata"

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from proxy.wire import synth
-from tests.conftest import UPSTREAM_KEY, ProxyFactory, openai_client
+from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
 from tests.services import free_port
 
@@ -40,6 +40,7 @@ def two_targets(
     from proxy.config.loader import load_text
 
     text = (
+        f"store: 'sqlite:///{TEST_STORE}'\n"
         f"providers:\n  one: {{base_url: '{primary}', api_key: {UPSTREAM_KEY}}}\n"
         f"  two: {{base_url: '{backup}', api_key: {UPSTREAM_KEY}}}\n"
         f"models:\n  m:\n    - {{provider: one, model: m1{primary_extra}}}\n"
@@ -265,6 +266,7 @@ def test_all_circuits_open_is_503_and_not_ready(make_proxy: ProxyFactory) -> Non
     dead = f"http://127.0.0.1:{free_port()}/v1"
     url = make_proxy(
         loaded=load_text(
+            f"store: 'sqlite:///{TEST_STORE}'\n"
             f"providers:\n  d: {{base_url: '{dead}'}}\nmodels:\n  m: [{{provider: d}}]\n"
             "policies:\n  - fallback: {retries: 0, circuit: {failures: 1, open_s: 60}}\n"
         )

@@ -11,13 +11,14 @@ import pytest
 
 from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
-from tests.conftest import ProxyFactory, openai_client
+from tests.conftest import TEST_STORE, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw
 
 
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
     extra = f", {settings}" if settings else ""
     return load_text(
+        f"store: 'sqlite:///{TEST_STORE}'\n"
         f"providers:\n  p: {{base_url: '{base_url}'{extra}}}\nmodels:\n  \"*\": [{{provider: p}}]\n"
     )
 
