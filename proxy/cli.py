@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from proxy import __version__
+from proxy.config.durations import parse_duration
 from proxy.config.loader import ConfigError, LoadedConfig, load_file
 from proxy.config.schema import Config
 from proxy.pipeline import registry
@@ -276,12 +277,10 @@ async def _export(url: str, since: float) -> int:
 
 
 def _duration(text: str) -> float:
-    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    unit = text[-1].lower()
     try:
-        return float(text[:-1]) * units[unit] if unit in units else float(text)
+        return parse_duration(text)
     except ValueError:
-        raise SystemExit(f"--expires: not a duration: {text!r} (e.g. 30d, 12h, 90m)") from None
+        raise SystemExit(f"not a duration: {text!r} (e.g. 30d, 12h, 90m)") from None
 
 
 def _url(address: Any) -> str:

@@ -36,11 +36,12 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         "models:\n  fast: [{provider: up, model: gpt-4o-mini}]\n  broken: [{provider: dead}]\n"
         "  flaky: [{provider: dead, model: gpt-4o}, {provider: up, model: gpt-4.1-mini}]\n"
         '  "*": [{provider: up}]\n'
-        "server: {reload_interval_s: 0.2}\n"
+        "server: {reload_interval_s: 0.2, metric_labels: [team]}\n"
         "policies:\n"
         f"  - tracing: {{endpoint: '{dead}/v1/traces', max_queue_size: 2, timeout_s: 0.5}}\n"
         "  - system_prompt: {prepend: rules}\n"
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
+        "  - budget: {limits: [{scope: model, window: day, usd: 5}], unpriced: allow}\n"
         # the breaker opens only for a target that always fails (the dead one)
         "  - fallback: {retries: 1, backoff_base_s: 0.01,\n"
         "               circuit: {failures: 1000, failure_rate: 1.0, min_requests: 4, open_s: 1}}\n"
@@ -92,6 +93,8 @@ def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
     with pytest.raises(openai.APIStatusError):
         client.chat.completions.create(model="broken", messages=[])
     client.chat.completions.create(model="flaky", messages=[])  # retries, falls back, opens
+    with pytest.raises(openai.RateLimitError):  # a worst case beyond the budget
+        client.chat.completions.create(model="fast", messages=[], max_tokens=100_000_000)
 
 
 def panel_queries() -> list[tuple[str, str, str]]:

@@ -103,6 +103,9 @@ class ServerConfig(Strict):
     forward_headers: list[str] = Field(default_factory=list)
     """Extra client request headers forwarded upstream, beyond the built-in allow-list.
     A trailing ``*`` matches a prefix (``x-my-*``)."""
+    metric_labels: list[Literal["team", "key"]] = Field(default_factory=list)
+    """Identity labels on the spend, token and budget metrics. Off by default: a key id
+    or team per series multiplies them; turn on what your teams and keys can bear."""
     reload: bool = True
     """Watch the config file and swap in edits without a restart."""
     reload_interval_s: Annotated[float, Field(gt=0)] = 1.0

@@ -103,6 +103,12 @@ class Observation:
     """Breaker state of each target this request looked at, after it."""
     on_finish: list[Callable[[Outcome], None]] = field(default_factory=list)
     """Called by the server, in order, once the request is completely done."""
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    """Extra attributes for the request's span (e.g. budget decisions)."""
+    budgets: list[tuple[str, str, str, float | None, int | None]] = field(default_factory=list)
+    """``(scope, window, value, usd left, tokens left)`` after this request's reservation."""
+    refusals: list[tuple[str, str]] = field(default_factory=list)
+    """``(policy, scope)`` of budget or rate refusals."""
     spans_dropped: int = 0
     """Spans the tracing exporter dropped (full queue), reported for the metrics."""
 

@@ -109,8 +109,15 @@ class BudgetPolicy(Policy):
         await self.ledger.load(charged)
         reservation = uuid.uuid4().hex
         refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
+        observation = ctx.observation
+        observation.attributes["hookgate.budget.reserved_usd"] = usd
+        observation.attributes["hookgate.budget.reserved_tokens"] = tokens
         if refusal is not None:
+            scope = refusal.counter.limit.scope
+            observation.attributes["hookgate.budget.decision"] = f"refused:{scope}"
+            observation.refusals.append((self.name, scope))
             raise _refused(refusal)
+        observation.attributes["hookgate.budget.decision"] = "reserved"
         ctx.state[self.name] = (tokens, charged)
         await self._remaining_headers(ctx, charged)
         injected = False
@@ -170,6 +177,12 @@ class BudgetPolicy(Policy):
         await self.ledger.settle(reservation, charged, row)
 
     async def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
+        for counter in charged:
+            left_usd, left_tokens = await self.ledger.remaining([counter])
+            limit = counter.limit
+            ctx.observation.budgets.append(
+                (limit.scope, limit.window, counter.value, left_usd, left_tokens)
+            )
         usd, tokens = await self.ledger.remaining(charged)
         if usd is not None:
             ctx.response_headers["x-hookgate-budget-remaining-usd"] = f"{usd:.6f}"

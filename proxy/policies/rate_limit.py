@@ -93,6 +93,7 @@ class RateLimitPolicy(Policy):
             if not result.allowed:
                 assert result.check is not None
                 scope = result.check.key.split("|", 1)[1]
+                ctx.observation.refusals.append((self.name, scope.split("=", 1)[0]))
                 raise RateLimited(
                     f"Rate limit reached for {scope}: {result.check.cap} {kind} per minute. "
                     f"Retry in {result.reset_s:.1f}s.",

@@ -139,6 +139,7 @@ class TracingPolicy(Policy):
 
     def _finish(self, span: OtelSpan, outcome: Outcome, ctx: Context) -> None:
         span.set_attributes(semconv.outcome_attributes(outcome, ctx.observation.upstream))
+        span.set_attributes(ctx.observation.attributes)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             span.add_event("hookgate.stream_error", {"error.type": outcome.error_type})
         if outcome.error_type is not None:

@@ -1,7 +1,8 @@
 """The admin HTTP API under ``/admin/``, behind ``keys.admin_key``.
 
 ``GET /admin/keys``, ``POST /admin/keys`` (``{"team", "user"?, "name"?, "models"?,
-"expires_in_s"?}`` → the new key, shown once), ``DELETE /admin/keys/{id}``.
+"expires_in_s"?}`` → the new key, shown once), ``DELETE /admin/keys/{id}``,
+``GET /admin/spend?by=team&since=7d``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from proxy.config.durations import parse_duration
 from proxy.errors import InvalidRequest, NotFound
 from proxy.server.auth import check_admin
 from proxy.server.keys import HOLDER, STORE
@@ -58,6 +60,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/admin/keys", list_keys)
     app.router.add_post("/admin/keys", create_key)
     app.router.add_delete("/admin/keys/{id}", revoke_key)
+    app.router.add_get("/admin/spend", spend_report)
 
 
 async def list_keys(request: web.Request) -> web.Response:
@@ -83,6 +86,26 @@ async def revoke_key(request: web.Request) -> web.Response:
     if not await request.app[STORE].revoke_key(key_id, time.time()):
         raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
     return _json({"id": key_id, "revoked": True})
+
+
+SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "model", "day"})
+
+
+async def spend_report(request: web.Request) -> web.Response:
+    """``GET /admin/spend?by=team&since=7d``: spend from the audit log, grouped."""
+    check_admin(request, request.app[HOLDER].current)
+    by = request.query.get("by", "team")
+    if by not in SPEND_GROUPS:
+        raise InvalidRequest(f"by must be one of {', '.join(sorted(SPEND_GROUPS))}", param="by")
+    try:
+        since = time.time() - parse_duration(request.query.get("since", "30d"))
+    except ValueError:
+        raise InvalidRequest(
+            "since must be a duration like 30d, 12h or 90m", param="since"
+        ) from None
+    rows = await request.app[STORE].spend(by, since)
+    data = [{by: g, "usd": round(usd, 9), "tokens": t, "requests": n} for g, usd, t, n in rows]
+    return _json({"object": "list", "by": by, "data": data})
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

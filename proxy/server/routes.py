@@ -171,8 +171,13 @@ def _finish(
     cost = None
     if outcome.usage is not None and outcome.target is not None:
         cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
+    shown = runtime.config.server.metric_labels
+    identity = (
+        (ctx.identity.team or "") if "team" in shown else "",
+        ctx.identity.key_id if "key" in shown else "",
+    )
     try:
-        metrics.observe(api, model, outcome, ctx.observation, cost)
+        metrics.observe(api, model, outcome, ctx.observation, cost, identity)
     except Exception:
         log.exception("recording metrics failed (request %s)", ctx.request_id)
     return cost

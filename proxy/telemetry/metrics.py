@@ -89,11 +89,22 @@ class Metrics:
         )  # fmt: skip
         self.tokens = Counter(
             "hookgate_tokens", "Tokens reported by the provider (cached within input, "
-            "reasoning within output)", ["model", "target", "type"], registry=registry,
+            "reasoning within output); team and key only with server.metric_labels",
+            ["model", "target", "type", "team", "key"], registry=registry,
         )  # fmt: skip
         self.cost = Counter(
-            "hookgate_cost_usd", "Spend in USD from reported usage and the price table",
-            ["model", "target"], registry=registry,
+            "hookgate_cost_usd", "Spend in USD from reported usage and the price table; "
+            "team and key only with server.metric_labels",
+            ["model", "target", "team", "key"], registry=registry,
+        )  # fmt: skip
+        self.budget_remaining = Gauge(
+            "hookgate_budget_remaining_usd", "USD left in a budget window after the last "
+            "reservation (value: the model; the team or key id with server.metric_labels)",
+            ["scope", "window", "value"], registry=registry,
+        )  # fmt: skip
+        self.refusals = Counter(
+            "hookgate_refusals", "Requests refused by the budget or rate_limit policy, by scope",
+            ["policy", "scope"], registry=registry,
         )  # fmt: skip
         self.unpriced = Counter(
             "hookgate_unpriced_requests", "Requests whose model has no price (cost unknown)",
@@ -138,9 +149,16 @@ class Metrics:
         self.target_label = BoundedLabel(targets, self.target_label._limit)
 
     def observe(
-        self, api: str, model: str, outcome: Outcome, observation: Observation, cost: float | None
+        self,
+        api: str,
+        model: str,
+        outcome: Outcome,
+        observation: Observation,
+        cost: float | None,
+        identity: tuple[str, str] = ("", ""),
     ) -> None:
-        """Record one finished request."""
+        """Record one finished request. ``identity`` is ``(team, key id)`` as allowed by
+        ``server.metric_labels`` (empty strings when not)."""
         model_label = self.model_label(model)
         target_label = self.target_label(outcome.target)
         status = str(outcome.status)
@@ -160,15 +178,25 @@ class Metrics:
                       usage.reasoning_tokens)  # fmt: skip
             for kind, count in zip(TOKEN_TYPES, counts, strict=True):
                 if count:
-                    self.tokens.labels(model_label, target_label, kind).inc(count)
+                    self.tokens.labels(model_label, target_label, kind, *identity).inc(count)
             if cost is None:
                 self.unpriced.labels(model_label).inc()
             else:
-                self.cost.labels(model_label, target_label).inc(cost)
+                self.cost.labels(model_label, target_label, *identity).inc(cost)
         for policy, decision in observation.decisions.items():
             self.decisions.labels(policy, decision).inc()
         for target, result in observation.attempts:
             self.attempts.labels(self.target_label(target), result).inc()
+        team, key = identity
+        for scope, window, value, usd_left, _tokens_left in observation.budgets:
+            if usd_left is None:
+                continue
+            if scope == "model":
+                self.budget_remaining.labels(scope, window, self.model_label(value)).set(usd_left)
+            elif {"team": team, "key": key}.get(scope):
+                self.budget_remaining.labels(scope, window, value).set(usd_left)
+        for policy, scope in observation.refusals:
+            self.refusals.labels(policy, scope).inc()
         for target, why in observation.retries:
             self.retries.labels(self.target_label(target), why).inc()
         for target, why in observation.fallbacks:

@@ -56,6 +56,9 @@ def test_limit_is_enforced_with_headers(
     usd, count = settled(db)
     assert count == len(upstream.requests) and usd == pytest.approx(count * PER_REQUEST_USD)
     assert usd <= 0.05
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    assert 'hookgate_refusals_total{policy="budget",scope="model"} 1.0' in metrics
+    assert 'hookgate_budget_remaining_usd{scope="model",value="m",window="total"}' in metrics
 
 
 @pytest.mark.parametrize("stream", [False, True])

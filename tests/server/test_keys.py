@@ -113,6 +113,19 @@ def test_admin_api_guards_and_never_shows_secrets(
     assert response.status_code == 403 and response.json()["error"]["code"] == "admin_disabled"
 
 
+def test_admin_spend_report(keyed: str) -> None:
+    key = new_key(keyed, models=["fast"])
+    with client(keyed, key) as c:
+        for _ in range(3):
+            c.chat.completions.create(model="fast", messages=[])
+    report = admin(keyed, "GET", "/spend", params={"by": "team", "since": "1h"}).json()
+    assert report["by"] == "team"
+    assert report["data"][0]["team"] == "payments" and report["data"][0]["requests"] == 3
+    assert report["data"][0]["tokens"] == 45
+    assert admin(keyed, "GET", "/spend", params={"by": "password"}).status_code == 400
+    assert admin(keyed, "GET", "/spend", params={"since": "soon"}).status_code == 400
+
+
 def test_keys_off_means_anonymous(proxy_url: str) -> None:
     with client(proxy_url, "anything") as c:
         assert c.chat.completions.create(model="m", messages=[]).choices
