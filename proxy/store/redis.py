@@ -226,8 +226,9 @@ class RedisStore:
 class RedisLedger:
     """Budget reservations in Redis, atomic across replicas (see the module docstring)."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RedisStore, reservation_ttl_s: float = RESERVATION_TTL_S) -> None:
         self._store = store
+        self._ttl = reservation_ttl_s
 
     async def load(self, counters: list[Counter]) -> None:
         return None
@@ -240,7 +241,7 @@ class RedisLedger:
             limit = counter.limit
             args += ["" if limit.usd is None else limit.usd,
                      "" if limit.tokens is None else limit.tokens, _ttl_ms(counter)]  # fmt: skip
-        args.append(RESERVATION_TTL_S)
+        args.append(self._ttl)
         keys = [_counter_key(c) for c in counters]
         result = await self._store._call(self._store._reserve(keys=keys, args=args))
         if int(result[0]) == 0:

@@ -179,3 +179,23 @@ def test_spend_report_matches_what_was_served(
     plain = [arg for arg in command if arg != "--json"]
     table = subprocess.run(plain, capture_output=True, text=True, timeout=30, check=True).stdout
     assert "0.105000" in table and "total" in table
+
+
+def test_stream_without_usage_is_charged_by_its_text(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    from proxy.budgets.tokens import count, prompt_tokens
+    from proxy.wire import synth
+    from tests.fakes import Events
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    text = "A streamed answer from an upstream that ignores include_usage."
+    upstream.push(
+        Events(list(synth.chat_stream("fixed-model", synth.Reply(text=text), include_usage=False)))
+    )
+    question = [{"role": "user", "content": "How are you today?"}]
+    chunks = openai_client(url).chat.completions.create(model="m", messages=question, stream=True)  # type: ignore[arg-type]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
+    assert settled(db) == (pytest.approx(expected * 0.001), 1)
