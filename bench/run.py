@@ -38,7 +38,8 @@ PIPELINES = {
         "  - system_prompt: {prepend: 'Company rules apply.'}\n"
     ),
 }
-"""Metrics are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
+"""Metrics and the audit log (SQLite) are always on. ``UPSTREAM`` is replaced by the fake
+upstream's base URL."""
 
 
 def free_port() -> int:
@@ -115,6 +116,7 @@ def main() -> None:
             config = Path(tmp) / f"{name}.yaml"
             config.write_text(
                 f"server: {{port: {port}, reload: false}}\n"
+                f"store: 'sqlite:///{Path(tmp) / name}.db'\n"
                 f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
                 'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
             )

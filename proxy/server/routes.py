@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,7 @@ from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
 from proxy.server.relay import relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
-from proxy.store.base import AuditRecord, Store, StoreUnavailable
+from proxy.store.base import AuditRecord, Store
 from proxy.telemetry.metrics import Metrics
 from proxy.wire.usage import ResponseFacts, StreamFacts, facts_of
 
@@ -63,11 +64,9 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     metrics = request.app[METRICS]
     started = time.perf_counter()
     headers = request.headers
-    identity, key = await authenticate(request, runtime, request.app[STORE])
     ctx = Context(
         request_id=request[REQUEST_ID],
         api=api,
-        identity=identity,
         agent=headers.get("x-hookgate-agent"),
         session_id=headers.get("x-hookgate-session-id"),
         reply_id=headers.get("x-hookgate-reply-id"),
@@ -77,6 +76,8 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     in_flight = metrics.in_flight.labels(api)
     in_flight.inc()
     try:
+        identity, key = await authenticate(request, runtime, request.app[STORE])
+        ctx = dataclasses.replace(ctx, identity=identity)
         call = await _read_call(request, runtime, api)
         model = call.model
         check_model(key, model)
@@ -124,7 +125,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         outcome.upstream_s = ctx.observation.upstream_s
         cost = _finish(runtime, metrics, api, model, ctx, outcome)
         if runtime.config.audit.enabled:
-            await _audit(request.app[STORE], api, model, ctx, outcome, cost)
+            _audit(request.app[STORE], api, model, ctx, outcome, cost)
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
@@ -183,10 +184,10 @@ def _finish(
     return cost
 
 
-async def _audit(
+def _audit(
     store: Store, api: Api, model: str, ctx: Context, outcome: Outcome, cost: float | None
 ) -> None:
-    """Write the request's audit record; a store outage is logged, the answer stands."""
+    """Queue the request's audit record (off the response path; a failure is logged)."""
     usage = outcome.usage or Usage()
     identity = ctx.identity
     record = AuditRecord(
@@ -199,10 +200,7 @@ async def _audit(
         cost_usd=cost, attempts=len(ctx.observation.attempts),
         decisions=orjson.dumps(ctx.observation.decisions).decode(),
     )  # fmt: skip
-    try:
-        await asyncio.shield(store.write_audit(record))
-    except StoreUnavailable as exc:
-        log.error("audit record of request %s not written: %s", ctx.request_id, exc.message)
+    store.submit_audit(record)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -95,6 +95,11 @@ class Store(Protocol):
         """Append one audit record; committed when this returns."""
         ...
 
+    def submit_audit(self, record: AuditRecord) -> None:
+        """Queue one audit record, committed in the background with the next group commit
+        (milliseconds); :meth:`close` waits for queued records. A failure is logged."""
+        ...
+
     async def audit_records(self, since: float) -> list[dict[str, Any]]:
         """Audit records since a time, oldest first (for JSONL export)."""
         ...

@@ -13,6 +13,8 @@ single Redis (or a primary with replicas), not Redis Cluster.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 
@@ -26,6 +28,8 @@ from proxy.budgets.rates import RateCheck, RateLimiter, RateResult, wait_for_roo
 from proxy.errors import StoreUnavailable
 from proxy.store.base import AuditRecord, UsageRow
 from proxy.store.keys import KeyRecord
+
+log = logging.getLogger("hookgate")
 
 RESERVATION_TTL_S = 900.0
 """A reservation older than this is taken for one of a crashed replica and released."""
@@ -120,6 +124,7 @@ class RedisStore:
         self._reserve = self.client.register_script(RESERVE)
         self._settle = self.client.register_script(SETTLE)
         self._release = self.client.register_script(RELEASE)
+        self._writes: set[asyncio.Task[None]] = set()
 
     async def _call(self, coro: Any) -> Any:
         try:
@@ -131,6 +136,7 @@ class RedisStore:
         await self._call(self.client.ping())
 
     async def close(self) -> None:
+        await asyncio.gather(*self._writes, return_exceptions=True)
         await self.client.aclose()
 
     async def add_key(self, record: KeyRecord) -> None:
@@ -181,7 +187,19 @@ class RedisStore:
         fields = {"row": orjson.dumps(_audit_dict(record)).decode()}
         await self._call(self.client.xadd("hg:audit", fields))  # type: ignore[arg-type]
 
+    def submit_audit(self, record: AuditRecord) -> None:
+        task = asyncio.create_task(self._submit(record))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _submit(self, record: AuditRecord) -> None:
+        try:
+            await self.write_audit(record)
+        except StoreUnavailable as exc:
+            log.error("audit record of request %s not written: %s", record.request_id, exc.message)
+
     async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        await asyncio.gather(*self._writes, return_exceptions=True)
         entries = await self._call(
             self.client.xrange("hg:audit", min=f"{int(since * 1000)}", max="+")
         )

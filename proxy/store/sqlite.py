@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from proxy.store.base import AuditRecord, StoreUnavailable, UsageRow
 from proxy.store.keys import KeyRecord
 
 T = TypeVar("T")
+
+log = logging.getLogger("hookgate")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS keys (
@@ -87,7 +90,7 @@ class SQLiteStore:
         self.path = sqlite_path(url)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hookgate-sqlite")
         self._db: sqlite3.Connection | None = None
-        self._pending: list[tuple[AuditRecord, asyncio.Future[None]]] = []
+        self._pending: list[tuple[AuditRecord, asyncio.Future[None] | None]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -115,8 +118,7 @@ class SQLiteStore:
         await self._run(lambda db: None)
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        await self._drain()
 
         def disconnect() -> None:
             if self._db is not None:
@@ -188,10 +190,16 @@ class SQLiteStore:
     async def write_audit(self, record: AuditRecord) -> None:
         """Group commit: records that arrive while a batch commits go in the next one."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(record, future)
+        await future
+
+    def submit_audit(self, record: AuditRecord) -> None:
+        self._enqueue(record, None)
+
+    def _enqueue(self, record: AuditRecord, future: asyncio.Future[None] | None) -> None:
         self._pending.append((record, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        await future
 
     async def _flush(self) -> None:
         while self._pending:
@@ -200,15 +208,23 @@ class SQLiteStore:
             try:
                 await self._run(functools.partial(_insert_audit, rows=rows))
             except StoreUnavailable as exc:
+                log.error("audit: %d records not written: %s", len(batch), exc.message)
                 for _, future in batch:
-                    if not future.done():
+                    if future is not None and not future.done():
                         future.set_exception(exc)
             else:
                 for _, future in batch:
-                    if not future.done():
+                    if future is not None and not future.done():
                         future.set_result(None)
 
+    async def _drain(self) -> None:
+        """Wait for queued audit records (so a report reads this process's own writes)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
     async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        await self._drain()
+
         def select(db: sqlite3.Connection) -> list[dict[str, Any]]:
             cursor = db.execute(
                 f"SELECT {', '.join(AUDIT_FIELDS)} FROM audit WHERE ts >= ? ORDER BY id", (since,)
@@ -223,6 +239,7 @@ class SQLiteStore:
         )
 
     async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+        await self._drain()
         column = "date(ts, 'unixepoch')" if by == "day" else SCOPE_COLUMNS[by]
 
         def report(db: sqlite3.Connection) -> list[tuple[str, float, int, int]]:
