@@ -2,7 +2,8 @@
 # The install step is the one CI uses (pip install of this project), without dev tools.
 FROM python:3.11-slim
 
-RUN useradd --create-home --uid 10001 hookgate
+RUN useradd --create-home --uid 10001 hookgate \
+ && mkdir /data && chown hookgate /data
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY proxy ./proxy
@@ -10,7 +11,9 @@ COPY policies ./policies
 RUN pip install --no-cache-dir '.[speed]'
 
 USER hookgate
-ENV HOOKGATE_CONFIG=/app/policies/default.yaml
+ENV HOOKGATE_CONFIG=/app/policies/default.yaml \
+    HOOKGATE_STORE=sqlite:////data/hookgate.db
+VOLUME /data
 EXPOSE 8787
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/healthz', timeout=2)"
