@@ -28,7 +28,7 @@ check: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.run
 
 schema: $(STAMP)
 	$(BIN)/hookgate schema -o hookgate.schema.json

@@ -1,6 +1,6 @@
 """The floor for a Python relay: aiohttp, one ClientSession, no policies, no parsing.
 
-Run: ``python bench/bare_relay.py PORT UPSTREAM_BASE_URL``.
+Run: ``python -m bench.bare_relay PORT UPSTREAM_BASE_URL``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from aiohttp import web
+
+from bench.serving import serve
 
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
@@ -43,13 +45,7 @@ def main() -> None:
     app["upstream"] = sys.argv[2]
     app.cleanup_ctx.append(session)
     app.router.add_post("/v1/{tail:.*}", relay)
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+    serve(app, int(sys.argv[1]))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Load generator: ``python bench/load.py URL CONCURRENCY COUNT STREAM`` → one JSON line.
+"""Load generator: ``python -m bench.load URL CONCURRENCY COUNT STREAM`` → one JSON line.
 
 Sends COUNT chat completion requests with CONCURRENCY in flight over keep-alive
 connections and reports latency percentiles (total, and time to first byte for

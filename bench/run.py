@@ -1,6 +1,6 @@
 """The benchmark: the same load against a direct upstream, a bare relay and hookgate.
 
-Run: ``python bench/run.py [--quick]`` (from the repository root, in the venv).
+Run: ``python -m bench.run [--quick]`` (from the repository root, in the venv).
 
 Every server is its own process. On a machine with two or more cores the proxy under
 test is pinned to the last core, and the fake upstream plus the load generator to the
@@ -76,7 +76,8 @@ def rss_mb(process: subprocess.Popen[bytes]) -> float:
 def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
     command = [
         sys.executable,
-        "bench/load.py",
+        "-m",
+        "bench.load",
         url,
         str(concurrency),
         str(count),
@@ -104,11 +105,11 @@ def main() -> None:
     rss: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         up = free_port()
-        processes.append(start(["bench/upstream.py", str(up)], LOAD_CPUS, up))
+        processes.append(start(["-m", "bench.upstream", str(up)], LOAD_CPUS, up))
         upstream = f"http://127.0.0.1:{up}/v1"
         targets["direct"] = f"{upstream}/chat/completions"
         bare = free_port()
-        processes.append(start(["bench/bare_relay.py", str(bare), upstream], PROXY_CPU, bare))
+        processes.append(start(["-m", "bench.bare_relay", str(bare), upstream], PROXY_CPU, bare))
         targets["bare_relay"] = f"http://127.0.0.1:{bare}/v1/chat/completions"
         hooked: dict[str, subprocess.Popen[bytes]] = {}
         for name, policies in PIPELINES.items():

@@ -1,6 +1,6 @@
 """A fast fake OpenAI upstream for the benchmark: fixed chat completion JSON and SSE.
 
-Run: ``python bench/upstream.py PORT``. Answers ``POST /v1/chat/completions`` with a
+Run: ``python -m bench.upstream PORT``. Answers ``POST /v1/chat/completions`` with a
 ~600-byte completion, or with 20 SSE chunks and ``[DONE]`` when the body asks to stream;
 ``POST /v1/traces`` is an OTLP/HTTP sink for the traced pipeline.
 """
@@ -12,6 +12,7 @@ import sys
 import orjson
 from aiohttp import web
 
+from bench.serving import serve
 from proxy.wire import synth
 
 REPLY = synth.Reply(text="The quick brown fox jumps over the lazy dog. " * 4, pieces=20, id="bench")
@@ -40,13 +41,7 @@ def main() -> None:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/v1/traces", traces)
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+    serve(app, int(sys.argv[1]))
 
 
 if __name__ == "__main__":

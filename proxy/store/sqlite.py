@@ -202,6 +202,9 @@ class SQLiteStore:
             self._flusher = asyncio.create_task(self._flush())
 
     async def _flush(self) -> None:
+        # Gather a batch first: a commit and its thread hop cost ~130 µs whatever the
+        # batch size, so one commit per 10 ms instead of one per record.
+        await asyncio.sleep(AUDIT_BATCH_WINDOW_S)
         while self._pending:
             batch, self._pending = self._pending, []
             rows = [tuple(getattr(r, name) for name in AUDIT_FIELDS) for r, _ in batch]
@@ -265,6 +268,9 @@ class SQLiteStore:
         except StoreUnavailable:
             return False
 
+
+AUDIT_BATCH_WINDOW_S = 0.01
+"""How long queued audit records wait to share one commit."""
 
 AUDIT_FIELDS = tuple(AuditRecord.__slots__)
 _AUDIT_INSERT = (
