@@ -9,9 +9,11 @@ module does nothing; all state lives under typed ``AppKey``s of the app it build
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import re
+import secrets
 import time
-import uuid
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -131,9 +133,29 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         await app[STORE].close()
 
 
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+"""A client-chosen request id is kept only if it is short and plain (no log injection)."""
+
+
+class RequestIds:
+    """Unique request ids without a syscall each: a random per-process prefix and a counter
+    (32 hex digits, like a UUID's hex form)."""
+
+    def __init__(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+request_ids = RequestIds()
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamResponse:
-    request_id = request.headers.get("x-hookgate-request-id") or uuid.uuid4().hex
+    given = request.headers.get("x-hookgate-request-id", "")
+    request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
     request[REQUEST_ID] = request_id
     try:
         return await handler(request)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import platform
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
@@ -55,10 +56,15 @@ class BoundedLabel:
 
 
 class Metrics:
-    """The hookgate metric families and how an :class:`Outcome` feeds them."""
+    """The hookgate metric families and how an :class:`Outcome` feeds them.
+
+    Label children are cached per label tuple: ``labels()`` validates and locks on every
+    call, and a request touches a dozen series.
+    """
 
     def __init__(self, registry: CollectorRegistry, *, label_limit: int = 100) -> None:
         self.registry = registry
+        self._children: dict[tuple[object, ...], Any] = {}
         self.model_label = BoundedLabel(limit=label_limit)
         self.target_label = BoundedLabel(limit=label_limit)
         Info("hookgate_build", "hookgate build information", registry=registry).info(
@@ -143,6 +149,13 @@ class Metrics:
             registry=registry,
         )  # fmt: skip
 
+    def _child(self, family: Any, *labels: str) -> Any:
+        key = (id(family), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = family.labels(*labels)
+        return child
+
     def known_models(self, aliases: Iterable[str], targets: Iterable[str]) -> None:
         """Admit the configured aliases and target labels (they never become ``other``)."""
         self.model_label = BoundedLabel(aliases, self.model_label._limit)
@@ -163,47 +176,49 @@ class Metrics:
         target_label = self.target_label(outcome.target)
         status = str(outcome.status)
         exemplar = {"trace_id": observation.trace_id} if observation.trace_id else None
-        self.requests.labels(api, model_label, target_label, status).inc()
-        self.duration.labels(api, model_label).observe(outcome.duration_s, exemplar)
+        self._child(self.requests, api, model_label, target_label, status).inc()
+        self._child(self.duration, api, model_label).observe(outcome.duration_s, exemplar)
         if outcome.upstream_s:
-            self.upstream_duration.labels(target_label).observe(outcome.upstream_s, exemplar)
-        self.overhead.labels(api).observe(
+            self._child(self.upstream_duration, target_label).observe(outcome.upstream_s, exemplar)
+        self._child(self.overhead, api).observe(
             max(0.0, outcome.duration_s - outcome.upstream_s), exemplar
         )
         if outcome.ttft_s is not None:
-            self.ttft.labels(model_label, target_label).observe(outcome.ttft_s, exemplar)
+            self._child(self.ttft, model_label, target_label).observe(outcome.ttft_s, exemplar)
         usage = outcome.usage
         if usage is not None:
             counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
                       usage.reasoning_tokens)  # fmt: skip
             for kind, count in zip(TOKEN_TYPES, counts, strict=True):
                 if count:
-                    self.tokens.labels(model_label, target_label, kind, *identity).inc(count)
+                    self._child(self.tokens, model_label, target_label, kind, *identity).inc(count)
             if cost is None:
-                self.unpriced.labels(model_label).inc()
+                self._child(self.unpriced, model_label).inc()
             else:
-                self.cost.labels(model_label, target_label, *identity).inc(cost)
+                self._child(self.cost, model_label, target_label, *identity).inc(cost)
         for policy, decision in observation.decisions.items():
-            self.decisions.labels(policy, decision).inc()
+            self._child(self.decisions, policy, decision).inc()
         for target, result in observation.attempts:
-            self.attempts.labels(self.target_label(target), result).inc()
+            self._child(self.attempts, self.target_label(target), result).inc()
         team, key = identity
         for scope, window, value, usd_left, _tokens_left in observation.budgets:
             if usd_left is None:
                 continue
             if scope == "model":
-                self.budget_remaining.labels(scope, window, self.model_label(value)).set(usd_left)
+                self._child(self.budget_remaining, scope, window, self.model_label(value)).set(
+                    usd_left
+                )
             elif {"team": team, "key": key}.get(scope):
-                self.budget_remaining.labels(scope, window, value).set(usd_left)
+                self._child(self.budget_remaining, scope, window, value).set(usd_left)
         for policy, scope in observation.refusals:
-            self.refusals.labels(policy, scope).inc()
+            self._child(self.refusals, policy, scope).inc()
         for target, why in observation.retries:
-            self.retries.labels(self.target_label(target), why).inc()
+            self._child(self.retries, self.target_label(target), why).inc()
         for target, why in observation.fallbacks:
-            self.fallbacks.labels(self.target_label(target), why).inc()
+            self._child(self.fallbacks, self.target_label(target), why).inc()
         for target, state in observation.circuits.items():
-            self.circuit_state.labels(self.target_label(target)).set(STATE_VALUES[state])
+            self._child(self.circuit_state, self.target_label(target)).set(STATE_VALUES[state])
         if observation.spans_dropped:
             self.spans_dropped.inc(observation.spans_dropped)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
-            self.stream_errors.labels(target_label, outcome.error_type).inc()
+            self._child(self.stream_errors, target_label, outcome.error_type).inc()

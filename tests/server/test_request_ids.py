@@ -1,0 +1,24 @@
+"""Request ids: unique, 32 hex digits; a client's own id is kept only when it is plain."""
+
+from __future__ import annotations
+
+import httpx
+
+from proxy.server.app import RequestIds
+
+
+def test_ids_are_unique_and_uuid_sized() -> None:
+    ids = RequestIds()
+    made = {ids.next() for _ in range(10_000)}
+    assert len(made) == 10_000
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in made)
+    assert RequestIds().next()[:16] != ids.next()[:16]  # another process, another prefix
+
+
+def test_client_request_id_kept_only_when_plain(proxy_url: str) -> None:
+    base = proxy_url.removesuffix("/v1")
+    kept = httpx.get(f"{base}/nowhere", headers={"x-hookgate-request-id": "agent-run.42:7"})
+    assert kept.headers["x-hookgate-request-id"] == "agent-run.42:7"
+    for bad in ("x" * 65, "a b", "line\\nbreak", "<script>"):
+        replaced = httpx.get(f"{base}/nowhere", headers={"x-hookgate-request-id": bad})
+        assert len(replaced.headers["x-hookgate-request-id"]) == 32
