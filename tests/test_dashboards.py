@@ -115,6 +115,7 @@ def has_finite_value(data: dict[str, Any]) -> bool:
     return any(math.isfinite(float(v)) for v in values)
 
 
+@pytest.mark.slow
 def test_every_dashboard_query_returns_data(
     proxy_and_prometheus: tuple[str, Prometheus, Path], upstream: FakeUpstream
 ) -> None:

@@ -61,6 +61,7 @@ def test_limit_is_enforced_with_headers(
     assert 'hookgate_budget_remaining_usd{scope="model",value="m",window="total"}' in metrics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_concurrent_requests_never_overspend(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool

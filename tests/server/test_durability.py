@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import openai
+import pytest
 
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream
@@ -42,6 +43,7 @@ def settled(db: Path) -> tuple[float, int]:
     return float(usd), int(count)
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -> None:
     db = tmp_path / "spend.db"
     config = tmp_path / "hookgate.yaml"

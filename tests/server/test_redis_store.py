@@ -62,6 +62,7 @@ def test_keys_are_shared_and_revocation_is_immediate_everywhere(two_proxies: lis
     assert [k["id"] for k in listed] == [created["id"]] and listed[0]["revoked_at"] is not None
 
 
+@pytest.mark.slow
 def test_budget_holds_across_two_proxies(two_proxies: list[str], upstream: FakeUpstream) -> None:
     admin = {"authorization": f"Bearer {ADMIN}"}
     key = httpx.post(
