@@ -139,8 +139,14 @@ class FallbackPolicy(Policy):
                     f"deadline of {self.config.deadline_s}s exceeded", target=label
                 )
             self._in_flight[label] += 1
+            held = True  # a stream keeps its target busy until it ends
             try:
                 response = await self._attempt(call, ctx, next, remaining, deadline)
+                if response.stream is not None:
+                    held = False
+                    response = dataclasses.replace(
+                        response, stream=_counted(response.stream, self._in_flight, label)
+                    )
             except UpstreamError as exc:
                 failure = reason(exc)
                 if matches(failure, self._retry_on):
@@ -155,7 +161,8 @@ class FallbackPolicy(Policy):
                 await asyncio.sleep(delay)
                 continue
             finally:
-                self._in_flight[label] -= 1
+                if held:
+                    self._in_flight[label] -= 1
             breaker.success()
             ctx.observation.circuits[label] = breaker.state
             return response
@@ -247,6 +254,18 @@ class FallbackPolicy(Policy):
         states = {label: breaker.state for label, breaker in self._breakers.items()}
         ready = not states or any(state != "open" for state in states.values())
         return {"ready": ready, "circuits": states}
+
+
+async def _counted(
+    stream: EventStream, in_flight: Counter[str], label: str
+) -> AsyncGenerator[bytes, None]:
+    """Pass ``stream`` through; the target counts as in flight until the stream ends."""
+    try:
+        async for events in stream:
+            yield events
+    finally:
+        in_flight[label] -= 1
+        await stream.aclose()
 
 
 def _relabel_cancelled(ctx: Context, label: str) -> None:

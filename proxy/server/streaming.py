@@ -56,16 +56,20 @@ async def relay_stream(
     rewriter = rewriter_for(api, transform) if transform is not None else None
     iterator = aiter(stream)
     try:
+        # Start the stream before answering: every wrapper around it is then running (its
+        # clean-up runs on aclose), and a failure before the first event is still an HTTP
+        # error status rather than a stream that opens and fails.
+        waiting = time.perf_counter()
+        try:
+            pending: bytes | None = await anext(iterator)
+        except StopAsyncIteration:
+            pending = None
+        finally:
+            observation.upstream_s += time.perf_counter() - waiting
         await out.prepare(request)
         try:
-            while True:
-                waiting = time.perf_counter()
-                try:
-                    events = await anext(iterator)
-                except StopAsyncIteration:
-                    break
-                finally:
-                    observation.upstream_s += time.perf_counter() - waiting
+            while pending is not None:
+                events = pending
                 facts.feed(events)
                 if rewriter is not None:
                     events = b"".join(
@@ -76,6 +80,13 @@ async def relay_stream(
                 await out.write(events)
                 if outcome.ttft_s is None:
                     outcome.ttft_s = time.perf_counter() - started
+                waiting = time.perf_counter()
+                try:
+                    pending = await anext(iterator)
+                except StopAsyncIteration:
+                    pending = None
+                finally:
+                    observation.upstream_s += time.perf_counter() - waiting
         except UpstreamError as exc:
             log.warning("stream from %s failed after its first byte: %s", exc.target, exc.message)
             outcome.error_type, outcome.error_message = error_type(exc), exc.message

@@ -200,3 +200,22 @@ def test_stream_without_usage_is_charged_by_its_text(
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
     expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
+
+
+def test_client_gone_before_the_first_event_releases_the_reservation(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    from tests.fakes import Events
+
+    db = tmp_path / "spend.db"
+    # room for one reservation of this request's worst case at a time
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 0.03}")))
+    upstream.push(Events([], end="hang"))
+    body = {"model": "m", "messages": [{"role": "user", "content": "How are you today?"}],
+            "max_tokens": 5, "stream": True}  # fmt: skip
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{url}/chat/completions", json=body, timeout=0.5)
+    assert upstream.cancelled.wait(5)
+    reply = httpx.post(f"{url}/chat/completions", json={**body, "stream": False}, timeout=5)
+    assert reply.status_code == 200, reply.text  # the abandoned reservation was released
+    assert settled(db) == (pytest.approx(PER_REQUEST_USD), 1)

@@ -300,3 +300,30 @@ def test_weighted_balance_among_equal_priority(
         for _ in range(200)
     )
     assert 110 <= served["one/m1"] <= 185 and served["one/m1"] + served["two/m2"] == 200
+
+
+def test_least_inflight_prefers_the_idle_target(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    import concurrent.futures
+
+    policy = FAST.replace("retries: 0", "retries: 0, balance: least_inflight").replace(
+        "attempt_timeout_s: 0.5", "attempt_timeout_s: 5"
+    )
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy,
+                      primary_extra=", priority: 0", backup_extra=", priority: 0")  # fmt: skip
+    upstream.stream_delay = backup.stream_delay = 0.05  # every stream holds its target ~0.5 s
+    client = openai_client(url)
+
+    def one(_: int) -> str:
+        reply = client.chat.completions.with_raw_response.create(
+            model="m", messages=[], stream=True
+        )
+        for _chunk in reply.parse():
+            pass
+        return str(reply.headers["x-hookgate-upstream"])
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        served = Counter(pool.map(one, range(8)))
+    assert served == {"one/m1": 4, "two/m2": 4}  # in-flight counts stay level
+    upstream.stream_delay = backup.stream_delay = 0.0

@@ -154,3 +154,31 @@ def test_dead_exporter_never_fails_requests_and_drops_are_counted(make_proxy: Pr
         if line.startswith("hookgate_trace_spans_dropped_total")
     )
     assert float(dropped.split()[-1]) >= 1  # 60 spans into a queue of 4, nothing exported
+
+
+def test_each_fallback_attempt_is_a_child_span(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    from proxy.config.loader import load_text
+    from tests.conftest import TEST_STORE
+
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    url = make_proxy(loaded=load_text(
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"providers:\n  dead: {{base_url: 'http://127.0.0.1:{port}/v1'}}\n"
+        f"  up: {{base_url: '{upstream.base_url}'}}\n"
+        "models:\n  m: [{provider: dead, model: a}, {provider: up, model: b}]\n"
+        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+        "  - fallback: {retries: 1, backoff_base_s: 0.01}\n"
+    ))  # fmt: skip
+    openai_client(url).chat.completions.create(model="m", messages=[])
+    spans = receiver.wait_for(4)
+    parent = next(s for s in spans if s.name == "chat m")
+    attempts = [s for s in spans if s.name.startswith("attempt ")]
+    assert [s.name for s in attempts] == ["attempt dead/a", "attempt dead/a", "attempt up/b"]
+    assert all(s.parent_span_id == parent.span_id for s in attempts)
+    assert [s.status_code for s in attempts] == [STATUS_ERROR, STATUS_ERROR, 0]
+    assert parent.attributes["hookgate.target"] == "up/b"
