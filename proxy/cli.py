@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from proxy.config.durations import parse_duration
 from proxy.config.loader import ConfigError, LoadedConfig, load_file
 from proxy.config.schema import Config
 from proxy.pipeline import registry
+from proxy.store.base import Store, open_store
 
 log = logging.getLogger("hookgate")
 
@@ -95,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
             type=Path,
             help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
         )
-        parser_.set_defaults(run=_keys)
+        parser_.set_defaults(run=_store_command(_keys_command))
 
     spend = sub.add_parser("spend", help="spend from the audit log, grouped")
     spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
@@ -107,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
     )
-    spend.set_defaults(run=_spend)
+    spend.set_defaults(run=_store_command(_spend_report))
 
     audit = sub.add_parser("audit", help="the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
@@ -118,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
     )
-    export.set_defaults(run=_audit_export)
+    export.set_defaults(run=_store_command(_audit_export))
 
     schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
     schema.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
@@ -175,70 +177,66 @@ async def _run_server(loaded: LoadedConfig, host: str | None, port: int | None) 
     log.info("stopped")
 
 
-def _keys(args: argparse.Namespace) -> int:
-    try:
-        loaded = load_file(args.config or default_config_path())
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return 1
-    return asyncio.run(_keys_command(args, loaded.config.store))
+def _store_command(
+    work: Callable[[argparse.Namespace, Store], Awaitable[int]],
+) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that opens the config's store, runs ``work``, and closes the store."""
 
-
-async def _keys_command(args: argparse.Namespace, url: str) -> int:
-    from proxy.server.admin import NewKey, make_key, public
-    from proxy.store.base import open_store
-
-    store = open_store(url)
-    try:
-        if args.keys_command == "create":
-            models = [m.strip() for m in (args.models or "").split(",") if m.strip()]
-            expires = _duration(args.expires) if args.expires else None
-            spec = NewKey(
-                team=args.team, user=args.user, name=args.name, models=models, expires_in_s=expires
-            )
-            secret, record = make_key(spec, time.time())
-            await store.add_key(record)
-            print(secret)
-            print(f"id {record.id} team {record.team}; the key is shown only now", file=sys.stderr)
-        elif args.keys_command == "list":
-            for record in await store.keys():
-                row = public(record)
-                if args.json:
-                    print(orjson.dumps(row).decode())
-                else:
-                    state = record.usable(time.time()) or "active"
-                    allowed = ",".join(record.models) or "*"
-                    print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
-                          f"models={allowed}  {state}")  # fmt: skip
-        elif not await store.revoke_key(args.id, time.time()):
-            print(f"no key with id {args.id}", file=sys.stderr)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            loaded = load_file(args.config or default_config_path())
+        except ConfigError as exc:
+            for line in exc.lines:
+                print(line, file=sys.stderr)
             return 1
-        else:
-            print(f"revoked {args.id}")
-        return 0
-    finally:
-        await store.close()
+        return asyncio.run(_with_store(loaded.config.store, args, work))
+
+    return run
 
 
-def _spend(args: argparse.Namespace) -> int:
-    try:
-        loaded = load_file(args.config or default_config_path())
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return 1
-    return asyncio.run(_spend_report(args, loaded.config.store))
-
-
-async def _spend_report(args: argparse.Namespace, url: str) -> int:
-    from proxy.store.base import open_store
-
+async def _with_store(
+    url: str, args: argparse.Namespace, work: Callable[[argparse.Namespace, Store], Awaitable[int]]
+) -> int:
     store = open_store(url)
     try:
-        rows = await store.spend(args.by, time.time() - _duration(args.since))
+        return await work(args, store)
     finally:
         await store.close()
+
+
+async def _keys_command(args: argparse.Namespace, store: Store) -> int:
+    from proxy.server.admin import NewKey, make_key, public
+
+    if args.keys_command == "create":
+        models = [m.strip() for m in (args.models or "").split(",") if m.strip()]
+        expires = _duration(args.expires) if args.expires else None
+        spec = NewKey(
+            team=args.team, user=args.user, name=args.name, models=models, expires_in_s=expires
+        )
+        secret, record = make_key(spec, time.time())
+        await store.add_key(record)
+        print(secret)
+        print(f"id {record.id} team {record.team}; the key is shown only now", file=sys.stderr)
+        return 0
+    if args.keys_command == "list":
+        for record in await store.keys():
+            if args.json:
+                print(orjson.dumps(public(record)).decode())
+                continue
+            state = record.usable(time.time()) or "active"
+            allowed = ",".join(record.models) or "*"
+            print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
+                  f"models={allowed}  {state}")  # fmt: skip
+        return 0
+    if not await store.revoke_key(args.id, time.time()):
+        print(f"no key with id {args.id}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.id}")
+    return 0
+
+
+async def _spend_report(args: argparse.Namespace, store: Store) -> int:
+    rows = await store.spend(args.by, time.time() - _duration(args.since))
     if args.json:
         for group, usd, tokens, requests in rows:
             record = {args.by: group, "usd": round(usd, 9), "tokens": tokens, "requests": requests}
@@ -254,25 +252,9 @@ async def _spend_report(args: argparse.Namespace, url: str) -> int:
     return 0
 
 
-def _audit_export(args: argparse.Namespace) -> int:
-    try:
-        loaded = load_file(args.config or default_config_path())
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return 1
-    return asyncio.run(_export(loaded.config.store, time.time() - _duration(args.since)))
-
-
-async def _export(url: str, since: float) -> int:
-    from proxy.store.base import open_store
-
-    store = open_store(url)
-    try:
-        for record in await store.audit_records(since):
-            sys.stdout.write(orjson.dumps(record).decode() + "\n")
-    finally:
-        await store.close()
+async def _audit_export(args: argparse.Namespace, store: Store) -> int:
+    for record in await store.audit_records(time.time() - _duration(args.since)):
+        sys.stdout.write(orjson.dumps(record).decode() + "\n")
     return 0
 
 
