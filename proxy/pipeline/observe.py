@@ -27,6 +27,17 @@ class Usage:
     reasoning_tokens: int = 0
 
 
+@dataclass(slots=True)
+class ResponseFacts:
+    """What telemetry reports about a response (read by :mod:`proxy.wire.usage`)."""
+
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    text: list[str] = field(default_factory=list)
+
+
 class Span(Protocol):
     """One span, as the pipeline needs it."""
 
@@ -91,6 +102,9 @@ class Observation:
     upstream: UpstreamAddress | None = None
     upstream_s: float = 0.0
     capture_output: bool = False
+    stream_facts: ResponseFacts | None = None
+    """Facts of the upstream stream of the attempt that answered, read from its events
+    as they arrive, before any policy wraps or rewrites the stream."""
     decisions: dict[str, str] = field(default_factory=dict)
     """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
     attempts: list[tuple[str, str]] = field(default_factory=list)

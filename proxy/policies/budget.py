@@ -235,14 +235,12 @@ async def _metered(
     """Pass the stream through; settle before its terminal event reaches the client."""
     stream: EventStream | None = response.stream
     assert stream is not None
-    facts = StreamFacts(call.api)
     seen: list[bytes] = []
     kept = 0
     settled = False
     terminal = sse.is_responses_terminal if call.api == "responses" else sse.is_done
     try:
         async for events in stream:
-            facts.feed(events)
             if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
                 seen.append(events)
                 kept += len(events)
@@ -250,7 +248,8 @@ async def _metered(
             if strip_usage:
                 blocks = [b for b in blocks if not _is_usage_chunk(b)]
             if any(terminal(b) for b in blocks):
-                usage = facts.facts.usage or policy._estimate_usage(
+                facts = ctx.observation.stream_facts
+                usage = (facts.usage if facts else None) or policy._estimate_usage(
                     call, _streamed_text(call.api, seen)
                 )
                 await policy._settle(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +16,7 @@ from proxy.pipeline.types import Context, ModelCall, ModelResponse, Target
 from proxy.providers.base import Provider
 from proxy.providers.echo import EchoProvider
 from proxy.providers.openai import OpenAIProvider
+from proxy.wire.usage import StreamFacts, observed
 
 log = logging.getLogger("hookgate")
 
@@ -92,7 +94,9 @@ class Upstreams:
     proxy itself makes to a body). Each call is one *attempt*: it is timed into
     ``ctx.observation``, recorded with its outcome, and, when the request is traced, is a
     child span whose context is what the upstream receives as ``traceparent``. For a
-    stream the attempt ends when the upstream's headers arrive.
+    stream the attempt ends when the upstream's headers arrive; the stream's usage and
+    response facts are read from its events into ``ctx.observation.stream_facts``, so what
+    policies later hide from the client (a usage chunk) is still counted.
     """
 
     def __init__(self, providers: Mapping[str, Provider]) -> None:
@@ -129,6 +133,10 @@ class Upstreams:
             if span is not None:
                 span.end()
         observation.attempts.append((label, "ok"))
+        if response.stream is not None:
+            facts = StreamFacts(call.api, collect_text=observation.capture_output)
+            observation.stream_facts = facts.facts
+            response = dataclasses.replace(response, stream=observed(response.stream, facts))
         return response
 
 

@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
 from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge, error_type
-from proxy.pipeline.observe import Outcome, Usage
+from proxy.pipeline.observe import Outcome, ResponseFacts, Usage
 from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
 from proxy.server import admin
 from proxy.server.auth import authenticate, check_model
@@ -24,7 +24,7 @@ from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
 from proxy.store.base import AuditRecord, Store
 from proxy.telemetry.metrics import Metrics
-from proxy.wire.usage import ResponseFacts, StreamFacts, facts_of
+from proxy.wire.usage import facts_of
 
 log = logging.getLogger("hookgate")
 
@@ -94,13 +94,12 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         }
         collect = ctx.observation.capture_output
         if response.stream is not None:
-            facts = StreamFacts(api, collect_text=collect)
             out = await relay_stream(
                 request, response.status, out_headers, response.stream, api=api,
-                transform=runtime.pipeline.stream_transform(ctx), facts=facts, outcome=outcome,
+                transform=runtime.pipeline.stream_transform(ctx), outcome=outcome,
                 observation=ctx.observation, started=started,
             )  # fmt: skip
-            _apply(outcome, facts.facts, collect)
+            _apply(outcome, ctx.observation.stream_facts or ResponseFacts(), collect)
             return out
         assert response.payload is not None
         _apply(outcome, facts_of(api, response.body, collect_text=collect), collect)

@@ -8,9 +8,9 @@ that it looks complete. When the client goes away the upstream stream is closed,
 closes its connection and stops the upstream's work.
 
 While relaying, the time spent waiting for upstream events is added to the request's
-upstream time (so ``overhead = total - upstream`` is the proxy's own work), the time to
-the first event is recorded, and :class:`~proxy.wire.usage.StreamFacts` picks usage and
-response facts out of the upstream events (before any transform).
+upstream time (so ``overhead = total - upstream`` is the proxy's own work) and the time to
+the first event is recorded. (Usage and response facts are read earlier, from the
+upstream's own events: see :class:`~proxy.providers.routing.Upstreams`.)
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from proxy.pipeline.observe import Observation, Outcome
 from proxy.pipeline.types import EventStream
 from proxy.wire import sse
 from proxy.wire.stream_rewrite import rewriter_for
-from proxy.wire.usage import StreamFacts
 
 log = logging.getLogger("hookgate")
 
@@ -46,7 +45,6 @@ async def relay_stream(
     *,
     api: str,
     transform: StreamTransform | None,
-    facts: StreamFacts,
     outcome: Outcome,
     observation: Observation,
     started: float,
@@ -70,7 +68,6 @@ async def relay_stream(
         try:
             while pending is not None:
                 events = pending
-                facts.feed(events)
                 if rewriter is not None:
                     events = b"".join(
                         rewritten

@@ -8,23 +8,12 @@ gathers the output text (parsing every event; only used when content capture is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-from proxy.pipeline.observe import Usage
+from proxy.pipeline.observe import ResponseFacts, Usage
+from proxy.pipeline.types import EventStream
 from proxy.wire import sse
-
-
-@dataclass(slots=True)
-class ResponseFacts:
-    """What telemetry reports about a response."""
-
-    response_id: str | None = None
-    response_model: str | None = None
-    finish_reasons: list[str] = field(default_factory=list)
-    usage: Usage | None = None
-    text: list[str] = field(default_factory=list)
 
 
 def usage_of(data: Any) -> Usage | None:
@@ -139,6 +128,16 @@ class StreamFacts:
 
 _CHOICE_MARKERS = (b'"finish_reason":"', b'"usage":{', b'"finish_reason": "', b'"usage": {')
 _RESPONSES_MARKERS = (b"response.completed", b"response.incomplete", b"response.failed")
+
+
+async def observed(stream: EventStream, facts: StreamFacts) -> AsyncGenerator[bytes, None]:
+    """Pass ``stream`` through unchanged, feeding every batch of events to ``facts``."""
+    try:
+        async for events in stream:
+            facts.feed(events)
+            yield events
+    finally:
+        await stream.aclose()
 
 
 def _read_head(data: Mapping[str, Any], facts: ResponseFacts) -> None:

@@ -120,6 +120,10 @@ def test_stream_usage_added_upstream_and_hidden_from_client(
     assert upstream.last.json()["stream_options"] == {"include_usage": True}
     assert all(chunk.choices for chunk in chunks)  # no usage-only chunk reached the client
     assert settled(db) == (pytest.approx(PER_REQUEST_USD), 1)
+    # the hidden usage still counts everywhere else: metrics read the upstream's events
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    series = 'hookgate_tokens_total{key="",model="m",target="up/fixed-model",team="",type="output"}'
+    assert f"{series} 5.0" in metrics
     # a client that asked for usage gets it
     chunks = list(
         openai_client(url).chat.completions.create(
