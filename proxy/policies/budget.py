@@ -177,13 +177,19 @@ class BudgetPolicy(Policy):
         await self.ledger.settle(reservation, charged, row)
 
     async def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
+        """Report each counter's room (metrics) and the least of them (headers)."""
+        usd: float | None = None
+        tokens: int | None = None
         for counter in charged:
             left_usd, left_tokens = await self.ledger.remaining([counter])
             limit = counter.limit
             ctx.observation.budgets.append(
                 (limit.scope, limit.window, counter.value, left_usd, left_tokens)
             )
-        usd, tokens = await self.ledger.remaining(charged)
+            if left_usd is not None:
+                usd = left_usd if usd is None else min(usd, left_usd)
+            if left_tokens is not None:
+                tokens = left_tokens if tokens is None else min(tokens, left_tokens)
         if usd is not None:
             ctx.response_headers["x-hookgate-budget-remaining-usd"] = f"{usd:.6f}"
         if tokens is not None:
