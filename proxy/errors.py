@@ -47,6 +47,8 @@ class HookgateError(Exception):
     status: int = 500
     type: str = "server_error"
     code: str | None = None
+    retry_after: float | None = None
+    """Seconds the client should wait before retrying; sent as ``Retry-After``."""
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -71,8 +73,11 @@ class HookgateError(Exception):
         return orjson.dumps(self.to_body())
 
     def headers(self) -> Mapping[str, str]:
-        """Extra response headers the error carries (e.g. ``Retry-After``)."""
-        return {}
+        """Extra response headers the error carries: ``Retry-After`` (whole seconds, at
+        least 1) when :attr:`retry_after` is set."""
+        if self.retry_after is None:
+            return {}
+        return {"retry-after": str(max(1, math.ceil(self.retry_after)))}
 
 
 class InvalidRequest(HookgateError):
@@ -136,9 +141,6 @@ class BudgetExceeded(HookgateError):
         super().__init__(message)
         self.retry_after = retry_after
 
-    def headers(self) -> Mapping[str, str]:
-        return {} if self.retry_after is None else {"retry-after": f"{self.retry_after:g}"}
-
 
 class RateLimited(HookgateError):
     """A per-minute request or token rate is used up; says when to retry."""
@@ -153,7 +155,7 @@ class RateLimited(HookgateError):
         self._headers = headers
 
     def headers(self) -> Mapping[str, str]:
-        return {**self._headers, "retry-after": str(max(1, math.ceil(self.retry_after)))}
+        return {**self._headers, **super().headers()}
 
 
 class StoreUnavailable(HookgateError):
