@@ -52,6 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     return result
 
 
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hookgate",
@@ -61,11 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     serve = sub.add_parser("serve", help="run the proxy")
-    serve.add_argument(
-        "--config",
-        type=Path,
-        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
-    )
+    _add_config(serve)
     serve.add_argument("--host", help="listen address (default: server.host of the config)")
     serve.add_argument("--port", type=int, help="listen port (default: server.port of the config)")
     serve.add_argument(
@@ -92,11 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id (takes effect at once)")
     revoke.add_argument("id")
     for parser_ in (create, listing, revoke):
-        parser_.add_argument(
-            "--config",
-            type=Path,
-            help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
-        )
+        _add_config(parser_)
         parser_.set_defaults(run=_store_command(_keys_command))
 
     spend = sub.add_parser("spend", help="spend from the audit log, grouped")
@@ -104,22 +104,14 @@ def _parser() -> argparse.ArgumentParser:
                        default="team")  # fmt: skip
     spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
     spend.add_argument("--json", action="store_true", help="one JSON object per line")
-    spend.add_argument(
-        "--config",
-        type=Path,
-        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
-    )
+    _add_config(spend)
     spend.set_defaults(run=_store_command(_spend_report))
 
     audit = sub.add_parser("audit", help="the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
     export = audit_sub.add_parser("export", help="write audit records as JSON lines to stdout")
     export.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
-    export.add_argument(
-        "--config",
-        type=Path,
-        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
-    )
+    _add_config(export)
     export.set_defaults(run=_store_command(_audit_export))
 
     schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
