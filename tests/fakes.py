@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
+import subprocess
+import sys
 import threading
 from collections import deque
 from collections.abc import Coroutine, Mapping
@@ -342,3 +345,27 @@ def _arguments(parameters: dict[str, Any]) -> dict[str, Any]:
         for name, spec in properties.items()
         if isinstance(spec, dict)
     }
+
+
+def start_serve(
+    *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Run ``python -m proxy serve ARGS --port 0`` as a user would.
+
+    Returns the process, its base URL, and the log lines up to the "listening on" line.
+    The caller stops the process and closes its ``stderr``.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy", "serve", *args, "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    lines = [process.stderr.readline()]
+    while "listening on" not in lines[-1]:
+        assert lines[-1], f"the proxy exited before listening: {lines}"
+        lines.append(process.stderr.readline())
+    match = re.search(r"listening on (http://\S+)", lines[-1])
+    assert match, lines
+    return process, match.group(1), lines

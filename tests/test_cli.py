@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import yaml
 
 from proxy.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
-from tests.fakes import FakeUpstream
+from tests.fakes import FakeUpstream, start_serve
 
 
 def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -64,19 +63,12 @@ def test_schema_validates_the_shipped_configs(tmp_path: Path) -> None:
 def served(tmp_path: Path, upstream: FakeUpstream) -> Iterator[tuple[subprocess.Popen[str], str]]:
     path = tmp_path / "hookgate.yaml"
     path.write_text(config_text(upstream.base_url, "server: {shutdown_timeout_s: 10}\n"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "serve", "--config", str(path), "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    line = process.stderr.readline()
-    match = re.search(r"listening on (http://\S+)", line)
-    assert match, line
-    yield process, match.group(1)
+    process, url, _ = start_serve("--config", str(path))
+    yield process, url
     if process.poll() is None:
         process.kill()
     process.wait(10)
+    assert process.stderr is not None
     process.stderr.close()
 
 
@@ -106,19 +98,11 @@ def test_serve_logs_url_answers_and_drains_on_sigterm(
 
 def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "HOOKGATE_CONFIG")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "serve", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    env["HOOKGATE_STORE"] = f"sqlite:///{tmp_path / 'hookgate.db'}"  # keep the checkout clean
+    process, url, lines = start_serve(env=env)
     assert process.stderr is not None
     try:
-        lines = [process.stderr.readline()]
-        while "listening on" not in lines[-1]:
-            lines.append(process.stderr.readline())
         assert any("no api_key" in line for line in lines)
-        url = re.search(r"listening on (http://\S+)", lines[-1]).group(1)  # type: ignore[union-attr]
         with openai.OpenAI(base_url=f"{url}/v1", api_key="anything") as client:
             reply = client.chat.completions.with_raw_response.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "ping"}]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +15,7 @@ import pytest
 from proxy.config.loader import load_text
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream
-
-PRICE = "pricing: {fixed-model: {input: 1000.0, output: 1000.0}}\n"  # $0.001 per token
-PER_REQUEST_USD = 15 * 0.001  # the fake upstream reports 10 input + 5 output tokens
+from tests.spend import PER_REQUEST_USD, PRICE, settled
 
 
 def budget_config(upstream: FakeUpstream, db: Path, limits: str, extra: str = "") -> str:
@@ -27,14 +24,6 @@ def budget_config(upstream: FakeUpstream, db: Path, limits: str, extra: str = ""
         f"store: 'sqlite:///{db}'\n{PRICE}{extra}policies:\n  - budget: {{limits: [{limits}]}}\n",
         models='  "*": [{provider: up, model: fixed-model}]',
     )
-
-
-def settled(db: Path) -> tuple[float, int]:
-    with sqlite3.connect(db) as connection:
-        usd, count = connection.execute(
-            "SELECT COALESCE(SUM(cost_usd), 0), COUNT(*) FROM usage"
-        ).fetchone()
-    return float(usd), int(count)
 
 
 def test_limit_is_enforced_with_headers(

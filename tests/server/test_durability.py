@@ -2,48 +2,17 @@
 
 from __future__ import annotations
 
-import re
 import signal
-import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import openai
-import pytest
 
 from tests.conftest import config_text
-from tests.fakes import FakeUpstream
-
-PRICE = "pricing: {fixed-model: {input: 1000.0, output: 1000.0}}\n"
-PER_REQUEST_USD = 0.015
+from tests.fakes import FakeUpstream, start_serve
+from tests.spend import PER_REQUEST_USD, PRICE, settled
 
 
-def serve(config: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "serve", "--config", str(config), "--port", "0"],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stderr is not None
-    line = process.stderr.readline()
-    while "listening on" not in line:
-        assert line, "the proxy exited before listening"
-        line = process.stderr.readline()
-    match = re.search(r"listening on (http://\S+)", line)
-    assert match
-    return process, match.group(1)
-
-
-def settled(db: Path) -> tuple[float, int]:
-    with sqlite3.connect(db) as connection:
-        usd, count = connection.execute(
-            "SELECT COALESCE(SUM(cost_usd), 0), COUNT(*) FROM usage"
-        ).fetchone()
-    return float(usd), int(count)
-
-
-@pytest.mark.slow
 def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -> None:
     db = tmp_path / "spend.db"
     config = tmp_path / "hookgate.yaml"
@@ -54,7 +23,7 @@ def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -
         models='  "*": [{provider: up, model: fixed-model}]',
     ))  # fmt: skip
     upstream.stream_delay = 0.02  # streams take ~0.2 s: many are in flight at the kill
-    process, url = serve(config)
+    process, url, _ = start_serve("--config", str(config))
     completed: list[int] = []
     question = [{"role": "user", "content": "Please answer this question briefly."}]
 
@@ -91,7 +60,7 @@ def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -
 
     # restart: the limit still holds against the spend settled before the crash
     upstream.stream_delay = 0
-    process, url = serve(config)
+    process, url, _ = start_serve("--config", str(config))
     try:
         with openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0) as client:
             for _ in range(60):

@@ -15,10 +15,9 @@ from proxy.server.app import create_app
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.services import RedisServer
+from tests.spend import PER_REQUEST_USD, PRICE
 
 ADMIN = "admin-secret-for-tests"
-PRICE = "pricing: {fixed-model: {input: 1000.0, output: 1000.0}}\n"
-PER_REQUEST_USD = 0.015
 
 
 @pytest.fixture
