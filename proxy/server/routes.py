@@ -77,7 +77,8 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     in_flight.inc()
     try:
         identity, key = await authenticate(request, runtime, request.app[STORE])
-        ctx = dataclasses.replace(ctx, identity=identity)
+        if key is not None:
+            ctx = dataclasses.replace(ctx, identity=identity)
         call = await _read_call(request, runtime, api)
         model = call.model
         check_model(key, model)
