@@ -8,7 +8,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY proxy ./proxy
 COPY policies ./policies
-RUN pip install --no-cache-dir '.[speed]'
+RUN pip install --no-cache-dir '.[speed,pii]'
 
 USER hookgate
 ENV HOOKGATE_CONFIG=/app/policies/default.yaml \

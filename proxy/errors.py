@@ -166,6 +166,14 @@ class StoreUnavailable(HookgateError):
     code = "store_unavailable"
 
 
+class GuardrailUnavailable(HookgateError):
+    """A guardrail (the PII analyzer) failed, and its policy fails closed."""
+
+    status = 503
+    type = "server_error"
+    code = "guardrail_unavailable"
+
+
 class UpstreamError(HookgateError):
     """A failure talking to a provider. ``target`` is ``provider/model`` when known."""
 

@@ -123,6 +123,9 @@ class Observation:
     """``(scope, window, value, usd left, tokens left)`` after this request's reservation."""
     refusals: list[tuple[str, str]] = field(default_factory=list)
     """``(policy, scope)`` of budget or rate refusals."""
+    pii: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``(entity_type, action)`` → occurrences the pii policy handled in this request
+    (every occurrence sent upstream, history included). Counts only, never values."""
     spans_dropped: int = 0
     """Spans the tracing exporter dropped (full queue), reported for the metrics."""
 

@@ -19,6 +19,7 @@ from proxy.pipeline.hooks import Policy
 BUILTIN: Mapping[str, str] = {
     "budget": "proxy.policies.budget:BudgetPolicy",
     "fallback": "proxy.policies.fallback:FallbackPolicy",
+    "pii": "proxy.policies.pii:PiiPolicy",
     "rate_limit": "proxy.policies.rate_limit:RateLimitPolicy",
     "system_prompt": "proxy.policies.system_prompt:SystemPromptPolicy",
     "tracing": "proxy.policies.tracing:TracingPolicy",

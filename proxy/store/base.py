@@ -42,6 +42,9 @@ class AuditRecord:
     attempts: int = 0
     decisions: str = "{}"
     """Policy decisions as a JSON object (policy → allow, modify or block)."""
+    findings: str = "{}"
+    """Guardrail findings as a JSON object (``"EMAIL_ADDRESS:pseudonymize"`` → count):
+    entity types and counts only, never a value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,14 @@ class Store(Protocol):
         ...
 
     async def healthy(self) -> bool: ...
+
+    async def secret(self, name: str) -> bytes:
+        """A 32-byte random secret of this deployment, created on first use and then kept.
+
+        Every process sharing the store reads the same value (the ``pii`` policy keys its
+        placeholders with it when its config names no secret).
+        """
+        ...
 
 
 def open_store(url: str) -> Store:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from typing import Any
 
@@ -233,6 +234,11 @@ class RedisStore:
 
     def rate_limiter(self) -> RateLimiter:
         return RedisRateLimiter(self)
+
+    async def secret(self, name: str) -> bytes:
+        key = f"hg:secret:{name}"
+        await self._call(self.client.set(key, secrets.token_hex(32), nx=True))
+        return bytes.fromhex(await self._call(self.client.get(key)))
 
     async def healthy(self) -> bool:
         try:

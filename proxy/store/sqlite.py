@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import secrets
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -60,8 +61,10 @@ CREATE TABLE IF NOT EXISTS audit (
     key_id TEXT, team TEXT, user TEXT, agent TEXT, session TEXT, reply TEXT,
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
     cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
-    cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL
+    cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL,
+    findings TEXT NOT NULL DEFAULT '{}'
 );
+CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
 CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
@@ -111,6 +114,7 @@ class SQLiteStore:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
             db.executescript(SCHEMA)
+            _migrate(db)
             self._db = db
         return self._db
 
@@ -262,6 +266,17 @@ class SQLiteStore:
     def rate_limiter(self) -> RateLimiter:
         return MemoryRateLimiter()
 
+    async def secret(self, name: str) -> bytes:
+        def get_or_create(db: sqlite3.Connection) -> bytes:
+            db.execute(
+                "INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)",
+                (name, secrets.token_hex(32)),
+            )
+            row = db.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+            return bytes.fromhex(row[0])
+
+        return await self._run(get_or_create)
+
     async def healthy(self) -> bool:
         try:
             return await self._run(lambda db: db.execute("SELECT 1").fetchone() == (1,))
@@ -276,6 +291,18 @@ AUDIT_FIELDS = tuple(AuditRecord.__slots__)
 _AUDIT_INSERT = (
     f"INSERT INTO audit ({', '.join(AUDIT_FIELDS)}) VALUES ({', '.join('?' * len(AUDIT_FIELDS))})"
 )
+
+
+_ADDED_COLUMNS = {"audit": {"findings": "TEXT NOT NULL DEFAULT '{}'"}}
+"""Columns added after a table was first shipped: added in place to older files."""
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    for table, columns in _ADDED_COLUMNS.items():
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column, declaration in columns.items():
+            if column not in present:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:

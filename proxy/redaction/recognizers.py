@@ -1,0 +1,166 @@
+"""hookgate's own Presidio recognizers: what the shipped ones miss, and offline e-mail.
+
+* :class:`OfflineEmailRecognizer` — Presidio's e-mail recognizer validates the domain with
+  ``tldextract``, whose default extractor downloads the public-suffix list on first use.
+  This one uses tldextract's bundled snapshot: no network, no failed-download traceback.
+* ``PHONE_NUMBER`` patterns for North-American numbers Presidio's ``phonenumbers``-based
+  recognizer rejects as unassigned (``459.502.4057``, ``001-459-502-4057x123``) and for
+  international ``+CC`` forms, with a digit-count check.
+* ``STREET_ADDRESS`` patterns: a house number, capitalised street words and a USPS street
+  suffix, with an optional unit and ``City, ST 12345`` line; US military addresses.
+* ``SECRET`` patterns: OpenAI/Anthropic, AWS, GitHub, Slack, Google, Stripe keys, JWTs and
+  PEM private-key blocks.
+
+Patterns are data; Presidio does the matching, context boosting and scoring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+import tldextract
+from presidio_analyzer import Pattern, PatternRecognizer
+from presidio_analyzer.predefined_recognizers import EmailRecognizer
+
+_CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
+
+_EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+"""tldextract with its bundled public-suffix snapshot only: never fetches."""
+
+
+class OfflineEmailRecognizer(EmailRecognizer):
+    """Presidio's e-mail recognizer, validating domains against the bundled suffix list."""
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return _EXTRACT(pattern_text).fqdn != ""
+
+
+_NANP = (
+    r"(?<![\w.+-])(?:\+?1[\s.-]?|001[\s.-])?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}"
+    r"(?:\s?(?:x|ext\.?)\s?\d{1,6})?(?![\w-])"
+)
+_INTERNATIONAL = r"(?<![\w+])\+\d{1,3}(?:[\s.-]?\(\d{1,4}\))?(?:[\s.-]?\d{1,5}){2,5}(?![\w-])"
+
+
+class PhonePatternRecognizer(PatternRecognizer):
+    """Phone numbers by shape, for those ``phonenumbers`` does not consider valid."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_entity="PHONE_NUMBER",
+            name="HookgatePhoneRecognizer",
+            supported_language=language,
+            patterns=[
+                Pattern("NANP with separators", _NANP, 0.6),
+                Pattern("international +CC", _INTERNATIONAL, 0.6),
+                Pattern("ten digits", r"(?<![\w.+-])\d{10}(?![\w.-])", 0.2),
+            ],
+            context=["phone", "call", "tel", "telephone", "mobile", "cell", "fax", "sms"],
+            global_regex_flags=_CASE_SENSITIVE | regex.IGNORECASE,
+        )
+
+    def validate_result(self, pattern_text: str) -> bool:
+        digits = sum(c.isdigit() for c in pattern_text.split("x")[0].split("ext")[0])
+        return 8 <= digits <= 15
+
+
+STREET_SUFFIXES = (  # noqa: SIM905 - a word list reads best as words
+    "Alley Aly Avenue Ave Av Bend Bluff Bluffs Boulevard Blvd Branch Bridge Brook Brooks "
+    "Burg Burgs Bypass Camp Canyon Cape Causeway Center Centers Circle Cir Circles Cliff "
+    "Cliffs Club Common Commons Corner Corners Course Court Ct Courts Cove Coves Creek "
+    "Crescent Crest Crossing Crossroad Curve Dale Dam Divide Drive Dr Drives Estate Estates "
+    "Expressway Extension Extensions Fall Falls Ferry Field Fields Flat Flats Ford Fords "
+    "Forest Forge Forges Fork Forks Fort Freeway Garden Gardens Gateway Glen Glens Green "
+    "Greens Grove Groves Harbor Harbors Haven Heights Highway Hwy Hill Hills Hollow Inlet "
+    "Island Islands Isle Junction Junctions Key Keys Knoll Knolls Lake Lakes Land Landing "
+    "Lane Ln Light Lights Loaf Lock Locks Lodge Loop Mall Manor Manors Meadow Meadows Mews "
+    "Mill Mills Mission Motorway Mount Mountain Mountains Neck Orchard Oval Overpass Park "
+    "Parks Parkway Pkwy Parkways Pass Passage Path Pike Pine Pines Place Pl Plain Plains "
+    "Plaza Point Points Port Ports Prairie Radial Ramp Ranch Rapid Rapids Rest Ridge Ridges "
+    "River Road Rd Roads Route Row Rue Run Shoal Shoals Shore Shores Skyway Spring Springs "
+    "Spur Spurs Square Sq Squares Station Stravenue Stream Street St Streets Summit Terrace "
+    "Ter Throughway Trace Track Trafficway Trail Tunnel Turnpike Underpass Union Unions "
+    "Valley Valleys Via Viaduct View Views Village Villages Ville Vista Walk Walks Wall Way "
+    "Ways Well Wells"
+).split()
+"""USPS street suffixes (Publication 28, appendix C1) and their common abbreviations."""
+
+_SUFFIX = "(?:" + "|".join(sorted(STREET_SUFFIXES, key=len, reverse=True)) + r")\b\.?"
+_WORD = r"[A-Z][A-Za-z'.-]*"
+_CITY_LINE = rf"{_WORD}(?:[ ]{_WORD}){{0,3}},[ ][A-Z]{{2}}[ ]\d{{5}}(?:-\d{{4}})?\b"
+_UNIT = r"(?:,?[ ](?:Apt\.?|Apartment|Suite|Ste\.?|Unit|\#)[ ]?[\w-]+)"
+_STREET = (
+    rf"\b\d{{1,6}}[A-Z]?[ ](?:[NSEW]\.?[ ]|(?:North|South|East|West)[ ])?"
+    rf"(?:{_WORD}[ ]){{1,4}}{_SUFFIX}{_UNIT}?(?:,?\s{{1,3}}{_CITY_LINE})?"
+)
+_MILITARY = (
+    r"\b(?:(?:USNS|USNV|USS|USCGC)[ ][A-Z][a-z]+|PSC[ ]\d{4},[ ]Box[ ]\d{4}"
+    r"|Unit[ ]\d{4}[ ]Box[ ]\d{4})\s{1,3}[AFD]PO[ ]A[AEP][ ]\d{5}\b"
+)
+
+
+class StreetAddressRecognizer(PatternRecognizer):
+    """Postal addresses: street line (with unit and city line when present), city line."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_entity="STREET_ADDRESS",
+            name="HookgateStreetAddressRecognizer",
+            supported_language=language,
+            patterns=[
+                Pattern("street address", _STREET, 0.6),
+                Pattern("military address", _MILITARY, 0.7),
+                Pattern("city, state zip", _CITY_LINE, 0.5),
+            ],
+            context=["address", "live", "lives", "ship", "deliver", "mail", "street"],
+            global_regex_flags=_CASE_SENSITIVE,
+        )
+
+
+_SECRETS = {
+    "OpenAI or Anthropic key": r"\bsk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{20,}",
+    "AWS access key id": r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+    "GitHub token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b",
+    "Slack token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    "Slack webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}",
+    "Google API key": r"\bAIza[0-9A-Za-z_-]{35}",
+    "Stripe key": r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    "JWT": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "private key block": (
+        r"-----BEGIN[ A-Z]*PRIVATE KEY-----[\s\S]+?-----END[ A-Z]*PRIVATE KEY-----"
+    ),
+    "AWS secret access key": r"(?<=(?:aws_secret_access_key|secret_access_key)\W{1,4})"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+}
+
+
+class SecretRecognizer(PatternRecognizer):
+    """API keys, tokens and private keys of well-known services."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_entity="SECRET",
+            name="HookgateSecretRecognizer",
+            supported_language=language,
+            patterns=[Pattern(name, pattern, 0.9) for name, pattern in _SECRETS.items()],
+            global_regex_flags=_CASE_SENSITIVE,
+        )
+
+
+def custom_recognizer(
+    entity_type: str,
+    language: str,
+    patterns: list[tuple[str, str, float]],
+    context: list[str],
+    deny_list: list[str],
+) -> Any:
+    """A user's recognizer from YAML: regex patterns and/or a deny-list, with context words."""
+    return PatternRecognizer(
+        supported_entity=entity_type,
+        name=f"custom:{entity_type}",
+        supported_language=language,
+        patterns=[Pattern(name, pattern, score) for name, pattern, score in patterns],
+        deny_list=deny_list,
+        context=context,
+    )

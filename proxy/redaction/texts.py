@@ -1,0 +1,162 @@
+"""Where the model reads text in a request, and where it writes text in a response.
+
+:func:`map_messages` applies a function to every string the model will read in chat
+``messages`` or Responses ``input`` items, whatever the role: string content and the text
+of content-part arrays, refusals, tool-call arguments in the history, tool outputs, custom
+tool inputs. Tool-call arguments are JSON: their string leaves are mapped one by one and
+the JSON is re-encoded, so an entity is always a decoded value and the result stays valid
+JSON. Message ``name`` fields are left alone (the API allows only ``[a-zA-Z0-9_-]`` there).
+
+:func:`map_response` applies a function to every string of a response body, telling it
+whether the string is JSON (an ``arguments`` field).
+
+Both return their argument itself when nothing changed, so an untouched body keeps its
+original bytes. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+TextFn = Callable[[str], str]
+"""Maps one text; must return the same object when it changes nothing."""
+
+_TEXT_PARTS = {
+    "text": "text",
+    "input_text": "text",
+    "output_text": "text",
+    "refusal": "refusal",
+}
+_JSON_FIELDS = frozenset({"arguments"})
+
+
+def map_messages(messages: Sequence[Any], fn: TextFn) -> Sequence[Any]:
+    """``messages`` with ``fn`` applied to every text the model reads (see module doc)."""
+    out: list[Any] | None = None
+    for i, message in enumerate(messages):
+        mapped = _message(message, fn) if isinstance(message, Mapping) else message
+        if mapped is not message:
+            if out is None:
+                out = list(messages)
+            out[i] = mapped
+    return messages if out is None else out
+
+
+def map_prompt(prompt: Any, fn: TextFn) -> Any:
+    """A legacy completions ``prompt`` or embeddings ``input``: a string or list of strings.
+
+    Token arrays (lists of integers) are returned unchanged.
+    """
+    if isinstance(prompt, str):
+        return fn(prompt)
+    if isinstance(prompt, list):
+        mapped = [fn(p) if isinstance(p, str) else p for p in prompt]
+        return prompt if all(a is b for a, b in zip(mapped, prompt, strict=True)) else mapped
+    return prompt
+
+
+def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
+    changes: dict[str, Any] = {}
+
+    def put(field: str, mapped: Any) -> None:
+        if mapped is not message[field]:
+            changes[field] = mapped
+
+    for field in ("content", "output"):  # chat/Responses messages; tool outputs
+        if field in message:
+            put(field, _content(message[field], fn))
+    for field in ("refusal", "input"):  # assistant refusal; custom tool call input
+        if isinstance(message.get(field), str):
+            put(field, fn(message[field]))
+    if isinstance(message.get("arguments"), str):  # Responses function_call item
+        put("arguments", _json_text(message["arguments"], fn))
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        mapped_calls = [_tool_call(call, fn) for call in calls]
+        if any(a is not b for a, b in zip(mapped_calls, calls, strict=True)):
+            changes["tool_calls"] = mapped_calls
+    if isinstance(message.get("function_call"), Mapping):  # legacy function calling
+        put("function_call", _function(message["function_call"], fn))
+    return {**message, **changes} if changes else message
+
+
+def _content(content: Any, fn: TextFn) -> Any:
+    if isinstance(content, str):
+        return fn(content)
+    if not isinstance(content, list):
+        return content
+    out: list[Any] | None = None
+    for i, part in enumerate(content):
+        field = _TEXT_PARTS.get(part.get("type", "")) if isinstance(part, Mapping) else None
+        if field is None or not isinstance(part.get(field), str):
+            continue
+        mapped = fn(part[field])
+        if mapped is not part[field]:
+            if out is None:
+                out = list(content)
+            out[i] = {**part, field: mapped}
+    return content if out is None else out
+
+
+def _tool_call(call: Any, fn: TextFn) -> Any:
+    if not isinstance(call, Mapping):
+        return call
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        mapped = _function(function, fn)
+        return call if mapped is function else {**call, "function": mapped}
+    custom = call.get("custom")  # custom tool calls carry free text input
+    if isinstance(custom, Mapping) and isinstance(custom.get("input"), str):
+        text = fn(custom["input"])
+        return call if text is custom["input"] else {**call, "custom": {**custom, "input": text}}
+    return call
+
+
+def _function(function: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return function
+    mapped = _json_text(arguments, fn)
+    return function if mapped is arguments else {**function, "arguments": mapped}
+
+
+def _json_text(text: str, fn: TextFn) -> str:
+    """Map the string leaves of a JSON document (not its keys); plain text if not JSON."""
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return fn(text)
+    mapped = _leaves(document, fn)
+    return text if mapped is document else orjson.dumps(mapped).decode()
+
+
+def _leaves(value: Any, fn: TextFn) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        items = [_leaves(v, fn) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        fields = {k: _leaves(v, fn) for k, v in value.items()}
+        return value if all(fields[k] is value[k] for k in value) else fields
+    return value
+
+
+ResponseFn = Callable[[str, bool], str]
+"""Maps one response string; the flag is True inside a JSON ``arguments`` string."""
+
+
+def map_response(body: Any, fn: ResponseFn, *, json: bool = False) -> Any:
+    """``body`` with ``fn`` applied to every string; unchanged containers are kept."""
+    if isinstance(body, str):
+        return fn(body, json)
+    if isinstance(body, list):
+        items = [map_response(v, fn) for v in body]
+        return body if all(a is b for a, b in zip(items, body, strict=True)) else items
+    if isinstance(body, Mapping):
+        fields = {k: map_response(v, fn, json=k in _JSON_FIELDS) for k, v in body.items()}
+        return body if all(fields[k] is body[k] for k in body) else fields
+    return body
