@@ -124,7 +124,22 @@ class Reset:
     partial: bytes = b'{"id": "chatcmpl-'
 
 
-Step = Status | Raw | Events | Hang | Reset | synth.Reply
+@dataclass
+class Echo:
+    """Answer with the text the upstream received, as the model saw it (after redaction).
+
+    The text is every user-visible string of the request's last user message (or a
+    string ``input``/``prompt``), prefixed by ``prefix``. With ``tool`` set the reply is
+    instead a call of that tool whose arguments are ``{"text": <the text>}``. Streamed
+    replies are split into ``pieces`` deltas (``0``: one character per delta).
+    """
+
+    prefix: str = "You said: "
+    tool: str | None = None
+    pieces: int = 0
+
+
+Step = Status | Raw | Events | Hang | Reset | Echo | synth.Reply
 
 
 class FakeUpstream:
@@ -203,6 +218,8 @@ class FakeUpstream:
             assert request.transport is not None
             request.transport.abort()
             return out
+        if isinstance(step, Echo):
+            step = _echo(api, body, step)
         if isinstance(step, synth.Reply):
             step = _as_events(api, body, step, self.stream_delay) if body.get("stream") else step
         if isinstance(step, synth.Reply):
@@ -322,6 +339,28 @@ def _tool_result(items: list[Any]) -> str | None:
         if item.get("role") == "user":
             return None
     return None
+
+
+def _echo(api: str, body: dict[str, Any], echo: Echo) -> synth.Reply:
+    text = echo.prefix + _last_user_text(api, body)
+    pieces = echo.pieces or len(text)
+    if echo.tool is None:
+        return synth.Reply(text=text, pieces=pieces)
+    arguments = orjson.dumps({"text": text}).decode()
+    call = synth.ToolCall("call_echo_1", echo.tool, arguments)
+    return synth.Reply(tool_calls=[call], pieces=echo.pieces or len(arguments))
+
+
+def _last_user_text(api: str, body: dict[str, Any]) -> str:
+    if api == "completions":
+        return _text(body.get("prompt"))
+    items = body.get("messages") if api == "chat/completions" else body.get("input")
+    if isinstance(items, str):
+        return items
+    for item in reversed(items or []):
+        if isinstance(item, dict) and item.get("role") == "user":
+            return _text(item.get("content"))
+    return ""
 
 
 def _text(content: Any) -> str:

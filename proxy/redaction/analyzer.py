@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any, Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 log = logging.getLogger("hookgate")
 
@@ -43,6 +43,10 @@ DEFAULT_ENTITIES = (
 licence/passport/bank-number recognizers are available but off: in agent traffic they
 mostly hit cities in weather questions, timestamps in logs, links and ticket numbers."""
 
+_PRESIDIO_LOGGERS = ("presidio-analyzer", "presidio-anonymizer")
+"""Kept at ERROR: Presidio logs every recognizer it loads or skips, and its debug output
+may quote analyzed text (raw PII never reaches hookgate's logs)."""
+
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = regex.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
 _CAMEL = regex.compile(r"(?<!^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von))(?<=[a-z])[A-Z]")
@@ -56,6 +60,15 @@ class PatternSettings(BaseModel):
     regex: str
     score: float = Field(0.8, ge=0.0, le=1.0)
     name: str = "custom"
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            regex.compile(value)
+        except regex.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
 
 
 class RecognizerSettings(BaseModel):
@@ -114,6 +127,8 @@ class Analyzer:
 
         from proxy.redaction import recognizers
 
+        for name in _PRESIDIO_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
         self.settings = settings
         language = settings.language
         provider = NlpEngineProvider(

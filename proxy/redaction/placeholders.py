@@ -75,5 +75,7 @@ class Vault:
             seen = self.values.setdefault(token, value)
             if seen != value:
                 entity_type = token[1 : token.rindex("_")]
-                renames[token] = self.placeholder(entity_type, value)
+                longer = placeholder(self._secret, entity_type, value, LONG_CODE_LENGTH)
+                self.values[longer] = value
+                renames[token] = longer
         return renames

@@ -1,0 +1,310 @@
+"""The pii policy through the real proxy with the real openai client: what the upstream saw,
+what the client got back, and what telemetry kept."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+
+from proxy.redaction.placeholders import PATTERN
+from proxy.store.sqlite import SQLiteStore
+from tests.conftest import ProxyFactory, openai_client
+from tests.fakes import Echo, FakeUpstream, LoopThread
+from tests.otlp import OtlpReceiver
+
+PII = {
+    "PERSON": "Siobhan O'Brien",
+    "EMAIL_ADDRESS": "siobhan.obrien@example.org",
+    "PHONE_NUMBER": "459.502.4057",
+    "CREDIT_CARD": "4111 1111 1111 1111",
+    "SECRET": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f",
+}
+MESSAGE = (
+    f"Hi, I'm {PII['PERSON']}. Mail {PII['EMAIL_ADDRESS']} or call {PII['PHONE_NUMBER']}; "
+    f"my card {PII['CREDIT_CARD']} was charged twice. Key: {PII['SECRET']} (see JIRA-4521)."
+)
+POLICY = "policies:\n  - pii: {secret: 'test-secret-0123456789'%s}\n"
+
+
+def pii_proxy(make_proxy: ProxyFactory, settings: str = "", store: str = "") -> str:
+    return make_proxy(store + POLICY % settings)
+
+
+def sent(upstream: FakeUpstream) -> bytes:
+    """The last body the upstream received, raw."""
+    return upstream.last.body
+
+
+def assert_clean(raw: bytes | str) -> None:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    for kind, value in PII.items():
+        assert value not in text, kind
+        assert json.dumps(value)[1:-1] not in text, kind
+
+
+def placeholders(raw: bytes) -> list[str]:
+    return PATTERN.findall(raw.decode())
+
+
+@pytest.fixture
+def client(make_proxy: ProxyFactory) -> Iterator[openai.OpenAI]:
+    with openai_client(pii_proxy(make_proxy)) as c:
+        yield c
+
+
+def test_chat_round_trip_restores_exactly(client: openai.OpenAI, upstream: FakeUpstream) -> None:
+    upstream.push(Echo())
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": MESSAGE}]
+    )
+    assert_clean(sent(upstream))
+    assert len(set(placeholders(sent(upstream)))) == 5
+    assert "JIRA-4521" in sent(upstream).decode()
+    assert reply.choices[0].message.content == f"You said: {MESSAGE}"
+
+
+@pytest.mark.parametrize("pieces", [0, 7, 3])
+def test_streamed_text_restored_across_every_chunk_boundary(
+    client: openai.OpenAI, upstream: FakeUpstream, pieces: int
+) -> None:
+    upstream.push(Echo(pieces=pieces))  # 0: one character per delta
+    stream = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": MESSAGE}], stream=True
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert_clean(sent(upstream))
+    assert text == f"You said: {MESSAGE}"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_call_arguments_get_real_values(
+    client: openai.OpenAI, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.push(Echo(tool="send_email"))
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": MESSAGE}],
+        "tools": [{"type": "function", "function": {"name": "send_email", "parameters": {}}}],
+    }
+    if stream:
+        chunks = list(client.chat.completions.create(stream=True, **kwargs))
+        arguments = "".join(
+            call.function.arguments or ""
+            for c in chunks
+            if c.choices
+            for call in c.choices[0].delta.tool_calls or []
+            if call.function is not None
+        )
+    else:
+        reply = client.chat.completions.create(**kwargs)
+        call = reply.choices[0].message.tool_calls[0]  # type: ignore[index]
+        arguments = call.function.arguments  # type: ignore[union-attr]
+    assert_clean(sent(upstream))
+    assert json.loads(arguments) == {"text": f"You said: {MESSAGE}"}
+
+
+def test_every_role_and_shape_is_redacted(client: openai.OpenAI, upstream: FakeUpstream) -> None:
+    arguments = json.dumps({"to": PII["EMAIL_ADDRESS"], "name": PII["PERSON"]})
+    client.chat.completions.create(
+        model="m",
+        messages=[
+            {"role": "system", "content": f"You assist {PII['PERSON']}."},
+            {"role": "developer", "content": [{"type": "text", "text": PII["PHONE_NUMBER"]}]},
+            {
+                "role": "user",
+                "name": "Friday",
+                "content": [
+                    {"type": "text", "text": f"card {PII['CREDIT_CARD']}"},
+                    {"type": "text", "text": f"key {PII['SECRET']}"},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "send", "arguments": arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": f"sent to {PII['PERSON']}"},
+        ],
+    )
+    body = orjson.loads(sent(upstream))
+    assert_clean(sent(upstream))
+    assert body["messages"][2]["name"] == "Friday"
+    history_args = json.loads(body["messages"][3]["tool_calls"][0]["function"]["arguments"])
+    assert set(history_args) == {"to", "name"} and all(
+        PATTERN.fullmatch(v) for v in history_args.values()
+    )
+
+
+def test_placeholders_are_stable_across_turns_and_never_shared(
+    client: openai.OpenAI, upstream: FakeUpstream
+) -> None:
+    history: list[Any] = [{"role": "user", "content": f"I'm {PII['PERSON']}."}]
+    upstream.push(Echo())
+    first = client.chat.completions.create(model="m", messages=history)
+    turn1 = placeholders(sent(upstream))
+    history += [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": f"Also cc Jordan Banks at {PII['EMAIL_ADDRESS']}."},
+    ]
+    client.chat.completions.create(model="m", messages=history)
+    turn2 = placeholders(sent(upstream))
+    assert first.choices[0].message.content == f"You said: I'm {PII['PERSON']}."
+    assert turn1 and all(token == turn1[0] for token in turn2[:2])  # same person, same token
+    assert len(set(turn2)) == 3  # person, Jordan Banks, e-mail: three values, three tokens
+    # A fresh conversation, trimmed history: the person still gets the same placeholder.
+    client.chat.completions.create(model="m", messages=[history[-1], history[0]])
+    assert turn1[0] in placeholders(sent(upstream))
+
+
+def test_invented_placeholders_are_left_alone(
+    client: openai.OpenAI, upstream: FakeUpstream
+) -> None:
+    upstream.push(Echo(prefix="<PERSON_AAAAAA> and <EMAIL_ADDRESS_QQQQQQ>: "))
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": f"I'm {PII['PERSON']}"}]
+    )
+    assert reply.choices[0].message.content == (
+        f"<PERSON_AAAAAA> and <EMAIL_ADDRESS_QQQQQQ>: I'm {PII['PERSON']}"
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_api(client: openai.OpenAI, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.push(Echo(pieces=5))
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "instructions": f"You work for {PII['PERSON']}.",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": MESSAGE}]}],
+    }
+    if stream:
+        events = list(client.responses.create(stream=True, **kwargs))
+        deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        done = next(e for e in events if e.type == "response.completed").response.output_text
+        assert deltas == done == f"You said: {MESSAGE}"
+    else:
+        response = client.responses.create(**kwargs)
+        assert response.output_text == f"You said: {MESSAGE}"
+    body = orjson.loads(sent(upstream))
+    assert_clean(sent(upstream))
+    assert PATTERN.search(body["instructions"])
+
+
+def test_completions_prompt_and_embeddings_input(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    with openai_client(pii_proxy(make_proxy)) as plain:
+        upstream.push(Echo())
+        reply = plain.completions.create(model="m", prompt=MESSAGE)
+        assert_clean(sent(upstream))
+        assert reply.choices[0].text == f"You said: {MESSAGE}"
+        plain.embeddings.create(model="m", input=[MESSAGE])
+        assert PII["PERSON"] in sent(upstream).decode()  # embeddings: off by default
+    with openai_client(pii_proxy(make_proxy, ", embeddings: true")) as embedding:
+        embedding.embeddings.create(model="m", input=[MESSAGE, "plain text"])
+        assert_clean(sent(upstream))
+
+
+def test_actions_mask_redact_hash_and_block(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    settings = ", actions: {CREDIT_CARD: mask, PERSON: redact, EMAIL_ADDRESS: hash, SECRET: block}"
+    with openai_client(pii_proxy(make_proxy, settings)) as c:
+        with pytest.raises(openai.BadRequestError) as refused:
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        error = refused.value.body
+        assert isinstance(error, dict) and error["code"] == "pii_blocked"
+        assert "SECRET" in error["message"] and PII["SECRET"] not in str(error)
+        assert upstream.requests == []
+        text = MESSAGE.replace(f" Key: {PII['SECRET']}", "")
+        upstream.push(Echo())
+        reply = c.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    body = sent(upstream).decode()
+    assert "***************1111" in body and "<PERSON>" in body
+    assert PII["EMAIL_ADDRESS"] not in body and len(body) > len(text)  # a 64-hex hash
+    assert PATTERN.search(body)  # the phone number: default action
+    content = reply.choices[0].message.content or ""
+    assert PII["PHONE_NUMBER"] in content and "<PERSON>" in content  # only pseudonyms return
+
+
+def test_fails_closed_and_on_error_allow(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    with openai_client(pii_proxy(make_proxy, ", timeout_s: 0.000001")) as c:
+        with pytest.raises(openai.InternalServerError) as failed:
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        assert failed.value.status_code == 503
+        assert isinstance(failed.value.body, dict)
+        assert failed.value.body["code"] == "guardrail_unavailable"
+        assert upstream.requests == []
+    settings = ", timeout_s: 0.000001, on_error: allow"
+    with openai_client(pii_proxy(make_proxy, settings)) as c:
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        assert PII["PERSON"] in sent(upstream).decode()
+
+
+def test_secret_from_the_store_is_stable_across_restarts(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, loop_thread: LoopThread
+) -> None:
+    store = f"store: 'sqlite:///{tmp_path / 'pii.db'}'\n"
+    tokens = []
+    for _ in range(2):  # two proxies, one after the other, on one store
+        url = make_proxy(store + "policies:\n  - pii: {}\n")
+        with openai_client(url) as c:
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        tokens.append(placeholders(sent(upstream)))
+    assert tokens[0] == tokens[1] and len(tokens[0]) == 5
+    kept = loop_thread.run(SQLiteStore(f"sqlite:///{tmp_path / 'pii.db'}").secret("pii"))
+    assert len(kept) == 32
+
+
+def test_telemetry_has_counts_never_values(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    loop_thread: LoopThread,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    receiver = OtlpReceiver()
+    loop_thread.run(receiver.server.start())
+    db = tmp_path / "audit.db"
+    url = make_proxy(
+        f"store: 'sqlite:///{db}'\n"
+        "policies:\n"
+        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50,"
+        " capture_content: true}\n"
+        "  - pii: {secret: 'test-secret-0123456789'}\n"
+    )
+    try:
+        with openai_client(url) as c:
+            upstream.push(Echo())
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        spans = receiver.wait_for(3)
+    finally:
+        loop_thread.run(receiver.server.stop())
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    line = 'hookgate_pii_entities_total{action="pseudonymize",entity_type="EMAIL_ADDRESS"} 1.0'
+    assert line in metrics
+    guard = next(s for s in spans if s.name == "apply_guardrail pii")
+    request = next(s for s in spans if s.name.startswith("chat"))
+    assert guard.parent_span_id == request.span_id
+    assert guard.attributes["hookgate.pii.entities"] == 5
+    assert set(guard.attributes["hookgate.pii.entity_types"]) == set(PII)
+    records = loop_thread.run(SQLiteStore(f"sqlite:///{db}").audit_records(0))
+    assert json.loads(records[-1]["findings"])["PERSON:pseudonymize"] == 1
+    exported = " ".join(str(s.attributes) for s in spans)
+    assert PATTERN.search(exported)  # captured content is what the model saw
+    for where in (metrics, exported, json.dumps(records), caplog.text):
+        assert_clean(where)
