@@ -100,6 +100,17 @@ DASHBOARDS: dict[str, tuple[str, list[Panel]]] = {
               [(f'sum by (policy) (rate(hookgate_policy_decisions_total{{decision="modify"}}[{RATE}]))'
                 f" / sum by (policy) (rate(hookgate_policy_decisions_total[{RATE}]))", "{{policy}}")],
               "percentunit"),
+        Panel("PII entities redacted per second, by type and action",
+              [(f"sum by (entity_type, action) (rate(hookgate_pii_entities_total[{RATE}]))",
+                "{{entity_type}} {{action}}")], "short",
+              description="Occurrences the pii policy handled in requests (history included)."),
+        Panel("PII entities by type",
+              [("sum by (entity_type) (increase(hookgate_pii_entities_total[$__range]))",
+                "{{entity_type}}")], kind="bargauge"),
+        Panel("Requests refused by the PII guardrail",
+              [('sum(increase(hookgate_policy_decisions_total{policy="pii",decision="block"}'
+                '[$__range]))', "refused")], kind="bargauge",
+              description="An entity whose action is block (400), or a failed analysis (503)."),
     ]),
     "reliability": ("hookgate — reliability", [
         Panel("Upstream attempts by outcome",

@@ -41,6 +41,7 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         f"  - tracing: {{endpoint: '{dead}/v1/traces', max_queue_size: 2, timeout_s: 0.5}}\n"
         "  - system_prompt: {prepend: rules}\n"
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
+        "  - pii: {secret: dashboard-test-secret, actions: {US_SSN: block}}\n"
         "  - budget: {limits: [{scope: model, window: day, usd: 5}], unpriced: allow}\n"
         # the breaker opens only for a target that always fails (the dead one)
         "  - fallback: {retries: 1, backoff_base_s: 0.01,\n"
@@ -69,6 +70,12 @@ def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
     """One round of every kind of request the dashboards chart."""
     client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "hi"}])
     client.chat.completions.create(model="m", messages=[])  # unpriced
+    pii = "I'm Alice Johnson, alice@example.com, 459.502.4057."
+    client.chat.completions.create(model="fast", messages=[{"role": "user", "content": pii}])
+    with pytest.raises(openai.BadRequestError):  # an SSN: the pii policy blocks
+        client.chat.completions.create(
+            model="fast", messages=[{"role": "user", "content": "SSN 512-34-7890"}]
+        )
     stream = client.chat.completions.create(
         model="fast", messages=[], stream=True, stream_options={"include_usage": True}
     )
