@@ -282,6 +282,9 @@ def json_schema() -> dict[str, Any]:
     entries = []
     for name in sorted(registry.BUILTIN):
         settings = registry.resolve(name).Config.model_json_schema()
+        for ref, definition in settings.pop("$defs", {}).items():  # refs are root-relative
+            if schema["$defs"].setdefault(ref, definition) != definition:
+                raise ValueError(f"two config models are both named {ref}")
         entries.append(
             {
                 "type": "object",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from proxy.errors import GuardrailUnavailable, PolicyBlocked
 from proxy.pipeline.hooks import Messages, Next, Policy, StreamTransform
@@ -64,6 +64,11 @@ class PiiConfig(AnalyzerSettings):
     """Analyzer threads."""
     timeout_s: float = Field(10.0, gt=0)
     """Longest wait for the analysis of one request's new texts."""
+
+    @field_validator("secret", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value  # `${HOOKGATE_PII_SECRET:-}` when unset
 
 
 class PiiPolicy(Policy):

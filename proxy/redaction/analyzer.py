@@ -16,13 +16,13 @@ turns that list off).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 log = logging.getLogger("hookgate")
@@ -48,8 +48,9 @@ _PRESIDIO_LOGGERS = ("presidio-analyzer", "presidio-anonymizer")
 may quote analyzed text (raw PII never reaches hookgate's logs)."""
 
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
-_NAME_CODE = regex.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
-_CAMEL = regex.compile(r"(?<!^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von))(?<=[a-z])[A-Z]")
+_NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_NAME_PREFIXES = re.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=[A-Z])")
 
 
 class PatternSettings(BaseModel):
@@ -65,8 +66,8 @@ class PatternSettings(BaseModel):
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            regex.compile(value)
-        except regex.error as exc:
+            re.compile(value)
+        except re.error as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from None
         return value
 
@@ -190,7 +191,7 @@ class Analyzer:
         if _NAME_CODE.search(value) or value.upper() == value:
             return False
         words = value.split()
-        if any(_CAMEL.search(word) for word in words):
+        if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
             return False
         return not any(word.strip(".,'\"").lower() in self._tech for word in words)
 
