@@ -99,6 +99,10 @@ class AnalyzerSettings(BaseModel):
     deny_list: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Entity type → terms always redacted as that type."""
     recognizers: tuple[RecognizerSettings, ...] = ()
+    phone_regions: tuple[str, ...] = ("GB", "DE", "FR", "IN")
+    """Countries whose national phone formats (no ``+CC``) are recognised by validating
+    with ``phonenumbers``; each costs about as much as the rest of the analysis of a short
+    text. North-American and any ``+CC`` numbers are found by hookgate's own patterns."""
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
@@ -125,6 +129,7 @@ class Analyzer:
     def __init__(self, settings: AnalyzerSettings) -> None:
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NlpEngineProvider
+        from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
         from proxy.redaction import recognizers
 
@@ -139,9 +144,18 @@ class Analyzer:
             }
         )
         nlp_engine = provider.create_engine()
+        nlp = nlp_engine.nlp[language]
+        if "parser" in nlp.pipe_names:  # Presidio reads entities, tokens and lemmas only
+            nlp.disable_pipe("parser")
         registry = RecognizerRegistry(supported_languages=[language])
         registry.load_predefined_recognizers(languages=[language], nlp_engine=nlp_engine)
         registry.remove_recognizer("EmailRecognizer")
+        registry.remove_recognizer("PhoneRecognizer")
+        registry.add_recognizer(
+            PhoneRecognizer(
+                supported_language=language, supported_regions=list(settings.phone_regions)
+            )
+        )
         registry.add_recognizer(recognizers.OfflineEmailRecognizer(supported_language=language))
         registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
         registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
