@@ -128,7 +128,7 @@ class Analyzer:
 
     def __init__(self, settings: AnalyzerSettings) -> None:
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-        from presidio_analyzer.nlp_engine import NlpEngineProvider
+        from presidio_analyzer.nlp_engine import NlpEngineProvider, SpacyNlpEngine
         from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
         from proxy.redaction import recognizers
@@ -144,9 +144,10 @@ class Analyzer:
             }
         )
         nlp_engine = provider.create_engine()
-        nlp = nlp_engine.nlp[language]
-        if "parser" in nlp.pipe_names:  # Presidio reads entities, tokens and lemmas only
-            nlp.disable_pipe("parser")
+        if isinstance(nlp_engine, SpacyNlpEngine):
+            nlp = nlp_engine.nlp[language]
+            if "parser" in nlp.pipe_names:  # Presidio reads entities, tokens and lemmas only
+                nlp.disable_pipe("parser")
         registry = RecognizerRegistry(supported_languages=[language])
         registry.load_predefined_recognizers(languages=[language], nlp_engine=nlp_engine)
         registry.remove_recognizer("EmailRecognizer")
