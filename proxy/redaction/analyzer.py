@@ -144,7 +144,7 @@ class Analyzer:
             }
         )
         nlp_engine = provider.create_engine()
-        if isinstance(nlp_engine, SpacyNlpEngine):
+        if isinstance(nlp_engine, SpacyNlpEngine) and nlp_engine.nlp is not None:
             nlp = nlp_engine.nlp[language]
             if "parser" in nlp.pipe_names:  # Presidio reads entities, tokens and lemmas only
                 nlp.disable_pipe("parser")
