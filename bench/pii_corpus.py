@@ -169,6 +169,11 @@ _SRC_PATHS = (
     "lib/cache/client.ts:233",
     "internal/server/handler.go:91",
 )
+_PY_PATHS = (
+    "tests/test_api.py::test_login",
+    "tests/integration/test_cache.py::test_ttl",
+    "tests/test_billing.py::test_refund[eur]",
+)
 _LOG_PATHS = (
     "/var/log/nginx/error.log",
     "/var/log/syslog",
@@ -305,7 +310,7 @@ _SYSTEM_TECH = (
 _TECH = (
     "Our [[Kubernetes]] deployment started failing after the upgrade to {version}:\n```\n"
     "{ts} ERROR upstream connect error {err} host={host}{port}\n```",
-    "[[pytest]] fails on {srcpath} with:\n```\nE   redis.exceptions.ConnectionError: Error 111 "
+    "[[pytest]] fails on {pypath} with:\n```\nE   redis.exceptions.ConnectionError: Error 111 "
     "connecting to {host}{port}. Connection refused.\n```\nWe run [[Redis]] {version} on "
     "Python {pyversion}.",
     "`terraform apply` in {repopath} fails with {err}. [[Terraform]] {version}, see {ticket}.",
@@ -323,7 +328,7 @@ _TECH = (
     "{srcpath}.",
     "[[AWS Lambda]] keeps timing out: `Task timed out after 30.03 seconds`, RequestId: {uuid}. "
     "Tracked in {ticket}.",
-    "Image sha256:{sha256} fails the health check on {port} after the [[Docker]] {version} update.",
+    "Image sha256:{digest} fails the health check on {port} after the [[Docker]] {version} update.",
     "[[Jenkins pipeline]] log:\n```\n[{logts}] Checking out Revision {sha} "
     "(refs/remotes/origin/main)\n[{logts2}] ERROR: script returned exit code 137\n```",
     "Pod api-7d9f8b6c5-xk2lp is in [[CrashLoopBackOff]] since the [[Helm]] chart moved to "
@@ -516,6 +521,9 @@ class _Builder:
         self.rng = rng
         self.pii_allowed = pii
         self.used: list[str] = []
+        self.used_all: list[str] = []
+        self.seen: set[int] = set()
+        """``id()`` of the templates and tool flows this chat already used."""
         self._cache: dict[str, str] = {}
         self._entities: dict[tuple[str, str], None] = {}
         self._technical: dict[str, None] = {}
@@ -689,6 +697,7 @@ class _Builder:
             "port": _PORTS,
             "host": _HOSTS,
             "srcpath": _SRC_PATHS,
+            "pypath": _PY_PATHS,
             "logpath": _LOG_PATHS,
             "winpath": _WIN_PATHS,
             "repopath": _REPO_PATHS,
@@ -723,7 +732,7 @@ class _Builder:
             return _FIXED_SHA if rng.random() < 0.15 else self.hex(40)
         if base == "commit":
             return self.hex(7)
-        if base == "sha256":
+        if base == "digest":
             return self.hex(64)
         if base == "uuid":
             return str(uuid.UUID(int=rng.getrandbits(128), version=4))
@@ -738,12 +747,14 @@ class _Builder:
     def emit(self, base: str, suffix: str = "") -> str:
         """The value of a slot, labelled (PII entity or technical token)."""
         value = self.value(base, suffix)
+        key = base + suffix
+        if key not in self.used_all:
+            self.used_all.append(key)
         kind = _PII_KIND.get(base)
         if kind is None:
             return self.tech(value)
         if not self.pii_allowed:
             raise ValueError(f"PII slot {base!r} in a technical-only chat")
-        key = base + suffix
         if key not in self.used:
             self.used.append(key)
         return self.pii(kind, value)
@@ -867,16 +878,33 @@ def _slots(template: str) -> list[str]:
 
 def _refer(b: _Builder) -> str:
     """A sentence repeating a PII value the chat already used."""
-    keys = [key for key in b.used if key in _REFER]
-    if not keys:
+    options = [t for key in b.used for t in _REFER.get(key, ()) if id(t) not in b.seen]
+    if not options:
         return "Thanks, that helps."
-    return b.fill(b.rng.choice(_REFER[b.rng.choice(keys)]))
+    template = b.rng.choice(options)
+    b.seen.add(id(template))
+    return b.fill(template)
 
 
 def _add(b: _Builder) -> str:
     """A sentence adding at least one PII value the chat has not used yet."""
     fresh = [t for t in _ADD if any(key not in b.used for key in _slots(t))]
     return b.fill(b.rng.choice(fresh or list(_ADD)))
+
+
+def _pick_tools(b: _Builder, flows: Sequence[tuple[ToolCall, ...]]) -> tuple[ToolCall, ...]:
+    """A tool flow, preferring those that reuse values the chat already mentioned."""
+    fresh = [flow for flow in flows if id(flow) not in b.seen] or list(flows)
+    weights = []
+    for flow in fresh:
+        keys = _slots(json.dumps([[args, result] for _, args, result in flow]))
+        weights.append(1 + 4 * sum(key in b.used_all for key in dict.fromkeys(keys)))
+    pick = b.rng.choices(fresh, weights=weights)[0]
+    b.seen.add(id(pick))
+    return pick
+
+
+_SEGUES = ("", "Also, unrelated: ", "Separate issue - ", "And one for the infra team. ")
 
 
 def _agentscope(b: _Builder) -> None:
@@ -898,12 +926,11 @@ def _general(b: _Builder, n_turns: int, with_tech: bool) -> list[Turn]:
         first.append(b.system(rng.choice(_SYSTEM_PLAIN)))
     segments = [b.fill(rng.choice(_OPENERS))]
     if with_tech:
-        snippet = b.fill(rng.choice(_TECH))
-        segments.insert(rng.randint(0, 1), snippet)
+        segments.append(rng.choice(_SEGUES) + b.fill(rng.choice(_TECH)))
     first.append(b.user(segments))
     if rng.random() < 0.3:
         say = "Let me look that up." if rng.random() < 0.3 else None
-        first.extend(b.tools(rng.choice(_PII_TOOLS), say=say))
+        first.extend(b.tools(_pick_tools(b, _PII_TOOLS), say=say))
     turns = [first]
     for _ in range(1, n_turns):
         segments = [_refer(b), _add(b)]
@@ -911,7 +938,7 @@ def _general(b: _Builder, n_turns: int, with_tech: bool) -> list[Turn]:
             segments.append(b.fill(rng.choice(_TECH_FOLLOW)))
         turn = [b.user(segments)]
         if rng.random() < 0.25:
-            turn.extend(b.tools(rng.choice(_PII_TOOLS)))
+            turn.extend(b.tools(_pick_tools(b, _PII_TOOLS)))
         turns.append(turn)
     return turns
 
@@ -930,7 +957,7 @@ def _technical(b: _Builder, n_turns: int) -> list[Turn]:
         segments.append(b.fill(_TECH[picks[1]]))
     first.append(b.user(segments))
     if rng.random() < 0.4:
-        first.extend(b.tools(rng.choice(_TECH_TOOLS)))
+        first.extend(b.tools(_pick_tools(b, _TECH_TOOLS)))
     turns = [first]
     for _ in range(1, n_turns):
         segments = [b.fill(rng.choice(_TECH_FOLLOW))]
@@ -938,7 +965,7 @@ def _technical(b: _Builder, n_turns: int) -> list[Turn]:
             segments.append(b.fill(rng.choice(_TECH)))
         turn = [b.user(segments)]
         if rng.random() < 0.3:
-            turn.extend(b.tools(rng.choice(_TECH_TOOLS)))
+            turn.extend(b.tools(_pick_tools(b, _TECH_TOOLS)))
         turns.append(turn)
     return turns
 
