@@ -128,8 +128,8 @@ class Reset:
 class Echo:
     """Answer with the text the upstream received, as the model saw it (after redaction).
 
-    The text is every user-visible string of the request's last user message (or a
-    string ``input``/``prompt``), prefixed by ``prefix``. With ``tool`` set the reply is
+    The text is the text of one user message of the request (the last, or the one ``user``
+    picks; or a string ``input``/``prompt``), prefixed by ``prefix``. With ``tool`` set the reply is
     instead a call of that tool whose arguments are ``{"text": <the text>}``. Streamed
     replies are split into ``pieces`` deltas (``0``: one character per delta).
     """
@@ -137,6 +137,8 @@ class Echo:
     prefix: str = "You said: "
     tool: str | None = None
     pieces: int = 0
+    user: int = -1
+    """Which user message to echo, as a list index over the user messages."""
 
 
 Step = Status | Raw | Events | Hang | Reset | Echo | synth.Reply
@@ -342,7 +344,7 @@ def _tool_result(items: list[Any]) -> str | None:
 
 
 def _echo(api: str, body: dict[str, Any], echo: Echo) -> synth.Reply:
-    text = echo.prefix + _last_user_text(api, body)
+    text = echo.prefix + _user_text(api, body, echo.user)
     pieces = echo.pieces or len(text)
     if echo.tool is None:
         return synth.Reply(text=text, pieces=pieces)
@@ -351,16 +353,14 @@ def _echo(api: str, body: dict[str, Any], echo: Echo) -> synth.Reply:
     return synth.Reply(tool_calls=[call], pieces=echo.pieces or len(arguments))
 
 
-def _last_user_text(api: str, body: dict[str, Any]) -> str:
+def _user_text(api: str, body: dict[str, Any], index: int) -> str:
     if api == "completions":
         return _text(body.get("prompt"))
     items = body.get("messages") if api == "chat/completions" else body.get("input")
     if isinstance(items, str):
         return items
-    for item in reversed(items or []):
-        if isinstance(item, dict) and item.get("role") == "user":
-            return _text(item.get("content"))
-    return ""
+    users = [i for i in items or [] if isinstance(i, dict) and i.get("role") == "user"]
+    return _text(users[index].get("content")) if users else ""
 
 
 def _text(content: Any) -> str:
