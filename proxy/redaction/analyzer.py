@@ -6,15 +6,18 @@ reload that keeps the settings keeps the loaded model) an :class:`Analyzer`, who
 
 Besides Presidio's own filtering (score threshold, allow-list), person names pass a
 plausibility filter, because a small NER model tags many technical words as people:
-a ``PERSON`` span must not contain digits or code punctuation (``_ / \\ @ : # = ( ) [ ]``),
-must have a lower-case letter (``JIRA``, ``API`` are not people), must not be a
-camel-cased identifier (``GitHub``, ``PostgreSQL``; ``McDonald``, ``DeShawn`` are kept),
-and must not be a well-known technical name (``tech_names.txt``; ``tech_names: false``
-turns that list off).
+a ``PERSON`` span must not contain digits, code punctuation (``_ / \\ @ : # = ( ) [ ]``)
+or a dot inside a word (``ci.example.dev``), must have a lower-case letter (``JIRA``,
+``API`` are not people), must not be a camel-cased identifier (``GitHub``, ``PostgreSQL``;
+``McDonald``, ``DeShawn`` are kept), and a one-word span must not be a well-known technical
+name (``tech_names.txt``; ``tech_names: false`` turns that list off). Number-shaped
+entities (cards, phones, SSNs, IPs) that are only part of a longer token (a UUID, a build
+id) are dropped.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import threading
@@ -49,6 +52,10 @@ may quote analyzed text (raw PII never reaches hookgate's logs)."""
 
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
+_DOTTED = re.compile(r"\.\w")
+"""A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
+EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
+"""Number-shaped entities, dropped when they are only part of a longer token."""
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _NAME_PREFIXES = re.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=[A-Z])")
 
@@ -103,6 +110,9 @@ class AnalyzerSettings(BaseModel):
     """Countries whose national phone formats (no ``+CC``) are recognised by validating
     with ``phonenumbers``; each costs about as much as the rest of the analysis of a short
     text. North-American and any ``+CC`` numbers are found by hookgate's own patterns."""
+    given_names: bool = True
+    """Also find ``PERSON`` as a known given name followed by capitalised surname words
+    (the gazetteer is the first names of Faker's Latin-script locales)."""
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
@@ -159,6 +169,11 @@ class Analyzer:
         )
         registry.add_recognizer(recognizers.OfflineEmailRecognizer(supported_language=language))
         registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
+        registry.add_recognizer(recognizers.CardRecognizer(language))
+        if "PERSON" in settings.entities and settings.given_names:
+            registry.add_recognizer(
+                recognizers.GivenNameRecognizer(language, _given_names(), _tech_names())
+            )
         registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
         registry.add_recognizer(recognizers.SecretRecognizer(language))
         for custom in settings.recognizers:
@@ -198,17 +213,32 @@ class Analyzer:
             value = text[result.start : result.end]
             if result.entity_type in NER_ENTITIES and not self._plausible_name(value):
                 continue
+            if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
+                continue
             findings.append(Finding(result.start, result.end, result.entity_type, result.score))
         findings.sort(key=lambda f: (f.start, -f.end))
         return tuple(findings)
 
     def _plausible_name(self, value: str) -> bool:
-        if _NAME_CODE.search(value) or value.upper() == value:
+        if _NAME_CODE.search(value) or _DOTTED.search(value) or value.upper() == value:
             return False
         words = value.split()
         if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
             return False
-        return not any(word.strip(".,'\"").lower() in self._tech for word in words)
+        return len(words) > 1 or words[0].strip(".,'\"").lower() not in self._tech
+
+
+def _embedded(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is only part of a longer token (a UUID, a build id)."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+        return True
+    following = text[end + 1] if end + 1 < len(text) else " "
+    if (after == "-" and following.isalnum()) or (after == "." and following.isdigit()):
+        return True
+    preceding = text[start - 2] if start > 1 else " "
+    return (before == "-" and preceding.isalnum()) or (before == "." and preceding.isdigit())
 
 
 @cache
@@ -217,6 +247,27 @@ def _tech_names() -> frozenset[str]:
     return frozenset(
         line.strip().lower() for line in text.splitlines() if line.strip() and line[0] != "#"
     )
+
+
+GIVEN_NAME_LOCALES = (
+    "en_US", "en_GB", "en_IE", "en_IN", "en_NG", "en_NZ", "es_ES", "es_MX", "fr_FR", "de_DE",
+    "it_IT", "pt_BR", "pt_PT", "nl_NL", "pl_PL", "sv_SE", "da_DK", "no_NO", "fi_FI", "cs_CZ",
+    "tr_TR", "id_ID", "ro_RO", "hu_HU", "hr_HR",
+)  # fmt: skip
+"""Locales whose first names make the given-name gazetteer."""
+
+
+@cache
+def _given_names() -> frozenset[str]:
+    """Lower-cased first names of :data:`GIVEN_NAME_LOCALES` (Faker's locale data)."""
+    names: set[str] = set()
+    for locale in GIVEN_NAME_LOCALES:
+        module = importlib.import_module(f"faker.providers.person.{locale}")
+        provider = module.Provider
+        for attribute in dir(provider):
+            if attribute.startswith("first_names"):
+                names.update(str(n).lower() for n in getattr(provider, attribute))
+    return frozenset(n for n in names if len(n) > 1) - _tech_names()
 
 
 _analyzers: dict[str, Analyzer] = {}

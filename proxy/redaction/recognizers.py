@@ -8,6 +8,11 @@
   international ``+CC`` forms, with a digit-count check.
 * ``STREET_ADDRESS`` patterns: a house number, capitalised street words and a USPS street
   suffix, with an optional unit and ``City, ST 12345`` line; US military addresses.
+* :class:`GivenNameRecognizer` — ``PERSON``: a known given name followed by capitalised
+  surname words, for the many names a small NER model labels as an organisation or a
+  place, or misses (``Chase Barnes``, ``Kimberly Blake``).
+* :class:`CardRecognizer` — credit cards Presidio's patterns miss (2-series Mastercard,
+  19-digit Visa, 12-digit Maestro, 15-digit JCB), Luhn-checked by Presidio's own validator.
 * ``SECRET`` patterns: OpenAI/Anthropic, AWS, GitHub, Slack, Google, Stripe keys, JWTs and
   PEM private-key blocks.
 
@@ -20,8 +25,9 @@ from typing import Any
 
 import regex
 import tldextract
-from presidio_analyzer import Pattern, PatternRecognizer
-from presidio_analyzer.predefined_recognizers import EmailRecognizer
+from presidio_analyzer import LocalRecognizer, Pattern, PatternRecognizer, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+from presidio_analyzer.predefined_recognizers import CreditCardRecognizer, EmailRecognizer
 
 _CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
 
@@ -29,11 +35,39 @@ _EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 """tldextract with its bundled public-suffix snapshot only: never fetches."""
 
 
+RESERVED_TLDS = frozenset(
+    {"example", "test", "invalid", "localhost", "local", "internal", "corp", "lan", "home"}
+)
+"""Top-level names that are no public suffix yet end real (internal or example) addresses."""
+
+
 class OfflineEmailRecognizer(EmailRecognizer):
-    """Presidio's e-mail recognizer, validating domains against the bundled suffix list."""
+    """Presidio's e-mail recognizer, validating domains against the bundled suffix list.
+
+    Addresses on reserved and internal names (``bob@corp.internal``, ``a@b.example``) are
+    PII too, so those top-level names are accepted as well. The local part is limited to
+    the characters addresses use in practice, so an address inside a URL query
+    (``?email=a@b.com&x=1``) is found without the URL around it.
+    """
+
+    PATTERNS = [  # noqa: RUF012 - overrides the parent's class attribute of the same shape
+        Pattern(
+            "e-mail address",
+            r"(?<![\w.%+'-])(?<!://)\w[\w.%+'-]*@(?:\w(?:[\w-]*\w)?\.)+(?:[a-z]{2,24}|[A-Z]{2,24})"
+            r"(?![\w-])",
+            0.5,
+        )
+    ]
+
+    def __init__(self, supported_language: str) -> None:
+        super().__init__(supported_language=supported_language)
+        # Case matters: a top-level name is all lower or all upper case, so that
+        # ``a@b.com.Thanks`` (a missing space) still yields ``a@b.com``.
+        self.global_regex_flags = _CASE_SENSITIVE
 
     def validate_result(self, pattern_text: str) -> bool:
-        return _EXTRACT(pattern_text).fqdn != ""
+        tld = pattern_text.rsplit(".", 1)[-1].lower()
+        return tld in RESERVED_TLDS or _EXTRACT(pattern_text).fqdn != ""
 
 
 _NANP = (
@@ -54,7 +88,7 @@ class PhonePatternRecognizer(PatternRecognizer):
             patterns=[
                 Pattern("NANP with separators", _NANP, 0.6),
                 Pattern("international +CC", _INTERNATIONAL, 0.6),
-                Pattern("ten digits", r"(?<![\w.+-])\d{10}(?![\w.-])", 0.2),
+                Pattern("ten digits", r"(?<![\w.+-])\d{10}(?!\w|[.-]\d)", 0.2),
             ],
             context=["phone", "call", "tel", "telephone", "mobile", "cell", "fax", "sms"],
             global_regex_flags=_CASE_SENSITIVE | regex.IGNORECASE,
@@ -96,7 +130,7 @@ _STREET = (
 )
 _MILITARY = (
     r"\b(?:(?:USNS|USNV|USS|USCGC)[ ][A-Z][a-z]+|PSC[ ]\d{4},[ ]Box[ ]\d{4}"
-    r"|Unit[ ]\d{4}[ ]Box[ ]\d{4})\s{1,3}[AFD]PO[ ]A[AEP][ ]\d{5}\b"
+    r"|Unit[ ]\d{4}[ ]Box[ ]\d{4}),?\s{1,3}[AFD]PO[ ]A[AEP][ ]\d{5}\b"
 )
 
 
@@ -146,6 +180,81 @@ class SecretRecognizer(PatternRecognizer):
             patterns=[Pattern(name, pattern, 0.9) for name, pattern in _SECRETS.items()],
             global_regex_flags=_CASE_SENSITIVE,
         )
+
+
+class GivenNameRecognizer(LocalRecognizer):
+    """``PERSON``: a given name from the gazetteer, then one to three capitalised words.
+
+    Reads the tokens spaCy already made (no second pass over the text). Hyphenated and
+    apostrophe surnames (``García-López``, ``O'Brien``) count as one word. Words in
+    ``stop`` (technical names) end a candidate.
+    """
+
+    def __init__(self, language: str, given: frozenset[str], stop: frozenset[str]) -> None:
+        self._given = given
+        self._stop = stop
+        super().__init__(
+            supported_entities=["PERSON"],
+            name="HookgateGivenNameRecognizer",
+            supported_language=language,
+        )
+
+    def load(self) -> None:
+        """Nothing to load: the gazetteer is given."""
+
+    def analyze(
+        self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
+    ) -> list[RecognizerResult]:
+        if nlp_artifacts is None or nlp_artifacts.tokens is None:
+            return []
+        doc = nlp_artifacts.tokens
+        results: list[RecognizerResult] = []
+        i = 0
+        while i < len(doc):
+            first = doc[i]
+            if not (_title(first.text) and first.text.lower() in self._given):
+                i += 1
+                continue
+            j, words = i + 1, 1
+            while j < len(doc) and words < 4 and doc[j - 1].whitespace_ == " ":
+                word = doc[j]
+                if not _title(word.text) or word.text.lower() in self._stop:
+                    break
+                j, words = j + 1, words + 1
+                while j + 1 < len(doc) and doc[j].text in {"-", "'"} and not doc[j - 1].whitespace_:
+                    if not _title(doc[j + 1].text) or doc[j].whitespace_:
+                        break
+                    j += 2
+            if words >= 2:
+                end = doc[j - 1].idx + len(doc[j - 1].text)
+                results.append(RecognizerResult("PERSON", first.idx, end, 0.7))
+            i = max(j, i + 1)
+        return results
+
+
+def _title(word: str) -> bool:
+    """``Alice``, ``O'Brien``, ``García``: a capital, then at least one lower-case letter."""
+    return len(word) > 1 and word[0].isupper() and any(c.islower() for c in word[1:])
+
+
+_GROUPED_CARD = r"\b\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1?\d{1,3})?\b"
+
+
+class CardRecognizer(CreditCardRecognizer):
+    """Card numbers by length and grouping; Presidio's Luhn check validates them."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_language=language,
+            name="HookgateCardRecognizer",
+            patterns=[
+                Pattern("grouped 4-4-4-4(-3)", _GROUPED_CARD, 0.6),
+                Pattern("amex/diners grouping", r"\b\d{4}([ -])\d{6}\1\d{4,5}\b", 0.6),
+                Pattern("12 to 19 digits", r"(?<![\d.-])\d{12,19}(?![\d]|[.-]\d)", 0.3),
+            ],
+            context=["card", "credit", "debit", "visa", "mastercard", "amex", "maestro",
+                     "jcb", "discover", "diners", "cc", "charged", "payment", "billing"],
+        )  # fmt: skip
 
 
 def custom_recognizer(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,20 +95,26 @@ def decoded(raw: bytes) -> str:
 
 
 def align(original: str, redacted: str) -> list[tuple[str, str]]:
-    """``(placeholder, original substring)`` pairs of a text and its redacted form."""
-    pairs = []
-    pieces = PATTERN.split(redacted)
-    tokens = PATTERN.findall(redacted)
-    position = len(pieces[0])
-    if not original.startswith(pieces[0]):
-        return []
-    for token, literal in zip(tokens, pieces[1:], strict=True):
-        end = original.find(literal, position + 1) if literal else len(original)
-        if end < 0:
-            return []
-        pairs.append((token, original[position:end]))
-        position = end + len(literal)
-    return pairs
+    """``(placeholder, original substring)`` pairs of a text and its redacted form.
+
+    The redacted text becomes a regex: its literal pieces escaped, each placeholder a lazy
+    group (a placeholder seen before, a back-reference), matched against the whole original.
+    """
+    groups: dict[str, str] = {}
+    parts: list[str] = []
+    position = 0
+    for match in PATTERN.finditer(redacted):
+        parts.append(re.escape(redacted[position : match.start()]))
+        token = match.group(0)
+        if token in groups:
+            parts.append(f"(?P={groups[token]})")
+        else:
+            groups[token] = f"g{len(groups)}"
+            parts.append(f"(?P<{groups[token]}>.+?)")
+        position = match.end()
+    parts.append(re.escape(redacted[position:]))
+    found = re.fullmatch("".join(parts), original, flags=re.S)
+    return [] if found is None else [(t, found.group(g)) for t, g in groups.items()]
 
 
 def last_user_text(messages: list[Any]) -> str:
