@@ -101,3 +101,34 @@ async def test_group_commit_and_retention(tmp_path: Path) -> None:
     assert await store.prune_audit(now - 86400) == 100
     assert len(await store.audit_records(0)) == 100
     await store.close()
+
+
+async def test_an_older_audit_table_gains_the_findings_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:  # the audit table as first shipped
+        db.execute(
+            "CREATE TABLE audit (id INTEGER PRIMARY KEY, ts REAL NOT NULL, request_id TEXT NOT"
+            " NULL, api TEXT NOT NULL, model TEXT NOT NULL, status INTEGER NOT NULL, latency_ms"
+            " REAL NOT NULL, target TEXT, error TEXT, key_id TEXT, team TEXT, user TEXT, agent"
+            " TEXT, session TEXT, reply TEXT, input_tokens INTEGER NOT NULL, output_tokens"
+            " INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT"
+            " NULL, cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO audit (ts, request_id, api, model, status, latency_ms, input_tokens,"
+            " output_tokens, cached_tokens, reasoning_tokens, attempts, decisions)"
+            " VALUES (1, 'old', 'chat.completions', 'm', 200, 1, 0, 0, 0, 0, 1, '{}')"
+        )
+    store = SQLiteStore(f"sqlite:///{path}")
+    await store.write_audit(
+        AuditRecord(ts=time.time(), request_id="new", api="chat.completions", model="m",
+                    status=200, latency_ms=1.0, findings='{"PERSON:pseudonymize": 2}')
+    )  # fmt: skip
+    records = await store.audit_records(0)
+    await store.close()
+    assert [(r["request_id"], r["findings"]) for r in records] == [
+        ("old", "{}"),
+        ("new", '{"PERSON:pseudonymize": 2}'),
+    ]

@@ -117,3 +117,17 @@ async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServe
     assert await crashed.reserve("r3", counter, 0.5, 10) is None  # r1 expired and was released
     assert await crashed.remaining(counter) == (pytest.approx(0.5), None)
     await store.close()
+
+
+async def test_the_deployment_secret_is_created_once_and_shared(
+    redis_server: RedisServer,
+) -> None:
+    from proxy.store.redis import RedisStore
+
+    first, second = RedisStore(redis_server.url), RedisStore(redis_server.url)
+    secret = await first.secret("pii")
+    assert len(secret) == 32
+    assert await second.secret("pii") == secret  # another replica reads the same one
+    assert await first.secret("other") != secret
+    await first.close()
+    await second.close()
