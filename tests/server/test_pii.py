@@ -3,8 +3,10 @@ what the client got back, and what telemetry kept."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -308,3 +310,25 @@ def test_telemetry_has_counts_never_values(
     assert PATTERN.search(exported)  # captured content is what the model saw
     for where in (metrics, exported, json.dumps(records), caplog.text):
         assert_clean(where)
+
+
+def test_a_long_analysis_blocks_no_other_request(
+    client: openai.OpenAI, upstream: FakeUpstream
+) -> None:
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
+    long_text = f"Dear {PII['PERSON']}, " + "the quarterly numbers look fine. " * 6000
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(
+            client.chat.completions.create,
+            model="m",
+            messages=[{"role": "user", "content": long_text}],
+        )
+        time.sleep(0.3)  # the proxy is analyzing the long text (it takes seconds)
+        quick = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hello"}]
+        )
+        health = httpx.get(str(client.base_url).removesuffix("/v1/") + "/healthz")
+        assert not slow.done()  # both were served while the long analysis was still running
+        assert quick.choices[0].message.content and health.status_code == 200
+        assert slow.result(timeout=60).choices[0].message.content
+    assert_clean(sent(upstream))
