@@ -316,7 +316,7 @@ def test_a_long_analysis_blocks_no_other_request(
     client: openai.OpenAI, upstream: FakeUpstream
 ) -> None:
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
-    long_text = f"Dear {PII['PERSON']}, " + "the quarterly numbers look fine. " * 6000
+    long_text = f"Dear {PII['PERSON']}, " + "the quarterly numbers look fine. " * 1500
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         slow = pool.submit(
             client.chat.completions.create,
