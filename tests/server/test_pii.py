@@ -332,3 +332,28 @@ def test_a_long_analysis_blocks_no_other_request(
         assert quick.choices[0].message.content and health.status_code == 200
         assert slow.result(timeout=60).choices[0].message.content
     assert_clean(sent(upstream))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_function_call_arguments_get_real_values(
+    client: openai.OpenAI, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.push(Echo(tool="send_email", pieces=6))
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "input": MESSAGE,
+        "tools": [{"type": "function", "name": "send_email", "parameters": {}}],
+    }
+    if stream:
+        events = list(client.responses.create(stream=True, **kwargs))
+        deltas = "".join(
+            e.delta for e in events if e.type == "response.function_call_arguments.delta"
+        )
+        done = next(e for e in events if e.type == "response.function_call_arguments.done")
+        assert json.loads(deltas) == json.loads(done.arguments)
+        completed = next(e for e in events if e.type == "response.completed").response
+        arguments = completed.output[0].arguments  # type: ignore[union-attr]
+    else:
+        arguments = client.responses.create(**kwargs).output[0].arguments  # type: ignore[union-attr]
+    assert_clean(sent(upstream))
+    assert json.loads(arguments) == {"text": f"You said: {MESSAGE}"}
