@@ -110,6 +110,10 @@ class AnalyzerSettings(BaseModel):
     """Countries whose national phone formats (no ``+CC``) are recognised by validating
     with ``phonenumbers``; each costs about as much as the rest of the analysis of a short
     text. North-American and any ``+CC`` numbers are found by hookgate's own patterns."""
+    lemmatize: bool = False
+    """Run spaCy's tagger and lemmatizer for Presidio's context words. Off: the lower-cased
+    word stands in for its lemma (context words match as substrings, so ``charge`` still
+    matches ``charged``), which halves the analysis time with the small English model."""
     given_names: bool = True
     """Also find ``PERSON`` as a known given name followed by capitalised surname words
     (the gazetteer is the first names of Faker's Latin-script locales)."""
@@ -155,9 +159,7 @@ class Analyzer:
         )
         nlp_engine = provider.create_engine()
         if isinstance(nlp_engine, SpacyNlpEngine) and nlp_engine.nlp is not None:
-            nlp = nlp_engine.nlp[language]
-            if "parser" in nlp.pipe_names:  # Presidio reads entities, tokens and lemmas only
-                nlp.disable_pipe("parser")
+            _trim_pipeline(nlp_engine.nlp[language], lemmatize=settings.lemmatize)
         registry = RecognizerRegistry(supported_languages=[language])
         registry.load_predefined_recognizers(languages=[language], nlp_engine=nlp_engine)
         registry.remove_recognizer("EmailRecognizer")
@@ -239,6 +241,36 @@ def _embedded(text: str, start: int, end: int) -> bool:
         return True
     preceding = text[start - 2] if start > 1 else " "
     return (before == "-" and preceding.isalnum()) or (before == "." and preceding.isdigit())
+
+
+_UNUSED_PIPES = ("parser", "senter")
+_LEMMA_PIPES = ("tagger", "morphologizer", "attribute_ruler", "lemmatizer")
+
+
+def _trim_pipeline(nlp: Any, *, lemmatize: bool) -> None:
+    """Disable what Presidio does not read: the parser always; unless ``lemmatize``, the
+    tagger and lemmatizer too (lower-cased words become the lemmas), and the shared
+    ``tok2vec`` when no component still enabled listens to it."""
+    from spacy.language import Language
+
+    if not Language.has_factory("hookgate_lower_lemma"):
+
+        @Language.component("hookgate_lower_lemma")
+        def lower_lemma(doc: Any) -> Any:
+            for token in doc:
+                token.lemma_ = token.lower_
+            return doc
+
+    disabled = [*_UNUSED_PIPES, *(() if lemmatize else _LEMMA_PIPES)]
+    for name in disabled:
+        if name in nlp.pipe_names:
+            nlp.disable_pipe(name)
+    if "tok2vec" in nlp.pipe_names:
+        listeners = set(getattr(nlp.get_pipe("tok2vec"), "listening_components", ()))
+        if not listeners & set(nlp.pipe_names):
+            nlp.disable_pipe("tok2vec")
+    if not lemmatize and "hookgate_lower_lemma" not in nlp.component_names:
+        nlp.add_pipe("hookgate_lower_lemma", last=True)
 
 
 @cache
