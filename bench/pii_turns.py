@@ -3,7 +3,8 @@
 An agent resends its whole history every turn. This bench plays ``--reps`` fresh 10-turn
 conversations (about 2,000 tokens by turn 10, with names, e-mails, phone numbers and a card
 in every user turn) against two hookgate processes in front of the same fast fake upstream:
-one with no policies, one with ``- pii: {}``. Each conversation has new values, so nothing
+one with no policies, one with ``- pii: {}`` (and, for contrast, one with the per-text
+cache off: ``cache_size: 0``). Each conversation has new values, so nothing
 is cached across conversations; within one, the policy's per-text cache means turn N
 analyzes only the text that is new since turn N-1.
 
@@ -99,7 +100,11 @@ def main() -> None:
         up = free_port()
         processes.append(start(["-m", "bench.upstream", str(up)], LOAD_CPUS, up))
         upstream = f"http://127.0.0.1:{up}/v1"
-        pipelines = {"no_pii": "policies: []\n", "pii": "policies:\n  - pii: {}\n"}
+        pipelines = {
+            "no_pii": "policies: []\n",
+            "pii": "policies:\n  - pii: {}\n",
+            "pii_uncached": "policies:\n  - pii: {cache_size: 0}\n",
+        }
         try:
             for name, policies in pipelines.items():
                 port = free_port()
@@ -129,31 +134,43 @@ def main() -> None:
 def summarize(results: dict[str, list[list[float]]]) -> dict[str, Any]:
     turns = []
     for turn in range(TURNS):
-        base = statistics.median(r[turn] for r in results["no_pii"])
-        pii = statistics.median(r[turn] for r in results["pii"])
+        p50 = {name: statistics.median(r[turn] for r in runs) for name, runs in results.items()}
+        base = p50["no_pii"]
         turns.append(
             {
                 "turn": turn + 1,
                 "no_pii_p50_ms": base,
-                "pii_p50_ms": pii,
-                "added_ms": pii - base,
-                "ratio": pii / base,
+                "pii_p50_ms": p50["pii"],
+                "pii_uncached_p50_ms": p50["pii_uncached"],
+                "added_ms": p50["pii"] - base,
+                "added_uncached_ms": p50["pii_uncached"] - base,
+                "ratio": p50["pii"] / base,
             }
         )
+    first, last = turns[0], turns[-1]
     return {
         "turns": turns,
-        "turn10_vs_turn1_added": turns[-1]["added_ms"] / turns[0]["added_ms"],
+        "turn10_vs_turn1_added": last["added_ms"] / first["added_ms"],
+        "turn10_vs_turn1_added_uncached": last["added_uncached_ms"] / first["added_uncached_ms"],
     }
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"{'turn':>4} {'no pii p50':>11} {'pii p50':>9} {'added':>8} {'ratio':>6}")
+    print(
+        f"{'turn':>4} {'no pii p50':>11} {'pii p50':>9} {'added':>8} {'ratio':>6}"
+        f" {'uncached p50':>13} {'added':>8}"
+    )
     for t in report["turns"]:
         print(
             f"{t['turn']:>4} {t['no_pii_p50_ms']:11.2f} {t['pii_p50_ms']:9.2f} "
-            f"{t['added_ms']:8.2f} {t['ratio']:6.2f}"
+            f"{t['added_ms']:8.2f} {t['ratio']:6.2f} {t['pii_uncached_p50_ms']:13.2f}"
+            f" {t['added_uncached_ms']:8.2f}"
         )
     print(f"\nturn 10 added / turn 1 added: {report['turn10_vs_turn1_added']:.2f}")
+    print(
+        "without the per-text cache (cache_size: 0): "
+        f"{report['turn10_vs_turn1_added_uncached']:.2f}"
+    )
 
 
 if __name__ == "__main__":
