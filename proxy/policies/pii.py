@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -191,6 +192,15 @@ class PiiPolicy(Policy):
             renames = vault.merge(dict(redaction.values))
             if renames:
                 renamed[text] = _renamed(redaction.text, renames)
+        outputs = {text: renamed.get(text, r.text) for text, r in done.items() if r.counts}
+        propagate = _Propagation.of(vault.values)
+        if propagate is not None:  # a value found in one text is redacted in all of them
+            for text in wanted:
+                out, spread = propagate(outputs.get(text, text))
+                if spread:
+                    outputs[text] = out
+                    for key, n in spread.items():
+                        counts[key] = counts.get(key, 0) + n * occurrences[text]
         self._observe(ctx, counts, started, len(wanted), len(fresh), blocked)
         if blocked:
             kinds = ", ".join(sorted(blocked))
@@ -198,16 +208,9 @@ class PiiPolicy(Policy):
                 f"the request contains data this deployment does not send to models: {kinds}",
                 code="pii_blocked",
             )
-        if not counts:
+        if not outputs:
             return value
-
-        def replace(text: str) -> str:
-            redaction = done.get(text)
-            if redaction is None or not redaction.counts:
-                return text
-            return renamed.get(text, redaction.text)
-
-        return walk(replace)
+        return walk(lambda text: outputs.get(text, text))
 
     def _cached(self, wanted: Iterable[str]) -> tuple[dict[str, Redaction], list[str]]:
         done: dict[str, Redaction] = {}
@@ -280,6 +283,36 @@ class PiiPolicy(Policy):
 
     def _make_redactor(self, secret: bytes) -> Redactor:
         return Redactor(self._analyzer, secret, self.config.action, self.config.actions)
+
+
+class _Propagation:
+    """Replaces every word-bounded occurrence of a request's pseudonymized values.
+
+    A name the analyzer found in one message (``Ngozi Eze`` next to her e-mail address) may
+    be missed in another (a table cell); the same value then still gets its placeholder.
+    """
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._tokens = {value: token for token, value in values.items() if len(value) > 2}
+        ordered = sorted(self._tokens, key=len, reverse=True)
+        self._pattern = re.compile(
+            r"(?<!\w)(?:" + "|".join(re.escape(v) for v in ordered) + r")(?!\w)"
+        )
+
+    @classmethod
+    def of(cls, values: Mapping[str, str]) -> _Propagation | None:
+        return cls(values) if any(len(v) > 2 for v in values.values()) else None
+
+    def __call__(self, text: str) -> tuple[str, dict[tuple[str, str], int]]:
+        found: dict[tuple[str, str], int] = {}
+
+        def swap(match: re.Match[str]) -> str:
+            token = self._tokens[match.group(0)]
+            key = (token[1 : token.rindex("_")], "pseudonymize")
+            found[key] = found.get(key, 0) + 1
+            return token
+
+        return self._pattern.sub(swap, text), found
 
 
 def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:

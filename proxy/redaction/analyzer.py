@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import pkgutil
 import re
 import threading
 from dataclasses import dataclass
@@ -52,6 +53,18 @@ may quote analyzed text (raw PII never reaches hookgate's logs)."""
 
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
+_PARTICLES = (
+    "da de del della der di do dos das du van von den la le bin ibn al el ter ten y e mac ní "
+    "nic ó ui"
+)
+NAME_PARTICLES = frozenset(_PARTICLES.split())
+"""Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
+_ROLE_WORDS = (
+    "contact support sales info admin team help service customer billing mail email write "
+    "call ask dear hi hello reply noreply our your the no security account accounts"
+)
+ROLE_WORDS = frozenset(_ROLE_WORDS.split())
+"""Words that end a name candidate next to an e-mail address (``Contact Support``)."""
 _DOTTED = re.compile(r"\.\w")
 """A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
 EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
@@ -116,7 +129,7 @@ class AnalyzerSettings(BaseModel):
     matches ``charged``), which halves the analysis time with the small English model."""
     given_names: bool = True
     """Also find ``PERSON`` as a known given name followed by capitalised surname words
-    (the gazetteer is the first names of Faker's Latin-script locales)."""
+    (the gazetteer is the Latin-script first names of all Faker locales)."""
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
@@ -171,10 +184,17 @@ class Analyzer:
         )
         registry.add_recognizer(recognizers.OfflineEmailRecognizer(supported_language=language))
         registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
+        registry.add_recognizer(recognizers.NationalPhoneRecognizer(language))
         registry.add_recognizer(recognizers.CardRecognizer(language))
+        registry.remove_recognizer("UsSsnRecognizer")
+        registry.add_recognizer(recognizers.SsnRecognizer(language))
+        registry.add_recognizer(recognizers.Ipv6Recognizer(language))
         if "PERSON" in settings.entities and settings.given_names:
             registry.add_recognizer(
                 recognizers.GivenNameRecognizer(language, _given_names(), _tech_names())
+            )
+            registry.add_recognizer(
+                recognizers.EmailNameRecognizer(language, _tech_names() | ROLE_WORDS)
             )
         registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
         registry.add_recognizer(recognizers.SecretRecognizer(language))
@@ -212,9 +232,10 @@ class Analyzer:
         )
         findings = []
         for result in results:
-            value = text[result.start : result.end]
-            if result.entity_type in NER_ENTITIES and not self._plausible_name(value):
-                continue
+            if result.entity_type in NER_ENTITIES:
+                result.start, result.end = _trimmed(text, result.start, result.end)
+                if not self._plausible_name(text[result.start : result.end]):
+                    continue
             if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
                 continue
             findings.append(Finding(result.start, result.end, result.entity_type, result.score))
@@ -225,9 +246,25 @@ class Analyzer:
         if _NAME_CODE.search(value) or _DOTTED.search(value) or value.upper() == value:
             return False
         words = value.split()
+        if not all(w[0].isupper() or w.lower() in NAME_PARTICLES for w in words) and not any(
+            w.lower() in _given_names() for w in words
+        ):
+            return False  # "helm rollback" is a command; "mei lin wong" is still a person
         if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
             return False
         return len(words) > 1 or words[0].strip(".,'\"").lower() not in self._tech
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """A model's span without punctuation at its edges (``Helen Cho:`` → ``Helen Cho``)."""
+    while start < end and text[start] in _EDGE_PUNCTUATION:
+        start += 1
+    while end > start and text[end - 1] in _EDGE_PUNCTUATION:
+        end -= 1
+    return start, end
+
+
+_EDGE_PUNCTUATION = frozenset(" \t\n:;,.!?()[]{}<>\"'/|*-_")
 
 
 def _embedded(text: str, start: int, end: int) -> bool:
@@ -281,25 +318,23 @@ def _tech_names() -> frozenset[str]:
     )
 
 
-GIVEN_NAME_LOCALES = (
-    "en_US", "en_GB", "en_IE", "en_IN", "en_NG", "en_NZ", "es_ES", "es_MX", "fr_FR", "de_DE",
-    "it_IT", "pt_BR", "pt_PT", "nl_NL", "pl_PL", "sv_SE", "da_DK", "no_NO", "fi_FI", "cs_CZ",
-    "tr_TR", "id_ID", "ro_RO", "hu_HU", "hr_HR",
-)  # fmt: skip
-"""Locales whose first names make the given-name gazetteer."""
-
-
 @cache
 def _given_names() -> frozenset[str]:
-    """Lower-cased first names of :data:`GIVEN_NAME_LOCALES` (Faker's locale data)."""
+    """Lower-cased first names of every Faker locale, Latin script only."""
+    import faker.providers.person as person
+
     names: set[str] = set()
-    for locale in GIVEN_NAME_LOCALES:
-        module = importlib.import_module(f"faker.providers.person.{locale}")
-        provider = module.Provider
+    for locale in pkgutil.iter_modules(person.__path__):
+        provider = importlib.import_module(f"{person.__name__}.{locale.name}").Provider
         for attribute in dir(provider):
-            if attribute.startswith("first_names"):
-                names.update(str(n).lower() for n in getattr(provider, attribute))
-    return frozenset(n for n in names if len(n) > 1) - _tech_names()
+            values = getattr(provider, attribute)
+            if attribute.startswith("first_names") and isinstance(values, tuple | list | dict):
+                names.update(str(n).lower() for n in values)
+    return frozenset(n for n in names if len(n) > 1 and _LATIN.fullmatch(n)) - _tech_names()
+
+
+_LATIN = re.compile(r"[a-z\u00c0-\u024f'-]+")
+"""Lower-case Latin letters (with accents), apostrophes and hyphens."""
 
 
 _analyzers: dict[str, Analyzer] = {}

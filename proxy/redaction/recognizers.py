@@ -21,13 +21,21 @@ Patterns are data; Presidio does the matching, context boosting and scoring.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Any
 
 import regex
 import tldextract
 from presidio_analyzer import LocalRecognizer, Pattern, PatternRecognizer, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
-from presidio_analyzer.predefined_recognizers import CreditCardRecognizer, EmailRecognizer
+from presidio_analyzer.predefined_recognizers import (
+    CreditCardRecognizer,
+    EmailRecognizer,
+    UsSsnRecognizer,
+)
+
+from proxy.redaction.analyzer import NAME_PARTICLES
 
 _CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
 
@@ -97,6 +105,69 @@ class PhonePatternRecognizer(PatternRecognizer):
     def validate_result(self, pattern_text: str) -> bool:
         digits = sum(c.isdigit() for c in pattern_text.split("x")[0].split("ext")[0])
         return 8 <= digits <= 15
+
+
+class NationalPhoneRecognizer(PatternRecognizer):
+    """Phone numbers in national formats: a trunk ``0`` and grouped digits
+    (``020 7946 0958``, ``06 12 34 56 78``, ``030 12345678``), and Brazilian ``(21) 91234-5678``.
+
+    Nine to twelve digits, so a date such as ``05-06-2024`` is not taken for one; numbers
+    that are only part of a longer token are dropped by the analyzer.
+    """
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_entity="PHONE_NUMBER",
+            name="HookgateNationalPhoneRecognizer",
+            supported_language=language,
+            patterns=[
+                Pattern("trunk 0, grouped", _NATIONAL, 0.5),
+                Pattern("Brazil (AA) 9XXXX-XXXX", r"\(\d{2}\)\s?9?\d{4}-\d{4}\b", 0.5),
+            ],
+            context=["phone", "call", "tel", "telephone", "mobile", "cell", "fax", "contact"],
+            global_regex_flags=_CASE_SENSITIVE,
+        )
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return 9 <= sum(c.isdigit() for c in pattern_text) <= 12
+
+
+_NATIONAL = r"(?<![\w+.-])0\d{1,4}[ -]\d{2,8}(?:[ -]\d{2,4}){0,3}(?![\w-])"
+
+
+class SsnRecognizer(UsSsnRecognizer):
+    """Presidio's SSN recognizer (and its validity rules), where nine bare digits next to a
+    context word (``SSN: 123456789``) reach the threshold; without one they stay below it."""
+
+    PATTERNS = [  # noqa: RUF012 - overrides the parent's class attribute of the same shape
+        *(p for p in UsSsnRecognizer.PATTERNS if p.name != "SSN4 (very weak)"),
+        Pattern("SSN4 (nine digits)", r"\b[0-9]{9}\b", 0.3),
+    ]
+
+    def __init__(self, language: str) -> None:
+        super().__init__(supported_language=language, name="HookgateSsnRecognizer")
+
+
+class Ipv6Recognizer(PatternRecognizer):
+    """IPv6 addresses, full or compressed, validated by :mod:`ipaddress`."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(
+            supported_entity="IP_ADDRESS",
+            name="HookgateIpv6Recognizer",
+            supported_language=language,
+            patterns=[Pattern("IPv6", r"(?<![\w:.])[0-9A-Fa-f:]{2,38}[0-9A-Fa-f](?![\w.])", 0.6)],
+            global_regex_flags=_CASE_SENSITIVE,
+        )
+
+    def validate_result(self, pattern_text: str) -> bool:
+        if pattern_text.count(":") < 2:
+            return False
+        try:
+            ipaddress.IPv6Address(pattern_text)
+        except ValueError:
+            return False
+        return True
 
 
 STREET_SUFFIXES = (  # noqa: SIM905 - a word list reads best as words
@@ -215,21 +286,78 @@ class GivenNameRecognizer(LocalRecognizer):
             if not (_title(first.text) and first.text.lower() in self._given):
                 i += 1
                 continue
-            j, words = i + 1, 1
-            while j < len(doc) and words < 4 and doc[j - 1].whitespace_ == " ":
-                word = doc[j]
+            j, words = self._joined(doc, i + 1), 1
+            while j < len(doc) and words < 4 and doc[j - 1].whitespace_:
+                k = j
+                if doc[k].text.lower() in NAME_PARTICLES and k + 1 < len(doc):
+                    k += 1  # "Matheus da Mota", "Ludwig van Beethoven"
+                word = doc[k]
                 if not _title(word.text) or word.text.lower() in self._stop:
                     break
-                j, words = j + 1, words + 1
-                while j + 1 < len(doc) and doc[j].text in {"-", "'"} and not doc[j - 1].whitespace_:
-                    if not _title(doc[j + 1].text) or doc[j].whitespace_:
-                        break
-                    j += 2
+                j, words = self._joined(doc, k + 1), words + 1
             if words >= 2:
                 end = doc[j - 1].idx + len(doc[j - 1].text)
                 results.append(RecognizerResult("PERSON", first.idx, end, 0.7))
             i = max(j, i + 1)
         return results
+
+    @staticmethod
+    def _joined(doc: Any, j: int) -> int:
+        """Past the ``-Part`` pieces glued to the word before ``j`` (``García-López``)."""
+        while (
+            j + 1 < len(doc)
+            and doc[j].text in {"-", "'"}
+            and not doc[j - 1].whitespace_
+            and not doc[j].whitespace_
+            and doc[j + 1].text[:1].isalpha()
+        ):
+            j += 2
+        return j
+
+
+class EmailNameRecognizer(LocalRecognizer):
+    """``PERSON``: two or three capitalised words whose surname (or given name) is a part of
+    an e-mail address in the same text (``Chidinma Okafor … chidinma.okafor@x.com``,
+    ``Ngozi Eze … neze@x.com``), for names no gazetteer or model knows."""
+
+    def __init__(self, language: str, stop: frozenset[str]) -> None:
+        self._stop = stop
+        super().__init__(
+            supported_entities=["PERSON"],
+            name="HookgateEmailNameRecognizer",
+            supported_language=language,
+        )
+
+    def load(self) -> None:
+        """Nothing to load."""
+
+    def analyze(
+        self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
+    ) -> list[RecognizerResult]:
+        if "@" not in text or nlp_artifacts is None or nlp_artifacts.tokens is None:
+            return []
+        locals_ = [m.lower() for m in _EMAIL_LOCAL.findall(text)]
+        parts = {p for local in locals_ for p in _LOCAL_SPLIT.split(local) if len(p) > 2}
+        if not parts:
+            return []
+        doc = nlp_artifacts.tokens
+        results: list[RecognizerResult] = []
+        for i in range(len(doc) - 1):
+            first, last = doc[i], doc[i + 1]
+            if not (_title(first.text) and _title(last.text) and first.whitespace_):
+                continue
+            given, surname = first.text.lower(), last.text.lower()
+            if given in self._stop or surname in self._stop:
+                continue
+            initial = given[0] + surname
+            if surname in parts or (given in parts and len(given) > 3) or initial in locals_:
+                end = last.idx + len(last.text)
+                results.append(RecognizerResult("PERSON", first.idx, end, 0.6))
+        return results
+
+
+_EMAIL_LOCAL = re.compile(r"([\w.'-]+)@\w")
+_LOCAL_SPLIT = re.compile(r"[._'\d-]+")
 
 
 def _title(word: str) -> bool:

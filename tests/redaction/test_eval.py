@@ -13,12 +13,15 @@ or not, against an upstream that echoes the last user message as the model saw i
   behind every placeholder: one value must keep one placeholder across all turns of a
   chat, and no placeholder may stand for two values anywhere.
 
-The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT`` when set;
-the bars are those of the pii issue.
+Two sets: ``bench.pii_corpus`` (the development set the recognizers were tuned on) and
+``bench.pii_holdout`` (written independently, from other templates, and never tuned on).
+The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT.<set>.json``
+when set; the bars are those of the pii issue.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -30,14 +33,15 @@ import openai
 import orjson
 import pytest
 
-from bench.pii_corpus import Chat, corpus
-from proxy.redaction.placeholders import PATTERN
+from bench.pii_corpus import Chat
+from proxy.redaction.placeholders import PATTERN, placeholder
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream
 
 STRUCTURED = {"EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE",
               "IP_ADDRESS", "SECRET"}  # fmt: skip
 PREFIX = "You said: "
+SECRET = b"eval-secret-0123456789"
 
 
 @dataclass
@@ -53,6 +57,7 @@ class Tally:
     values_by_placeholder: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     repeated_values: int = 0
     consistent_values: int = 0
+    unaligned: int = 0
 
 
 def texts_of(messages: list[Any]) -> list[str]:
@@ -64,8 +69,8 @@ def texts_of(messages: list[Any]) -> list[str]:
             out.append(content)
         elif isinstance(content, list):
             out += [p["text"] for p in content if isinstance(p, dict) and "text" in p]
-        for call in m.get("tool_calls") or []:
-            out.append(call["function"]["arguments"])
+        for call in m.get("tool_calls") or []:  # compact, as the proxy re-encodes them
+            out.append(orjson.dumps(orjson.loads(call["function"]["arguments"])).decode())
     return out
 
 
@@ -94,27 +99,40 @@ def decoded(raw: bytes) -> str:
     return "\n".join(strings)
 
 
-def align(original: str, redacted: str) -> list[tuple[str, str]]:
+def align(original: str, redacted: str) -> list[tuple[str, str]] | None:
     """``(placeholder, original substring)`` pairs of a text and its redacted form.
 
-    The redacted text becomes a regex: its literal pieces escaped, each placeholder a lazy
-    group (a placeholder seen before, a back-reference), matched against the whole original.
+    The redacted text becomes a regex: its literal pieces escaped, each placeholder a group
+    (a placeholder seen before, a back-reference), matched against the whole original. A
+    match can be ambiguous (a multi-line address next to a phone number), so every pair is
+    verified against the placeholder's keyed hash; lazy groups are tried, then greedy ones.
+    ``None`` when neither gives a verified alignment.
     """
-    groups: dict[str, str] = {}
-    parts: list[str] = []
-    position = 0
-    for match in PATTERN.finditer(redacted):
-        parts.append(re.escape(redacted[position : match.start()]))
-        token = match.group(0)
-        if token in groups:
-            parts.append(f"(?P={groups[token]})")
-        else:
-            groups[token] = f"g{len(groups)}"
-            parts.append(f"(?P<{groups[token]}>.+?)")
-        position = match.end()
-    parts.append(re.escape(redacted[position:]))
-    found = re.fullmatch("".join(parts), original, flags=re.S)
-    return [] if found is None else [(t, found.group(g)) for t, g in groups.items()]
+    for group in (".+?", ".+"):
+        groups: dict[str, str] = {}
+        parts: list[str] = []
+        position = 0
+        for match in PATTERN.finditer(redacted):
+            parts.append(re.escape(redacted[position : match.start()]))
+            token = match.group(0)
+            if token in groups:
+                parts.append(f"(?P={groups[token]})")
+            else:
+                groups[token] = f"g{len(groups)}"
+                parts.append(f"(?P<{groups[token]}>{group})")
+            position = match.end()
+        parts.append(re.escape(redacted[position:]))
+        found = re.fullmatch("".join(parts), original, flags=re.S)
+        if found is not None:
+            pairs = [(t, found.group(g)) for t, g in groups.items()]
+            if all(_verified(t, v) for t, v in pairs):
+                return pairs
+    return None
+
+
+def _verified(token: str, value: str) -> bool:
+    kind = token[1 : token.rindex("_")]
+    return token in (placeholder(SECRET, kind, value), placeholder(SECRET, kind, value, 12))
 
 
 def last_user_text(messages: list[Any]) -> str:
@@ -162,7 +180,11 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
         for original, redacted in zip(
             texts_of(messages), texts_of(upstream_messages), strict=False
         ):
-            for token, value in align(original, redacted):
+            pairs = align(original, redacted)
+            if pairs is None:
+                tally.unaligned += 1
+                continue
+            for token, value in pairs:
                 seen[value].add(token)
                 tally.values_by_placeholder[token].add(value)
         messages.append({"role": "assistant", "content": reply})
@@ -175,11 +197,21 @@ def rate(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
+CORPORA = {
+    "dev": "bench.pii_corpus",  # the set the recognizers were tuned on
+    "holdout": "bench.pii_holdout",  # written independently, never tuned on
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
 def test_labelled_corpus_meets_the_bars(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, capsys: pytest.CaptureFixture[str]
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
 ) -> None:
-    chats = corpus()
-    url = make_proxy("policies:\n  - pii: {secret: 'eval-secret-0123456789'}\n")
+    chats: list[Chat] = importlib.import_module(CORPORA[name]).corpus()
+    url = make_proxy(f"policies:\n  - pii: {{secret: '{SECRET.decode()}'}}\n")
     tally = Tally()
     with openai_client(url) as client:
         for chat in chats:
@@ -201,20 +233,23 @@ def test_labelled_corpus_meets_the_bars(
         "restored_rate": rate(tally.restored, tally.replies),
         "consistent_rate": rate(tally.consistent_values, tally.repeated_values),
         "placeholders": len(tally.values_by_placeholder),
+        "unaligned_texts": tally.unaligned,
         "shared_placeholders": len(shared),
         "leaked_examples": sorted(set(tally.leaked_values))[:40],
         "removed_examples": sorted(set(tally.removed))[:40],
         "unrestored_chats": sorted(set(tally.unrestored))[:20],
+        "shared_examples": {t: sorted(v) for t, v in list(shared.items())[:10]},
     }
     with capsys.disabled():
-        print("\nPII evaluation:", json.dumps(report, indent=1, ensure_ascii=False))
+        print(f"\nPII evaluation ({name}):", json.dumps(report, indent=1, ensure_ascii=False))
     if os.environ.get("PII_EVAL_REPORT"):
-        with open(os.environ["PII_EVAL_REPORT"], "w") as out:
+        with open(f"{os.environ['PII_EVAL_REPORT']}.{name}.json", "w") as out:
             json.dump(report, out, indent=1, ensure_ascii=False)
     assert report["structured_leak_rate"] <= 0.005
     assert report["names_addresses_leak_rate"] <= 0.02
     assert report["technical_removed_rate"] <= 0.03
     assert report["restored_rate"] >= 0.995
     assert report["consistent_rate"] >= 0.99
+    assert tally.unaligned <= 0.01 * tally.replies
     assert shared == {}
     assert report["placeholders"] > 100 and report["technical_tokens"] > 100  # not vacuous

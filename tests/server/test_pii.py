@@ -357,3 +357,26 @@ def test_responses_function_call_arguments_get_real_values(
         arguments = client.responses.create(**kwargs).output[0].arguments  # type: ignore[union-attr]
     assert_clean(sent(upstream))
     assert json.loads(arguments) == {"text": f"You said: {MESSAGE}"}
+
+
+def test_a_value_found_once_is_redacted_everywhere_in_the_request(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    # EMP-123456 scores 0.3: found only next to the word "employee" (context), yet the
+    # bare mention in the other message gets the same placeholder.
+    settings = (
+        ", recognizers: [{entity: EMPLOYEE_ID, patterns: [{regex: 'EMP-\\d{6}', score: 0.3}],"
+        " context: [employee]}]"
+    )
+    with openai_client(pii_proxy(make_proxy, settings)) as c:
+        c.chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "user", "content": "Badge EMP-123456 stopped working."},
+                {"role": "user", "content": "The employee EMP-123456 needs a new one."},
+            ],
+        )
+    body = orjson.loads(sent(upstream))
+    first, second = (m["content"] for m in body["messages"])
+    assert "EMP-123456" not in sent(upstream).decode()
+    assert PATTERN.findall(first) == PATTERN.findall(second)
