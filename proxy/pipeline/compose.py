@@ -10,20 +10,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from proxy.pipeline.hooks import DeltaKey, StreamTransform
-from proxy.pipeline.types import Context
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
+Ctx = TypeVar("Ctx")
 T = TypeVar("T")
 
-Handler = Callable[[Req, Context], Awaitable[Resp]]
-Middleware = Callable[[Req, Context, Handler[Req, Resp]], Awaitable[Resp]]
-Transformer = Callable[[T, Context], Awaitable[T]]
+Handler = Callable[[Req, Ctx], Awaitable[Resp]]
+Middleware = Callable[[Req, Ctx, Handler[Req, Ctx, Resp]], Awaitable[Resp]]
+Transformer = Callable[[T, Ctx], Awaitable[T]]
 
 
 def compose_onion(
-    middlewares: Sequence[Middleware[Req, Resp]], terminal: Handler[Req, Resp]
-) -> Handler[Req, Resp]:
+    middlewares: Sequence[Middleware[Req, Ctx, Resp]], terminal: Handler[Req, Ctx, Resp]
+) -> Handler[Req, Ctx, Resp]:
     """Wrap ``terminal`` so that ``middlewares[0]`` is outermost.
 
     With ``[a, b]`` a request flows ``a → b → terminal`` and the result ``terminal → b → a``.
@@ -35,14 +35,16 @@ def compose_onion(
     return handler
 
 
-def _bind(middleware: Middleware[Req, Resp], inner: Handler[Req, Resp]) -> Handler[Req, Resp]:
-    async def handler(request: Req, ctx: Context) -> Resp:
+def _bind(
+    middleware: Middleware[Req, Ctx, Resp], inner: Handler[Req, Ctx, Resp]
+) -> Handler[Req, Ctx, Resp]:
+    async def handler(request: Req, ctx: Ctx) -> Resp:
         return await middleware(request, ctx, inner)
 
     return handler
 
 
-def compose_chain(transformers: Sequence[Transformer[T]]) -> Transformer[T] | None:
+def compose_chain(transformers: Sequence[Transformer[T, Ctx]]) -> Transformer[T, Ctx] | None:
     """Chain transformers in the given order; ``None`` when there are none.
 
     Returning ``None`` for an empty chain lets callers skip the work of preparing the
@@ -54,7 +56,7 @@ def compose_chain(transformers: Sequence[Transformer[T]]) -> Transformer[T] | No
         return transformers[0]
     steps = tuple(transformers)
 
-    async def chain(value: T, ctx: Context) -> T:
+    async def chain(value: T, ctx: Ctx) -> T:
         for step in steps:
             value = await step(value, ctx)
         return value

@@ -13,7 +13,15 @@ convert_to_llm         transformer  chained in listed order
 on_model_call          onion        first listed is outermost
 on_response            transformer  reverse listed order (innermost first)
 on_response_stream     per stream   reverse listed order, like on_response
+on_reply (SDK)         onion        first listed is outermost; wraps a whole agent reply
+on_tool_call (SDK)     onion        first listed is outermost; wraps one tool execution
+should_stop_after_turn predicate    after every model call of a reply; any True stops
 =====================  ===========  ==================================================
+
+The first six run in the proxy and, in-process, in the SDK (:mod:`proxy.sdk`); the last
+three only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
+boundaries. ``runs_in`` says where a policy applies; a policy listed in a YAML file is
+skipped, with a log line, where it does not.
 
 Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
 ``[a, b]``, ``a`` sees the request first and the response last, exactly as an onion.
@@ -32,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from proxy.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 
 if TYPE_CHECKING:
@@ -44,6 +53,7 @@ Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
 """The rest of the ``on_model_call`` onion, ending in the upstream call."""
 
 DeltaKind = Literal["text", "tool_arguments"]
+Where = Literal["proxy", "sdk"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +106,8 @@ class Policy:
 
     name: ClassVar[str] = "policy"
     Config: ClassVar[type[BaseModel]] = NoSettings
+    runs_in: ClassVar[frozenset[Where]] = frozenset({"proxy", "sdk"})
+    """Where the policy applies: the proxy, the in-process SDK, or both."""
 
     def __init__(self, config: Any = None) -> None:
         self.config = config
@@ -147,6 +159,33 @@ class Policy:
         """Return a transform for this streamed response, or None to leave it alone."""
         return None
 
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        """Wrap a whole agent reply (SDK only): first listed is outermost.
+
+        Call ``await next(reply, ctx)`` to let the agent run and return what it returns
+        (possibly changed); raise a HookgateError to refuse the reply. ``ctx`` lives as long
+        as the reply: the place for per-reply counters (``ctx.state``).
+        """
+        return await next(reply, ctx)
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """Wrap one tool execution (SDK only): first listed is outermost.
+
+        Call ``await next(call, ctx)`` to run the tool (possibly with changed arguments via
+        ``call.with_arguments``) and return its result (possibly changed). Return
+        ``ToolResult.refused(reason)`` without calling ``next`` to block it: the model reads
+        the reason as the call's error result. Raising a HookgateError aborts the reply.
+        """
+        return await next(call, ctx)
+
+    async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
+        """After each model call of a reply (SDK only): True ends the reply now.
+
+        Every policy implementing it is asked; any True stops. The turn's usage is already
+        in ``ctx.usage`` and ``ctx.turns``.
+        """
+        return False
+
     def attach(self, services: Services) -> None:
         """Receive shared services (store, prices, ledger) before the first request.
 
@@ -176,6 +215,9 @@ HOOK_NAMES: tuple[str, ...] = (
     "on_model_call",
     "on_response",
     "on_response_stream",
+    "on_reply",
+    "on_tool_call",
+    "should_stop_after_turn",
 )
 
 

@@ -19,9 +19,12 @@ from proxy.pipeline.hooks import Policy
 BUILTIN: Mapping[str, str] = {
     "budget": "proxy.policies.budget:BudgetPolicy",
     "fallback": "proxy.policies.fallback:FallbackPolicy",
+    "model_call_limit": "proxy.policies.model_call_limit:ModelCallLimitPolicy",
     "pii": "proxy.policies.pii:PiiPolicy",
     "rate_limit": "proxy.policies.rate_limit:RateLimitPolicy",
+    "reply_budget": "proxy.policies.reply_budget:ReplyBudgetPolicy",
     "system_prompt": "proxy.policies.system_prompt:SystemPromptPolicy",
+    "tool_guard": "proxy.policies.tool_guard:ToolGuardPolicy",
     "tracing": "proxy.policies.tracing:TracingPolicy",
 }
 

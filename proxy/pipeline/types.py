@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
+from proxy.pipeline.agent import ReplyContext
 from proxy.pipeline.observe import Observation
 
 Api = Literal["chat.completions", "responses", "completions", "embeddings"]
@@ -189,3 +190,5 @@ class Context:
     observation: Observation = field(default_factory=Observation)
     """Telemetry of this request (spans, timings, policy decisions); see
     :mod:`proxy.pipeline.observe`."""
+    reply: ReplyContext | None = None
+    """In the SDK: the agent reply this model call belongs to (None in the proxy)."""

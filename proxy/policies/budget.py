@@ -85,6 +85,7 @@ class BudgetPolicy(Policy):
     """See the module docstring."""
 
     name = "budget"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = BudgetConfig
     config: BudgetConfig
     ledger: Ledger

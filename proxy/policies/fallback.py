@@ -83,6 +83,7 @@ class FallbackPolicy(Policy):
     """See the module docstring."""
 
     name = "fallback"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = FallbackConfig
     config: FallbackConfig
 

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import Field, SecretStr, field_validator
 
 from proxy.errors import GuardrailUnavailable, PolicyBlocked
+from proxy.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.hooks import Messages, Next, Policy, StreamTransform
 from proxy.pipeline.services import Services
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
@@ -144,6 +145,43 @@ class PiiPolicy(Policy):
         restorer = self._restorer(ctx)
         return None if restorer is None else RestoringStream(restorer)
 
+    # SDK: tool results -----------------------------------------------------------------
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """SDK: redact a tool's result before it re-enters the agent's context; restore
+        placeholders in the arguments of later calls, so tools get real values.
+
+        The session keeps the placeholders it made (in memory, per session); they are the
+        same keyed hashes the proxy makes for the same values.
+        """
+        values: dict[str, str] = ctx.session.setdefault(self.name, {})
+        if values:
+            restorer = Restorer(dict(values))
+            call = call.with_arguments(_restore_leaves(call.arguments, restorer))
+        result = await next(call, ctx)
+        if not _worth_analyzing(result.content):
+            return result
+        redactor = await self._get_redactor()
+        try:
+            done, _ = await self._analyze(redactor, [result.content])
+        except Exception as exc:
+            reason = "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+            if self.config.on_error == "allow":
+                log.warning("pii: tool result analysis failed (%s); passed unredacted", reason)
+                return result
+            log.error("pii: tool result analysis failed (%s); result withheld", reason)
+            return ToolResult.refused(
+                f"the result could not be checked for personal data ({reason})"
+            )
+        redaction = done[result.content]
+        if redaction.blocked:
+            kinds = ", ".join(sorted(redaction.blocked))
+            return ToolResult.refused(f"the result contains data not sent to models: {kinds}")
+        values.update(redaction.values)
+        if not redaction.counts:
+            return result
+        return result.with_content(redaction.text)
+
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -167,17 +205,10 @@ class PiiPolicy(Policy):
             return value
         started = time.perf_counter()
         redactor = await self._get_redactor()
-        done, fresh = self._cached(wanted)
-        if fresh:
-            try:
-                analyzed = await asyncio.wait_for(
-                    asyncio.wrap_future(self._pool.submit(_redact_all, redactor, fresh)),
-                    self.config.timeout_s,
-                )
-            except Exception as exc:  # any analyzer failure fails closed
-                return self._failed(ctx, value, exc)
-            done.update(analyzed)
-            self._remember(analyzed)
+        try:
+            done, fresh = await self._analyze(redactor, wanted)
+        except Exception as exc:  # any analyzer failure fails closed
+            return self._failed(ctx, value, exc)
         vault: Vault = ctx.state.get(self.name) or ctx.state.setdefault(
             self.name, Vault(redactor.secret)
         )
@@ -211,6 +242,20 @@ class PiiPolicy(Policy):
         if not outputs:
             return value
         return walk(lambda text: outputs.get(text, text))
+
+    async def _analyze(
+        self, redactor: Redactor, wanted: list[str]
+    ) -> tuple[dict[str, Redaction], list[str]]:
+        """The redaction of every text (cached ones from the cache), and which were new."""
+        done, fresh = self._cached(wanted)
+        if fresh:
+            analyzed = await asyncio.wait_for(
+                asyncio.wrap_future(self._pool.submit(_redact_all, redactor, fresh)),
+                self.config.timeout_s,
+            )
+            done.update(analyzed)
+            self._remember(analyzed)
+        return done, fresh
 
     def _cached(self, wanted: Iterable[str]) -> tuple[dict[str, Redaction], list[str]]:
         done: dict[str, Redaction] = {}
@@ -313,6 +358,16 @@ class _Propagation:
             return token
 
         return self._pattern.sub(swap, text), found
+
+
+def _restore_leaves(value: Any, restorer: Restorer) -> Any:
+    if isinstance(value, str):
+        return restorer.text(value)
+    if isinstance(value, list):
+        return [_restore_leaves(v, restorer) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _restore_leaves(v, restorer) for k, v in value.items()}
+    return value
 
 
 def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:

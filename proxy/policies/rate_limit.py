@@ -59,6 +59,7 @@ class RateLimitPolicy(Policy):
     """See the module docstring."""
 
     name = "rate_limit"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = RateLimitConfig
     config: RateLimitConfig
     rates: RateLimiter

@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxy.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.hooks import Next, Policy
-from proxy.pipeline.observe import Outcome
+from proxy.pipeline.observe import AttributeValue, Outcome
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 from proxy.telemetry import semconv
 from proxy.telemetry.tracing import (
@@ -108,9 +110,15 @@ class TracingPolicy(Policy):
         attributes["hookgate.request_id"] = ctx.request_id
         if ctx.agent:
             attributes["hookgate.agent"] = ctx.agent
+        reply = ctx.reply.span if ctx.reply is not None else None
+        parent = (
+            trace.set_span_in_context(reply.otel)
+            if isinstance(reply, OtelSpan)
+            else parent_context(dict(call.headers))
+        )
         span = self.tracer.start_span(
             semconv.span_name(call.api, call.model),
-            context=parent_context(dict(call.headers)),
+            context=parent,
             kind=SpanKind.CLIENT,
             attributes=attributes,
         )
@@ -136,6 +144,70 @@ class TracingPolicy(Policy):
         if response.payload is not None and response.status < 300:
             state["output"] = "".join(facts_of(call.api, response.body, collect_text=True).text)
         return response
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        """SDK: an ``invoke_agent {name}`` span around the whole reply.
+
+        Its context is what the reply's model requests carry as ``traceparent`` (see
+        :mod:`proxy.sdk.client`), so the proxy's spans are its children.
+        """
+        attributes: dict[str, AttributeValue] = {
+            semconv.OPERATION_NAME: "invoke_agent",
+            semconv.AGENT_NAME: ctx.agent,
+            "hookgate.reply_id": ctx.reply_id,
+        }
+        if ctx.session_id:
+            attributes[semconv.CONVERSATION_ID] = ctx.session_id
+        span = self.tracer.start_span(
+            f"invoke_agent {ctx.agent}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        ctx.span = OtelSpan(span)
+        try:
+            with trace.use_span(span, end_on_exit=False, record_exception=False):
+                return await next(reply, ctx)
+        except Exception as exc:
+            ctx.span.record_error(type(exc).__name__, str(exc) or type(exc).__name__)
+            raise
+        finally:
+            span.set_attributes(semconv.reply_attributes(ctx.turns, ctx.tool_calls, ctx.usage))
+            span.end()
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """SDK: an ``execute_tool {name}`` span, a child of the reply's span.
+
+        With ``capture_content`` the arguments and result are recorded as the model wrote
+        and will read them (after any redaction by policies listed after this one).
+        """
+        attributes: dict[str, AttributeValue] = {
+            semconv.OPERATION_NAME: "execute_tool",
+            semconv.TOOL_NAME: call.name,
+            semconv.TOOL_TYPE: "function",
+        }
+        if call.call_id:
+            attributes[semconv.TOOL_CALL_ID] = call.call_id
+        if self.config.capture_content:
+            attributes[semconv.TOOL_CALL_ARGUMENTS] = semconv.json_text(call.arguments)
+        parent = ctx.span.otel if isinstance(ctx.span, OtelSpan) else trace.get_current_span()
+        span = self.tracer.start_span(
+            f"execute_tool {call.name}",
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        try:
+            result = await next(call, ctx)
+        except Exception as exc:
+            OtelSpan(span).record_error(type(exc).__name__, str(exc) or type(exc).__name__)
+            span.end()
+            raise
+        if result.blocked:
+            span.set_attribute("hookgate.tool.blocked", True)
+        if result.error:
+            OtelSpan(span).record_error("tool_error", "the tool call failed or was refused")
+        if self.config.capture_content:
+            span.set_attribute(semconv.TOOL_CALL_RESULT, result.content)
+        span.end()
+        return result
 
     def _finish(self, span: OtelSpan, outcome: Outcome, ctx: Context) -> None:
         span.set_attributes(semconv.outcome_attributes(outcome, ctx.observation.upstream))

@@ -6,6 +6,7 @@ A request reads :attr:`RuntimeHolder.current` once, at its start, and uses that
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from proxy.providers.openai import OpenAIProvider
 from proxy.providers.routing import Router, Upstreams, build_providers
 from proxy.server.headers import RequestHeaderFilter
 from proxy.store.base import Store
+
+log = logging.getLogger("hookgate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +58,15 @@ def build_runtime(
     router = Router(config.models)
     pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
     services = Services(store=store, pricing=pricing, ledger=ledger, rates=rates)
+    policies = [p for p in loaded.policies if "proxy" in p.runs_in]
     for policy in loaded.policies:
+        if "proxy" not in policy.runs_in:
+            log.info("policy %s runs in the SDK only; the proxy skips it", policy.name)
+    for policy in policies:
         policy.attach(services)
     return Runtime(
         config=config,
-        pipeline=Pipeline(loaded.policies, Upstreams(providers)),
+        pipeline=Pipeline(policies, Upstreams(providers)),
         router=router,
         providers=providers,
         forward=RequestHeaderFilter(config.server.forward_headers),

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from proxy.pipeline.observe import AttributeValue, Outcome, UpstreamAddress
+from proxy.pipeline.observe import AttributeValue, Outcome, UpstreamAddress, Usage
 
 OPERATION_NAME = "gen_ai.operation.name"
 PROVIDER_NAME = "gen_ai.provider.name"
@@ -37,6 +37,12 @@ USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 SERVER_ADDRESS = "server.address"
+AGENT_NAME = "gen_ai.agent.name"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 
 # The pii guardrail's span (``apply_guardrail pii``); counts and types only, never values.
 PII_ENTITIES = "hookgate.pii.entities"
@@ -184,3 +190,18 @@ def _output_type(body: Mapping[str, Any]) -> str | None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def reply_attributes(turns: int, tool_calls: int, usage: Usage) -> dict[str, AttributeValue]:
+    """What an ``invoke_agent`` span records when the reply ends."""
+    return {
+        "hookgate.reply.turns": turns,
+        "hookgate.reply.tool_calls": tool_calls,
+        USAGE_INPUT_TOKENS: usage.input_tokens,
+        USAGE_OUTPUT_TOKENS: usage.output_tokens,
+    }
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text (for span attributes that carry structures)."""
+    return orjson.dumps(value, default=str).decode()

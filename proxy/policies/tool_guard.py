@@ -1,0 +1,158 @@
+"""``tool_guard`` (SDK): which tools an agent may run, with which arguments, how often.
+
+YAML (every key optional)::
+
+    - tool_guard:
+        allow: ["search_*", get_weather]   # when set, only these tools (shell-style globs)
+        deny: ["delete_*"]                 # never these (deny wins over allow)
+        arguments:                         # a call whose JSON arguments match is refused
+          - {tool: run_shell, pattern: "rm\\\\s+-rf"}
+        approval: mypkg.hitl:ask           # human in the loop: called as fn(call, ctx) ->
+        approve: [send_email]              #   bool | str (a refusal reason) | awaitable;
+                                           #   for the tools in `approve` (default: all)
+        max_per_reply: 10                  # tool calls per reply
+        max_per_session: 100               # tool calls per session (x-hookgate-session-id)
+        on_limit: continue                 # continue | end | error
+
+A refused call does not run: the model reads ``Tool call refused: <reason>`` as its result
+and can adapt. On a limit, ``continue`` refuses further calls and lets the agent go on;
+``end`` also ends the reply after the current turn; ``error`` aborts the reply with a 429
+``tool_call_limit`` error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from proxy.errors import HookgateError
+from proxy.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
+from proxy.pipeline.hooks import Policy
+
+Approver = Callable[[ToolCall, ReplyContext], Any]
+
+
+class ToolLimitExceeded(HookgateError):
+    """A reply or session made more tool calls than ``tool_guard`` allows (``on_limit: error``)."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "tool_call_limit"
+
+
+class ArgumentRule(BaseModel):
+    """Refuse calls of ``tool`` (a glob) whose JSON arguments match ``pattern``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = "*"
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        re.compile(value)
+        return value
+
+
+class ToolGuardConfig(BaseModel):
+    """Settings of the ``tool_guard`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow: tuple[str, ...] | None = None
+    deny: tuple[str, ...] = ()
+    arguments: tuple[ArgumentRule, ...] = ()
+    approval: str | None = Field(None, pattern=r"^[\w.]+:\w+$")
+    """``package.module:function`` asked before a call runs (see the module docstring)."""
+    approve: tuple[str, ...] = ("*",)
+    max_per_reply: int | None = Field(None, ge=0)
+    max_per_session: int | None = Field(None, ge=0)
+    on_limit: Literal["continue", "end", "error"] = "continue"
+
+
+class ToolGuardPolicy(Policy):
+    """See the module docstring. ``approver`` may also be set in code."""
+
+    name: ClassVar[str] = "tool_guard"
+    Config = ToolGuardConfig
+    runs_in = frozenset({"sdk"})
+
+    def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
+        super().__init__(config)
+        self.config: ToolGuardConfig = config
+        self._rules = [(r.tool, re.compile(r.pattern)) for r in config.arguments]
+        self.approver = approver or (_import(config.approval) if config.approval else None)
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        reason = self._name_refusal(call.name) or self._argument_refusal(call)
+        if reason is None:
+            reason = self._limit_refusal(ctx)
+        if reason is None and self.approver is not None and _listed(call.name, self.config.approve):
+            reason = await self._approval(call, ctx)
+        if reason is not None:
+            return ToolResult.refused(reason)
+        return await next(call, ctx)
+
+    def _name_refusal(self, name: str) -> str | None:
+        if _listed(name, self.config.deny):
+            return f"the tool {name!r} is not allowed"
+        if self.config.allow is not None and not _listed(name, self.config.allow):
+            return f"the tool {name!r} is not allowed"
+        return None
+
+    def _argument_refusal(self, call: ToolCall) -> str | None:
+        text = orjson.dumps(call.arguments, default=str).decode()
+        for tool, pattern in self._rules:
+            if fnmatch.fnmatchcase(call.name, tool) and pattern.search(text):
+                return f"these arguments are not allowed for {call.name!r}"
+        return None
+
+    def _limit_refusal(self, ctx: ReplyContext) -> str | None:
+        counts = ctx.session.setdefault(self.name, {"calls": 0})
+        counts["calls"] += 1
+        reply = ctx.state.setdefault(self.name, {"calls": 0})
+        reply["calls"] += 1
+        over = None
+        if self.config.max_per_reply is not None and reply["calls"] > self.config.max_per_reply:
+            over = f"at most {self.config.max_per_reply} tool calls per reply"
+        elif (
+            self.config.max_per_session is not None
+            and counts["calls"] > self.config.max_per_session
+        ):
+            over = f"at most {self.config.max_per_session} tool calls per session"
+        if over is None:
+            return None
+        if self.config.on_limit == "error":
+            raise ToolLimitExceeded(f"tool call limit reached: {over}")
+        if self.config.on_limit == "end":
+            ctx.stop = True
+        return f"the tool call limit is reached ({over}); answer with what you have"
+
+    async def _approval(self, call: ToolCall, ctx: ReplyContext) -> str | None:
+        assert self.approver is not None
+        verdict = self.approver(call, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is True:
+            return None
+        if isinstance(verdict, str) and verdict:
+            return verdict
+        return f"a human did not approve the call of {call.name!r}"
+
+
+def _listed(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+def _import(path: str) -> Approver:
+    module, _, attribute = path.partition(":")
+    approver: Approver = getattr(importlib.import_module(module), attribute)
+    return approver

@@ -1,0 +1,29 @@
+"""hookgate in-process: the hooks a proxy cannot see, with the proxy's policies and YAML.
+
+::
+
+    from proxy.sdk import Gate
+    gate = Gate.from_config("policies/agent.yaml")
+
+then hand ``gate`` to the adapter of your framework (:mod:`proxy.sdk.adapters`). Importing
+this package imports neither the server nor aiohttp.
+"""
+
+from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
+from proxy.pipeline.hooks import Policy
+from proxy.sdk.client import current_headers, http_client, instrument
+from proxy.sdk.gate import Gate, ReplyHandle, current_reply
+
+__all__ = [
+    "Gate",
+    "Policy",
+    "Reply",
+    "ReplyContext",
+    "ReplyHandle",
+    "ToolCall",
+    "ToolResult",
+    "current_headers",
+    "current_reply",
+    "http_client",
+    "instrument",
+]

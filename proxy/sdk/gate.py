@@ -1,0 +1,293 @@
+"""The in-process runner of hookgate policies: :class:`Gate`.
+
+A gate holds the policies of one YAML file that run in the SDK (``runs_in`` includes
+``"sdk"``), composed once, with the proxy's own compose primitives:
+
+* :meth:`Gate.reply` runs one agent reply inside the ``on_reply`` onion and makes its
+  :class:`~proxy.pipeline.agent.ReplyContext` current (a context variable: concurrent
+  replies never mix);
+* :meth:`Gate.tool` runs one tool execution inside the ``on_tool_call`` onion;
+* :meth:`Gate.after_turn` records a model call's usage and asks ``should_stop_after_turn``;
+* :meth:`Gate.model_call` runs an OpenAI-shaped model call through the model-level hooks
+  (``on_system_prompt``, ``convert_to_llm``, ``on_model_call``, ``on_response``) with the
+  framework's own model as the terminal handler — no HTTP;
+* :meth:`Gate.begin_reply` splits the reply onion for frameworks that report a reply's
+  start and end in two callbacks.
+
+Framework adapters (:mod:`proxy.sdk.adapters`) call these; applications call only
+:meth:`Gate.from_config` and pass the gate to an adapter. Importing this module imports
+neither the server nor aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
+from proxy.pipeline.compose import compose_onion
+from proxy.pipeline.hooks import Next, Policy, implements
+from proxy.pipeline.observe import Usage
+from proxy.pipeline.pipeline import Pipeline
+from proxy.pipeline.types import Context, ModelCall, ModelResponse
+
+log = logging.getLogger("hookgate")
+
+T = TypeVar("T")
+
+CURRENT: contextvars.ContextVar[ReplyContext | None] = contextvars.ContextVar(
+    "hookgate_reply", default=None
+)
+"""The reply the running code belongs to (None outside :meth:`Gate.reply`)."""
+
+
+def current_reply() -> ReplyContext | None:
+    """The :class:`ReplyContext` of the reply being run here, if any."""
+    return CURRENT.get()
+
+
+class Gate:
+    """The SDK policies of one config, composed once. Safe to share between replies."""
+
+    def __init__(self, policies: Sequence[Policy], *, agent: str = "agent") -> None:
+        self.policies = tuple(p for p in policies if "sdk" in p.runs_in)
+        for policy in policies:
+            if "sdk" not in policy.runs_in:
+                log.info("policy %s runs in the proxy only; the SDK skips it", policy.name)
+        self.agent = agent
+        self._sessions: dict[str, dict[str, Any]] = {}
+        listed = list(self.policies)
+        self._reply_layers = [p.on_reply for p in listed if implements(p, "on_reply")]
+        self._tool_layers = [p.on_tool_call for p in listed if implements(p, "on_tool_call")]
+        self._stops = [
+            p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
+        ]
+        self._model_terminal: contextvars.ContextVar[Next | None] = contextvars.ContextVar(
+            "hookgate_model_terminal", default=None
+        )
+        self._pipeline = Pipeline(self.policies, self._terminal)
+
+    @classmethod
+    def from_config(cls, path: str | Path, *, agent: str = "agent") -> Gate:
+        """A gate for the SDK policies of a hookgate YAML file (the proxy's format).
+
+        Policies that run only in the proxy are skipped with a log line. Raises
+        :class:`~proxy.config.loader.ConfigError` listing every problem of the file.
+        """
+        from proxy.config.loader import load_file
+        from proxy.sdk.services import sdk_services
+
+        loaded = load_file(str(path))
+        services = sdk_services(loaded.config)
+        for policy in loaded.policies:
+            policy.attach(services)
+        return cls(loaded.policies, agent=agent)
+
+    # replies ------------------------------------------------------------------------
+
+    async def run_reply(
+        self,
+        run: Callable[[], Awaitable[T]],
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> T:
+        """Run ``run()`` as one reply, inside every policy's ``on_reply``."""
+        ctx = self.new_reply(agent, session_id, reply_id)
+        token = CURRENT.set(ctx)
+        try:
+
+            async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
+                return await run()
+
+            handler = compose_onion(self._reply_layers, terminal)
+            result: T = await handler(Reply(ctx.agent, input), ctx)
+            return result
+        finally:
+            CURRENT.reset(token)
+
+    @asynccontextmanager
+    async def reply(
+        self,
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> AsyncIterator[ReplyContext]:
+        """``async with gate.reply(...) as ctx:`` — the block is the reply's body.
+
+        The ``on_reply`` layers run around the block (their result is not used: for
+        policies that rewrite the reply's result use :meth:`run_reply`).
+        """
+        handle = await self.begin_reply(
+            agent=agent, input=input, session_id=session_id, reply_id=reply_id
+        )
+        token = CURRENT.set(handle.ctx)
+        try:
+            yield handle.ctx
+        except BaseException as exc:
+            await handle.fail(exc)
+            raise
+        else:
+            await handle.finish(None)
+        finally:
+            CURRENT.reset(token)
+
+    async def begin_reply(
+        self,
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> ReplyHandle:
+        """Start a reply whose end another callback will report (:class:`ReplyHandle`).
+
+        Runs the ``on_reply`` layers up to the point where they call ``next``; they finish
+        when :meth:`ReplyHandle.finish` is given the reply's result.
+        """
+        ctx = self.new_reply(agent, session_id, reply_id)
+        return await ReplyHandle.start(self._reply_layers, Reply(ctx.agent, input), ctx)
+
+    def new_reply(
+        self, agent: str | None, session_id: str | None, reply_id: str | None
+    ) -> ReplyContext:
+        """A fresh :class:`ReplyContext` (the session's shared state attached)."""
+        session = self._sessions.setdefault(session_id, {}) if session_id else {}
+        return ReplyContext(
+            agent=agent or self.agent,
+            reply_id=reply_id or f"reply_{uuid.uuid4().hex}",
+            session_id=session_id,
+            session=session,
+        )
+
+    # tools and turns ----------------------------------------------------------------
+
+    async def tool(
+        self,
+        call: ToolCall,
+        execute: Callable[[ToolCall], Awaitable[ToolResult]],
+        ctx: ReplyContext | None = None,
+    ) -> ToolResult:
+        """Run one tool execution inside every policy's ``on_tool_call``."""
+        ctx = ctx or self._context()
+
+        async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
+            return await execute(call)
+
+        ctx.tool_calls += 1
+        return await compose_onion(self._tool_layers, terminal)(call, ctx)
+
+    async def after_turn(self, usage: Usage | None, ctx: ReplyContext | None = None) -> bool:
+        """Record one finished model call; True when a policy says the reply must stop."""
+        ctx = ctx or self._context()
+        ctx.turns += 1
+        if usage is not None:
+            ctx.add_usage(usage)
+        answers = [await stop(ctx) for stop in self._stops]
+        ctx.stop = ctx.stop or any(answers)
+        return ctx.stop
+
+    # model calls in-process -------------------------------------------------------
+
+    async def model_call(
+        self, call: ModelCall, terminal: Next, ctx: Context | None = None
+    ) -> ModelResponse:
+        """Run an OpenAI-shaped model call through the model-level hooks, in-process.
+
+        ``terminal`` performs the call with the framework's own model. ``ctx`` defaults to
+        one made for the current reply.
+        """
+        ctx = ctx or self.model_context(call.api)
+        token = self._model_terminal.set(terminal)
+        try:
+            return await self._pipeline.run(call, ctx)
+        finally:
+            self._model_terminal.reset(token)
+
+    def model_context(self, api: str = "chat.completions") -> Context:
+        """A per-model-call :class:`Context` tied to the current reply."""
+        reply = CURRENT.get()
+        return Context(
+            request_id=f"call_{uuid.uuid4().hex}",
+            api=api,  # type: ignore[arg-type]
+            agent=reply.agent if reply else self.agent,
+            session_id=reply.session_id if reply else None,
+            reply_id=reply.reply_id if reply else None,
+            reply=reply,
+        )
+
+    async def _terminal(self, call: ModelCall, ctx: Context) -> ModelResponse:
+        terminal = self._model_terminal.get()
+        assert terminal is not None, "model_call sets the terminal"
+        return await terminal(call, ctx)
+
+    def _context(self) -> ReplyContext:
+        ctx = CURRENT.get()
+        if ctx is None:
+            raise RuntimeError("no reply is running: use Gate.reply or Gate.run_reply first")
+        return ctx
+
+    async def aclose(self) -> None:
+        """Close every policy (exporters, pools)."""
+        for policy in self.policies:
+            await policy.aclose()
+
+
+class ReplyHandle:
+    """A reply whose ``on_reply`` onion waits, mid-way, for the framework to finish it."""
+
+    def __init__(self, ctx: ReplyContext) -> None:
+        self.ctx = ctx
+        self._result: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._entered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._task: asyncio.Task[Any] | None = None
+
+    @classmethod
+    async def start(cls, layers: Sequence[Any], reply: Reply, ctx: ReplyContext) -> ReplyHandle:
+        handle = cls(ctx)
+
+        async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
+            handle._entered.set_result(None)
+            return await handle._result
+
+        run = compose_onion(layers, terminal)
+
+        async def whole() -> Any:
+            return await run(reply, ctx)
+
+        handle._task = asyncio.create_task(whole())
+        done, _ = await asyncio.wait(
+            {handle._task, handle._entered}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if handle._task in done and not handle._entered.done():
+            handle._task.result()  # a layer refused (raises) or answered without the agent
+        return handle
+
+    @property
+    def short_circuited(self) -> bool:
+        """True when a layer answered without letting the agent run."""
+        return not self._entered.done()
+
+    async def finish(self, result: Any) -> Any:
+        """Hand the agent's result to the layers; returns what they make of it."""
+        assert self._task is not None
+        if not self._result.done():
+            self._result.set_result(result)
+        return await self._task
+
+    async def fail(self, error: BaseException) -> None:
+        """The agent failed: the layers see the error; it is not raised again here."""
+        assert self._task is not None
+        if not self._result.done():
+            self._result.set_exception(error)
+        await asyncio.gather(self._task, return_exceptions=True)
