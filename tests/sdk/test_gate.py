@@ -1,0 +1,245 @@
+"""The in-process Gate without any framework: composition, the SDK policies, YAML, imports."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from proxy.errors import HookgateError
+from proxy.pipeline import registry
+from proxy.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from proxy.pipeline.hooks import Policy
+from proxy.pipeline.observe import Usage
+from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from proxy.sdk import Gate, current_headers, current_reply
+
+LOG: list[str] = []
+
+
+class Layer(Policy):
+    """Records the order of its hooks; ``stop_after`` turns makes it stop the reply."""
+
+    name: ClassVar[str] = "layer"
+    runs_in = frozenset({"sdk"})
+
+    def __init__(self, label: str, stop_after: int | None = None) -> None:
+        super().__init__(None)
+        self.label, self.stop_after = label, stop_after
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        LOG.append(f"{self.label}:reply-before")
+        result = await next(reply, ctx)
+        LOG.append(f"{self.label}:reply-after")
+        return f"{result}+{self.label}"
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        LOG.append(f"{self.label}:tool-before")
+        result = await next(call.with_arguments({**call.arguments, self.label: True}), ctx)
+        LOG.append(f"{self.label}:tool-after")
+        return result.with_content(f"{result.content}+{self.label}")
+
+    async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
+        return self.stop_after is not None and ctx.turns >= self.stop_after
+
+
+async def echo_tool(call: ToolCall) -> ToolResult:
+    LOG.append(f"tool:{sorted(call.arguments)}")
+    return ToolResult("ran")
+
+
+@pytest.fixture(autouse=True)
+def clean() -> None:
+    LOG.clear()
+
+
+async def test_onions_compose_first_listed_outermost_and_any_stop_stops() -> None:
+    gate = Gate([Layer("a"), Layer("b", stop_after=2)])
+
+    async def agent() -> str:
+        ctx = current_reply()
+        assert ctx is not None and ctx.agent == "agent"
+        result = await gate.tool(ToolCall("search", {"q": 1}), echo_tool)
+        assert result.content == "ran+b+a"
+        assert await gate.after_turn(Usage(10, 5)) is False
+        assert await gate.after_turn(Usage(10, 5)) is True  # b says stop after two turns
+        assert ctx.usage == Usage(20, 10)
+        return "answer"
+
+    assert await gate.run_reply(agent) == "answer+b+a"
+    assert LOG == [
+        "a:reply-before", "b:reply-before",
+        "a:tool-before", "b:tool-before", "tool:['a', 'b', 'q']", "b:tool-after", "a:tool-after",
+        "b:reply-after", "a:reply-after",
+    ]  # fmt: skip
+    assert current_reply() is None
+
+
+async def test_split_reply_for_frameworks_with_start_and_end_callbacks() -> None:
+    gate = Gate([Layer("a"), Layer("b")])
+    handle = await gate.begin_reply(agent="planner", session_id="s1")
+    assert LOG == ["a:reply-before", "b:reply-before"] and not handle.short_circuited
+    assert handle.ctx.session_id == "s1" and handle.ctx.agent == "planner"
+    assert await handle.finish("done") == "done+b+a"
+    assert LOG[-2:] == ["b:reply-after", "a:reply-after"]
+
+
+async def test_concurrent_replies_keep_their_own_headers() -> None:
+    gate = Gate([])
+
+    async def one(session: str) -> dict[str, str]:
+        async with gate.reply(session_id=session):
+            await asyncio.sleep(0.01)
+            return current_headers()
+
+    first, second = await asyncio.gather(one("s1"), one("s2"))
+    assert first["x-hookgate-session-id"] == "s1" and second["x-hookgate-session-id"] == "s2"
+    assert first["x-hookgate-reply-id"] != second["x-hookgate-reply-id"]
+    assert current_headers() == {}
+
+
+def guard(**settings: Any) -> Policy:
+    return registry.build("tool_guard", settings)
+
+
+async def run_tools(gate: Gate, calls: list[ToolCall]) -> tuple[list[ToolResult], ReplyContext]:
+    results = []
+    async with gate.reply(session_id="s") as ctx:
+        for call in calls:
+            results.append(await gate.tool(call, echo_tool))
+    return results, ctx
+
+
+async def test_tool_guard_names_arguments_and_approval() -> None:
+    asked: list[str] = []
+
+    async def approver(call: ToolCall, ctx: ReplyContext) -> bool | str:
+        asked.append(call.name)
+        return True if call.arguments.get("to") == "team@example.com" else "not to outsiders"
+
+    policy = guard(
+        allow=["send_*", "search"],
+        deny=["send_fax"],
+        arguments=[{"tool": "search", "pattern": "password"}],
+        approve=["send_email"],
+    )
+    policy.approver = approver  # type: ignore[attr-defined]
+    results, _ = await run_tools(
+        Gate([policy]),
+        [
+            ToolCall("delete_all", {}),
+            ToolCall("send_fax", {}),
+            ToolCall("search", {"q": "admin password"}),
+            ToolCall("search", {"q": "weather"}),
+            ToolCall("send_email", {"to": "team@example.com"}),
+            ToolCall("send_email", {"to": "rival@example.org"}),
+        ],
+    )
+    assert [(r.blocked, r.content) for r in results] == [
+        (True, "Tool call refused: the tool 'delete_all' is not allowed"),
+        (True, "Tool call refused: the tool 'send_fax' is not allowed"),
+        (True, "Tool call refused: these arguments are not allowed for 'search'"),
+        (False, "ran"),
+        (False, "ran"),
+        (True, "Tool call refused: not to outsiders"),
+    ]
+    assert asked == ["send_email", "send_email"]
+
+
+@pytest.mark.parametrize("on_limit", ["continue", "end", "error"])
+async def test_tool_guard_limits(on_limit: str) -> None:
+    gate = Gate([guard(max_per_reply=2, max_per_session=3, on_limit=on_limit)])
+    calls = [ToolCall("search", {})] * 3
+    if on_limit == "error":
+        with pytest.raises(HookgateError) as refused:
+            await run_tools(gate, calls)
+        assert refused.value.status == 429 and refused.value.code == "tool_call_limit"
+        return
+    results, ctx = await run_tools(gate, calls)
+    assert [r.blocked for r in results] == [False, False, True]
+    assert "at most 2 tool calls per reply" in results[2].content
+    assert ctx.stop is (on_limit == "end")
+    results, _ = await run_tools(gate, [ToolCall("search", {})] * 2)  # same session
+    assert [r.blocked for r in results] == [True, True]  # the session's 3 are used up
+
+
+async def test_reply_budget_wraps_up_then_stops() -> None:
+    policy = registry.build("reply_budget", {"tokens": 1000, "grace_turns": 1})
+    gate = Gate([policy])
+    async with gate.reply() as ctx:
+        assert await gate.after_turn(Usage(input_tokens=400, output_tokens=100)) is False
+        assert ctx.wrap_up is None  # 400 + 4 * 100 = 800 of 1000
+        assert await gate.after_turn(Usage(input_tokens=300, output_tokens=10)) is False
+        assert ctx.wrap_up is not None and "answer the user now" in ctx.wrap_up
+        seen: list[Any] = []
+
+        async def model(call: ModelCall, _ctx: Any) -> ModelResponse:
+            seen.append(call.body)
+            return ModelResponse(200, {}, Target("m", None), payload=JsonBody.from_data({}))
+
+        body = {"model": "m", "messages": [{"role": "user", "content": "go"}],
+                "tools": [{"type": "function", "function": {"name": "search"}}]}  # fmt: skip
+        call = ModelCall("chat.completions", JsonBody.from_data(body), "m", False, ())
+        await gate.model_call(call, model)
+        assert seen[0]["tool_choice"] == "none"
+        assert seen[0]["messages"][-1] == {"role": "system", "content": ctx.wrap_up}
+        assert await gate.after_turn(Usage(10, 10)) is False  # the grace turn
+        assert await gate.after_turn(Usage(10, 10)) is True
+
+
+async def test_model_call_limit_wraps_up_before_the_last_call() -> None:
+    gate = Gate([registry.build("model_call_limit", {"max_calls": 3})])
+    async with gate.reply() as ctx:
+        assert await gate.after_turn(None) is False and ctx.wrap_up is None
+        assert await gate.after_turn(None) is False and ctx.wrap_up is not None
+        assert await gate.after_turn(None) is True
+
+
+async def test_pii_redacts_tool_results_and_restores_later_arguments() -> None:
+    policy = registry.build("pii", {"secret": "sdk-test-secret-0123456789"})
+    gate = Gate([policy])
+    received: list[dict[str, Any]] = []
+
+    async def crm(call: ToolCall) -> ToolResult:
+        received.append(dict(call.arguments))
+        return ToolResult("Customer: Siobhan O'Brien, siobhan@example.org, 459.502.4057")
+
+    async with gate.reply(session_id="s"):
+        first = await gate.tool(ToolCall("lookup", {"id": 7}), crm)
+        assert "Siobhan" not in first.content and "459.502.4057" not in first.content
+        token = first.content.split("Customer: ")[1].split(",")[0]
+        await gate.tool(ToolCall("email", {"to": [token], "note": f"hi {token}"}), crm)
+    assert received[1] == {"to": ["Siobhan O'Brien"], "note": "hi Siobhan O'Brien"}
+    await gate.aclose()
+
+
+def test_same_yaml_for_proxy_and_sdk(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "providers: {up: {base_url: 'http://127.0.0.1:9/v1', api_key: k}}\n"
+        'models: {"*": [{provider: up}]}\n'
+        f"store: 'sqlite:///{tmp_path / 'h.db'}'\n"
+        "policies:\n"
+        "  - fallback: {}\n"
+        "  - tool_guard: {deny: ['rm_*']}\n"
+        "  - reply_budget: {tokens: 5000}\n"
+    )
+    caplog.set_level(logging.INFO, logger="hookgate")
+    gate = Gate.from_config(path)
+    assert [p.name for p in gate.policies] == ["tool_guard", "reply_budget"]
+    assert "policy fallback runs in the proxy only; the SDK skips it" in caplog.text
+    checked = subprocess.run(
+        [sys.executable, "-m", "proxy", "check", str(path)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_importing_the_sdk_imports_no_server() -> None:
+    code = "import sys, proxy.sdk; print('aiohttp' in sys.modules, 'proxy.server' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
