@@ -12,7 +12,7 @@ this package imports neither the server nor aiohttp.
 from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.hooks import Policy
 from proxy.sdk.client import current_headers, http_client, instrument
-from proxy.sdk.gate import Gate, ReplyHandle, current_reply
+from proxy.sdk.gate import Gate, ReplyHandle, Split, current_reply
 
 __all__ = [
     "Gate",
@@ -20,6 +20,7 @@ __all__ = [
     "Reply",
     "ReplyContext",
     "ReplyHandle",
+    "Split",
     "ToolCall",
     "ToolResult",
     "current_headers",

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.compose import compose_onion
@@ -40,6 +40,8 @@ from proxy.pipeline.types import Context, ModelCall, ModelResponse
 log = logging.getLogger("hookgate")
 
 T = TypeVar("T")
+V = TypeVar("V")
+R = TypeVar("R")
 
 CURRENT: contextvars.ContextVar[ReplyContext | None] = contextvars.ContextVar(
     "hookgate_reply", default=None
@@ -156,7 +158,8 @@ class Gate:
         when :meth:`ReplyHandle.finish` is given the reply's result.
         """
         ctx = self.new_reply(agent, session_id, reply_id)
-        return await ReplyHandle.start(self._reply_layers, Reply(ctx.agent, input), ctx)
+        handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
+        return handle
 
     def new_reply(
         self, agent: str | None, session_id: str | None, reply_id: str | None
@@ -186,6 +189,20 @@ class Gate:
 
         ctx.tool_calls += 1
         return await compose_onion(self._tool_layers, terminal)(call, ctx)
+
+    async def begin_tool(
+        self, call: ToolCall, ctx: ReplyContext | None = None
+    ) -> Split[ToolCall, ToolResult]:
+        """Start a tool execution whose result another callback will report.
+
+        When the returned split is ``short_circuited`` the tool must not run and
+        ``split.result()`` is what the model should read; otherwise run the tool with
+        ``split.value`` (arguments possibly rewritten) and pass its result to ``finish``.
+        """
+        ctx = ctx or self._context()
+        ctx.tool_calls += 1
+        split: Split[ToolCall, ToolResult] = await Split.start(self._tool_layers, call, ctx)
+        return split
 
     async def after_turn(self, usage: Usage | None, ctx: ReplyContext | None = None) -> bool:
         """Record one finished model call; True when a policy says the reply must stop."""
@@ -243,51 +260,73 @@ class Gate:
             await policy.aclose()
 
 
-class ReplyHandle:
-    """A reply whose ``on_reply`` onion waits, mid-way, for the framework to finish it."""
+class Split(Generic[V, R]):
+    """An onion run in two halves, for frameworks that report a step's start and end in two
+    callbacks (a reply's start and end; a tool's before and after hooks).
+
+    :meth:`start` runs the layers up to their ``next``; :attr:`value` is what reached the
+    terminal (a tool call with rewritten arguments), or :attr:`short_circuited` is True and
+    :meth:`result` holds what a layer answered instead (a refusal). :meth:`finish` hands the
+    framework's result to the layers' second halves and returns what they make of it.
+    """
 
     def __init__(self, ctx: ReplyContext) -> None:
         self.ctx = ctx
-        self._result: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._entered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._task: asyncio.Task[Any] | None = None
+        loop = asyncio.get_running_loop()
+        self._result: asyncio.Future[R] = loop.create_future()
+        self._entered: asyncio.Future[V] = loop.create_future()
+        self._task: asyncio.Task[R] | None = None
 
     @classmethod
-    async def start(cls, layers: Sequence[Any], reply: Reply, ctx: ReplyContext) -> ReplyHandle:
-        handle = cls(ctx)
+    async def start(cls, layers: Sequence[Any], value: V, ctx: ReplyContext) -> Split[V, R]:
+        split: Split[V, R] = cls(ctx)
 
-        async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
-            handle._entered.set_result(None)
-            return await handle._result
+        async def terminal(value: V, ctx: ReplyContext) -> R:
+            split._entered.set_result(value)
+            return await split._result
 
         run = compose_onion(layers, terminal)
 
-        async def whole() -> Any:
-            return await run(reply, ctx)
+        async def whole() -> R:
+            result: R = await run(value, ctx)
+            return result
 
-        handle._task = asyncio.create_task(whole())
-        done, _ = await asyncio.wait(
-            {handle._task, handle._entered}, return_when=asyncio.FIRST_COMPLETED
-        )
-        if handle._task in done and not handle._entered.done():
-            handle._task.result()  # a layer refused (raises) or answered without the agent
-        return handle
+        split._task = asyncio.create_task(whole())
+        waiters: set[asyncio.Future[Any]] = {split._task, split._entered}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if split._task.done() and not split._entered.done():
+            split._task.result()  # a layer refused by raising: raise it here
+        return split
 
     @property
     def short_circuited(self) -> bool:
-        """True when a layer answered without letting the agent run."""
+        """True when a layer answered without letting the framework run the step."""
         return not self._entered.done()
 
-    async def finish(self, result: Any) -> Any:
-        """Hand the agent's result to the layers; returns what they make of it."""
+    @property
+    def value(self) -> V:
+        """What the innermost layer passed on (only when not short-circuited)."""
+        return self._entered.result()
+
+    def result(self) -> R:
+        """The layers' answer of a short-circuited step."""
+        assert self._task is not None
+        return self._task.result()
+
+    async def finish(self, result: R) -> R:
+        """Hand the framework's result to the layers; returns what they make of it."""
         assert self._task is not None
         if not self._result.done():
             self._result.set_result(result)
         return await self._task
 
     async def fail(self, error: BaseException) -> None:
-        """The agent failed: the layers see the error; it is not raised again here."""
+        """The framework failed: the layers see the error; it is not raised again here."""
         assert self._task is not None
         if not self._result.done():
             self._result.set_exception(error)
         await asyncio.gather(self._task, return_exceptions=True)
+
+
+ReplyHandle = Split[Reply, Any]
+"""A reply split in two halves (see :meth:`Gate.begin_reply`)."""
