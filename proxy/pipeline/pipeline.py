@@ -65,6 +65,10 @@ class Pipeline:
             response = await self._response(response, ctx)
         return response
 
+    async def system_prompt(self, prompt: str, ctx: Context) -> str:
+        """Only the ``on_system_prompt`` chain (the SDK's adapters use it)."""
+        return prompt if self._system_prompt is None else await self._system_prompt(prompt, ctx)
+
     async def aclose(self) -> None:
         """Close every policy (see :meth:`Policy.aclose`)."""
         for policy in self.policies:

@@ -48,6 +48,11 @@ CURRENT: contextvars.ContextVar[ReplyContext | None] = contextvars.ContextVar(
 )
 """The reply the running code belongs to (None outside :meth:`Gate.reply`)."""
 
+LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "hookgate_loop", default=None
+)
+"""The event loop running the current reply (for hooks a framework calls from threads)."""
+
 
 def current_reply() -> ReplyContext | None:
     """The :class:`ReplyContext` of the reply being run here, if any."""
@@ -104,7 +109,7 @@ class Gate:
     ) -> T:
         """Run ``run()`` as one reply, inside every policy's ``on_reply``."""
         ctx = self.new_reply(agent, session_id, reply_id)
-        token = CURRENT.set(ctx)
+        token, loop = CURRENT.set(ctx), LOOP.set(asyncio.get_running_loop())
         try:
 
             async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
@@ -115,6 +120,7 @@ class Gate:
             return result
         finally:
             CURRENT.reset(token)
+            LOOP.reset(loop)
 
     @asynccontextmanager
     async def reply(
@@ -133,7 +139,7 @@ class Gate:
         handle = await self.begin_reply(
             agent=agent, input=input, session_id=session_id, reply_id=reply_id
         )
-        token = CURRENT.set(handle.ctx)
+        token, loop = CURRENT.set(handle.ctx), LOOP.set(asyncio.get_running_loop())
         try:
             yield handle.ctx
         except BaseException as exc:
@@ -143,6 +149,7 @@ class Gate:
             await handle.finish(None)
         finally:
             CURRENT.reset(token)
+            LOOP.reset(loop)
 
     async def begin_reply(
         self,
@@ -247,6 +254,26 @@ class Gate:
         terminal = self._model_terminal.get()
         assert terminal is not None, "model_call sets the terminal"
         return await terminal(call, ctx)
+
+    def system_prompt(self, prompt: str, ctx: Context | None = None) -> Awaitable[str]:
+        """Run the ``on_system_prompt`` chain in-process (for adapters of frameworks that
+        expose the system prompt but not an OpenAI-shaped request)."""
+        return self._pipeline.system_prompt(prompt, ctx or self.model_context())
+
+    def call_sync(self, coroutine: Awaitable[T]) -> T:
+        """Run a gate coroutine from a framework's worker thread, on the reply's loop.
+
+        For synchronous hooks: the reply runs on an event loop (:meth:`run_reply`) while the
+        framework calls its hooks from another thread.
+        """
+        loop = LOOP.get()
+        if loop is None:
+            raise RuntimeError("no reply is running: use Gate.run_reply first")
+
+        async def run() -> T:
+            return await coroutine
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result()
 
     def _context(self) -> ReplyContext:
         ctx = CURRENT.get()
