@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,19 @@ class OtlpReceiver:
                         self.spans.append(received)
         body = ExportTraceServiceResponse().SerializeToString()
         return web.Response(body=body, content_type="application/x-protobuf")
+
+    def wait_until(
+        self, done: Callable[[list[ReceivedSpan]], bool], timeout: float = 10
+    ) -> list[ReceivedSpan]:
+        """The spans received once ``done(spans)`` holds (fails after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                spans = list(self.spans)
+            if done(spans):
+                return spans
+            time.sleep(0.05)
+        raise AssertionError(f"spans never matched: {[s.name for s in self.spans]}")
 
     def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedSpan]:
         deadline = time.monotonic() + timeout

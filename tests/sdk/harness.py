@@ -40,7 +40,12 @@ def traced_proxy(make_proxy: ProxyFactory, receiver: OtlpReceiver) -> str:
 
 def assert_joined_trace(receiver: OtlpReceiver, tool: str, model_calls: int) -> None:
     """One trace: ``invoke_agent`` (SDK) > ``execute_tool`` (SDK) and the proxy's model calls."""
-    spans = receiver.wait_for(2 + model_calls)
+    spans = receiver.wait_until(
+        lambda spans: (
+            sum(s.name.startswith("chat ") for s in spans) >= model_calls
+            and any(s.name.startswith("invoke_agent") for s in spans)
+        )
+    )
     reply = one(spans, "invoke_agent assistant")
     assert reply.attributes["gen_ai.agent.name"] == "assistant"
     executed = one(spans, f"execute_tool {tool}")
