@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, function_tool
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    function_tool,
+    set_tracing_disabled,
+)
 from openai import AsyncOpenAI
 
 from proxy.redaction.placeholders import PATTERN
@@ -23,6 +29,8 @@ from tests.sdk.harness import (
 )
 
 __all__ = ["receiver"]
+
+set_tracing_disabled(True)  # the SDK would export its own traces to OpenAI
 
 
 def make_agent(client: AsyncOpenAI, calls: list[str], kind: str = "chat") -> Agent:
