@@ -1,0 +1,106 @@
+"""AgentScope 2's ``Agent`` with hookgate's middleware, its model behind the proxy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent, ReActConfig
+from agentscope.credential import OpenAICredential
+from agentscope.message import UserMsg
+from agentscope.model import OpenAIChatModel
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.tool import FunctionTool, Toolkit
+
+from proxy.redaction.placeholders import PATTERN
+from proxy.sdk import Gate, http_client
+from proxy.sdk.adapters.agentscope import HookgateMiddleware, reply
+from tests.conftest import CLIENT_KEY, ProxyFactory
+from tests.fakes import FakeUpstream
+from tests.otlp import OtlpReceiver
+from tests.sdk.harness import (
+    SECRET,
+    assert_joined_trace,
+    make_gate,
+    receiver,
+    traced_proxy,
+    tracing,
+)
+
+__all__ = ["receiver"]
+
+
+def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Agent, Any]:
+    def get_weather(city: str) -> str:
+        """Current weather for a city.
+
+        Args:
+            city (`str`):
+                The city name.
+        """
+        calls.append(city)
+        return f"sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"
+
+    model = OpenAIChatModel(
+        credential=OpenAICredential(api_key=CLIENT_KEY, base_url=url),
+        model="gpt-4o-mini",
+        stream=stream,
+        max_retries=0,
+        client_kwargs={"http_client": http_client()},
+    )
+    allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in test")
+    agent = Agent(
+        name="assistant",
+        system_prompt="You are a helpful assistant.",
+        model=model,
+        toolkit=Toolkit(tools=[FunctionTool(get_weather, permission=allow)]),  # type: ignore[arg-type]
+        react_config=ReActConfig(max_iters=4),
+        middlewares=[HookgateMiddleware(gate)],
+    )
+    return agent, model
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["no-stream", "stream"])
+async def test_blocked_tool_and_one_trace(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+    stream: bool,
+) -> None:
+    guard = "  - tool_guard: {deny: [get_weather]}\n"
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + guard)
+    calls: list[str] = []
+    agent, model = make_agent(gate, traced_proxy(make_proxy, receiver), calls, stream)
+    try:
+        answer = await reply(gate, agent, UserMsg(name="user", content="Weather in Paris?"))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    refusal = "Tool call refused: the tool 'get_weather' is not allowed"
+    assert calls == []
+    assert answer.get_text_content() == f"The tool said: {refusal}"
+    assert refusal in upstream.requests[1].body.decode()
+    assert_joined_trace(receiver, "get_weather", model_calls=2)
+
+
+async def test_redacted_tool_result_and_wrap_up(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    policies = f"  - pii: {{secret: '{SECRET}'}}\n  - reply_budget: {{tokens: 20}}\n"
+    gate = make_gate(tmp_path, upstream, policies)
+    calls: list[str] = []
+    agent, model = make_agent(gate, make_proxy(), calls, False)
+    try:
+        answer = await reply(gate, agent, UserMsg(name="user", content="Weather in Paris?"))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    assert calls == ["Paris"]
+    second = upstream.requests[1].json()
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")["content"]
+    assert "Siobhan" not in str(tool_message) and len(PATTERN.findall(str(tool_message))) == 2
+    assert second["tool_choice"] == "none"
+    assert "budget for this reply is spent" in str(second["messages"][0]["content"])
+    assert PATTERN.search(answer.get_text_content())
