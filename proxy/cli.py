@@ -266,13 +266,17 @@ def _check(args: argparse.Namespace) -> int:
     status = 0
     for path in args.files:
         try:
-            load_file(path)
+            loaded = load_file(path)
         except ConfigError as exc:
             for line in exc.lines:
                 print(line)
             status = 1
         else:
-            print(f"{path}: ok")
+            where = {
+                side: ", ".join(p.name for p in loaded.policies if side in p.runs_in) or "-"
+                for side in ("proxy", "sdk")
+            }
+            print(f"{path}: ok (proxy runs: {where['proxy']}; SDK runs: {where['sdk']})")
     return status
 
 

@@ -31,19 +31,20 @@ def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 def test_check_reports_problems_and_exit_code(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
-    good.write_text('providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n')
+    good.write_text(
+        'providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n'
+        "policies: [{fallback: {}}, {tool_guard: {deny: [rm]}}, {system_prompt: {append: x}}]\n"
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text('providers: {a: {type: echo}}\nmodels:\n  "*": [{provider: b}]\nextra: 1\n')
     result = hookgate("check", str(good), str(bad))
     assert result.returncode == 1
+    ok = f"{good}: ok (proxy runs: fallback, system_prompt; SDK runs: tool_guard, system_prompt)"
     assert result.stdout.splitlines() == [
-        f"{good}: ok",
+        ok,
         f"{bad}:3: models.\"*\"[0].provider: unknown provider 'b' (known: a)",
         f"{bad}:4: extra: unknown key",
-    ] or result.stdout.splitlines() == [
-        f"{good}: ok",
-        f"{bad}:4: extra: unknown key",
-    ]
+    ] or result.stdout.splitlines() == [ok, f"{bad}:4: extra: unknown key"]
     assert hookgate("check", str(good)).returncode == 0
 
 
