@@ -14,10 +14,14 @@ YAML (every key optional)::
         max_per_session: 100               # tool calls per session (x-hookgate-session-id)
         on_limit: continue                 # continue | end | error
 
-A refused call does not run: the model reads ``Tool call refused: <reason>`` as its result
-and can adapt. On a limit, ``continue`` refuses further calls and lets the agent go on;
-``end`` also ends the reply after the current turn; ``error`` aborts the reply with a 429
-``tool_call_limit`` error.
+In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
+its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
+``allow``/``deny`` exclude are removed from each request (and a ``tool_choice`` naming one is
+dropped), so the model is never offered them.
+
+On a limit, ``continue`` refuses further calls and lets the agent go on; ``end`` also ends
+the reply after the current turn; ``error`` aborts the reply with a 429 ``tool_call_limit``
+error.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proxy.errors import HookgateError
 from proxy.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
-from proxy.pipeline.hooks import Policy
+from proxy.pipeline.hooks import Next, Policy
+from proxy.pipeline.types import Context, ModelCall, ModelResponse
 
 Approver = Callable[[ToolCall, ReplyContext], Any]
 
@@ -83,7 +88,6 @@ class ToolGuardPolicy(Policy):
 
     name: ClassVar[str] = "tool_guard"
     Config = ToolGuardConfig
-    runs_in = frozenset({"sdk"})
 
     def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
         super().__init__(config)
@@ -100,6 +104,23 @@ class ToolGuardPolicy(Policy):
         if reason is not None:
             return ToolResult.refused(reason)
         return await next(call, ctx)
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        """Offer the model only the tools it may call (proxy, and in-process model calls)."""
+        tools = call.body.get("tools")
+        if not isinstance(tools, list) or not tools:
+            return await next(call, ctx)
+        kept = [t for t in tools if self._name_refusal(_tool_name(t)) is None]
+        if len(kept) == len(tools):
+            return await next(call, ctx)
+        body = {**call.body, "tools": kept}
+        if not kept:
+            body.pop("tools")
+            body.pop("tool_choice", None)
+            body.pop("parallel_tool_calls", None)
+        elif _tool_name(body.get("tool_choice")) not in {_tool_name(t) for t in kept} | {""}:
+            body.pop("tool_choice", None)
+        return await next(call.with_body(body), ctx)
 
     def _name_refusal(self, name: str) -> str | None:
         if _listed(name, self.config.deny):
@@ -146,6 +167,15 @@ class ToolGuardPolicy(Policy):
         if isinstance(verdict, str) and verdict:
             return verdict
         return f"a human did not approve the call of {call.name!r}"
+
+
+def _tool_name(tool: Any) -> str:
+    """The function name of a chat or Responses tool (or tool_choice); "" if none."""
+    if not isinstance(tool, dict):
+        return ""
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) else ""
 
 
 def _listed(name: str, globs: tuple[str, ...]) -> bool:

@@ -243,3 +243,27 @@ def test_importing_the_sdk_imports_no_server() -> None:
     code = "import sys, proxy.sdk; print('aiohttp' in sys.modules, 'proxy.server' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_tool_guard_in_the_proxy_offers_only_allowed_tools(make_proxy: Any, upstream: Any) -> None:
+    from tests.conftest import openai_client
+
+    url = make_proxy("policies:\n  - tool_guard: {deny: ['delete_*']}\n")
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": {}}}
+        for name in ("search", "delete_user")
+    ]
+    with openai_client(url) as client:
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], tools=tools
+        )  # type: ignore[call-overload]
+        sent = upstream.last.json()
+        assert [t["function"]["name"] for t in sent["tools"]] == ["search"]
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            tools=tools[1:],
+            tool_choice={"type": "function", "function": {"name": "delete_user"}},
+        )  # type: ignore[call-overload]
+        sent = upstream.last.json()
+        assert "tools" not in sent and "tool_choice" not in sent
