@@ -25,6 +25,7 @@ import asyncio
 import contextvars
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,6 +37,7 @@ from proxy.pipeline.hooks import Next, Policy, implements
 from proxy.pipeline.observe import Usage
 from proxy.pipeline.pipeline import Pipeline
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
+from proxy.store.base import Store
 
 log = logging.getLogger("hookgate")
 
@@ -62,13 +64,19 @@ def current_reply() -> ReplyContext | None:
 class Gate:
     """The SDK policies of one config, composed once. Safe to share between replies."""
 
-    def __init__(self, policies: Sequence[Policy], *, agent: str = "agent") -> None:
+    MAX_SESSIONS = 10_000
+    """Sessions whose shared state is kept (least recently used ones are forgotten)."""
+
+    def __init__(
+        self, policies: Sequence[Policy], *, agent: str = "agent", store: Store | None = None
+    ) -> None:
         self.policies = tuple(p for p in policies if "sdk" in p.runs_in)
+        self._store = store
         for policy in policies:
             if "sdk" not in policy.runs_in:
                 log.info("policy %s runs in the proxy only; the SDK skips it", policy.name)
         self.agent = agent
-        self._sessions: dict[str, dict[str, Any]] = {}
+        self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         listed = list(self.policies)
         self._reply_layers = [p.on_reply for p in listed if implements(p, "on_reply")]
         self._tool_layers = [p.on_tool_call for p in listed if implements(p, "on_tool_call")]
@@ -94,7 +102,7 @@ class Gate:
         services = sdk_services(loaded.config)
         for policy in loaded.policies:
             policy.attach(services)
-        return cls(loaded.policies, agent=agent)
+        return cls(loaded.policies, agent=agent, store=services.store)
 
     # replies ------------------------------------------------------------------------
 
@@ -172,7 +180,12 @@ class Gate:
         self, agent: str | None, session_id: str | None, reply_id: str | None
     ) -> ReplyContext:
         """A fresh :class:`ReplyContext` (the session's shared state attached)."""
-        session = self._sessions.setdefault(session_id, {}) if session_id else {}
+        session: dict[str, Any] = {}
+        if session_id:
+            session = self._sessions.setdefault(session_id, session)
+            self._sessions.move_to_end(session_id)
+            while len(self._sessions) > self.MAX_SESSIONS:
+                self._sessions.popitem(last=False)
         return ReplyContext(
             agent=agent or self.agent,
             reply_id=reply_id or f"reply_{uuid.uuid4().hex}",
@@ -282,9 +295,11 @@ class Gate:
         return ctx
 
     async def aclose(self) -> None:
-        """Close every policy (exporters, pools)."""
+        """Close every policy (exporters, pools) and the store."""
         for policy in self.policies:
             await policy.aclose()
+        if self._store is not None:
+            await self._store.close()
 
 
 class Split(Generic[V, R]):
