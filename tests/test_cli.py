@@ -33,13 +33,13 @@ def test_check_reports_problems_and_exit_code(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
     good.write_text(
         'providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n'
-        "policies: [{fallback: {}}, {tool_guard: {deny: [rm]}}, {system_prompt: {append: x}}]\n"
+        "policies: [{fallback: {}}, {reply_budget: {tokens: 9}}, {system_prompt: {append: x}}]\n"
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text('providers: {a: {type: echo}}\nmodels:\n  "*": [{provider: b}]\nextra: 1\n')
     result = hookgate("check", str(good), str(bad))
     assert result.returncode == 1
-    ok = f"{good}: ok (proxy runs: fallback, system_prompt; SDK runs: tool_guard, system_prompt)"
+    ok = f"{good}: ok (proxy runs: fallback, system_prompt; SDK runs: reply_budget, system_prompt)"
     assert result.stdout.splitlines() == [
         ok,
         f"{bad}:3: models.\"*\"[0].provider: unknown provider 'b' (known: a)",
