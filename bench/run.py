@@ -31,15 +31,22 @@ CPUS = sorted(os.sched_getaffinity(0))
 PROXY_CPU = {CPUS[-1]}
 LOAD_CPUS = set(CPUS[:-1]) or PROXY_CPU
 
+DEFAULT_PIPELINE = (
+    "pricing: {bench-model: {input: 1.0, output: 2.0}}\n"
+    "policies:\n"
+    "  - tracing: {endpoint: 'UPSTREAM/traces'}\n"
+    "  - budget: {limits: [{scope: team, window: day, usd: 1000000}]}\n"
+    "  - rate_limit: {limits: [{scope: key, rpm: 100000000}]}\n"
+    "  - fallback: {}\n"
+)
 PIPELINES = {
     "hookgate": "policies: []\n",
-    "hookgate+tracing": (
-        "policies:\n  - tracing: {endpoint: 'UPSTREAM/traces'}\n"
-        "  - system_prompt: {prepend: 'Company rules apply.'}\n"
-    ),
+    "hookgate_default": DEFAULT_PIPELINE,
+    "hookgate_default_pii": DEFAULT_PIPELINE + "  - pii: {}\n",
 }
-"""Metrics and the audit log (SQLite) are always on. ``UPSTREAM`` is replaced by the fake
-upstream's base URL."""
+"""(c) no policies; (d) the shipped default pipeline plus a budget (SQLite ledger) and a rate
+limit, tracing exported over OTLP to a local sink; (e) (d) plus ``pii``. Metrics and the
+audit log (SQLite) are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
 
 
 def free_port() -> int:
