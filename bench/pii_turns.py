@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.run import LOAD_CPUS, PROXY_CPU, ROOT, free_port, start
+from bench.run import LOAD_CPUS, ROOT, free_port, start, start_hookgate
 
 TURNS = 10
 FIRST = ["Alice", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
@@ -108,15 +108,7 @@ def main() -> None:
         try:
             for name, policies in pipelines.items():
                 port = free_port()
-                config = Path(tmp) / f"{name}.yaml"
-                config.write_text(
-                    f"server: {{port: {port}, reload: false}}\n"
-                    f"store: 'sqlite:///{Path(tmp) / name}.db'\n"
-                    f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-                    'models: {"*": [{provider: up}]}\n' + policies
-                )
-                serve = ["-m", "proxy", "serve", "--config", str(config)]
-                processes.append(start([*serve, "--log-level", "WARNING"], PROXY_CPU, port))
+                processes.append(start_hookgate(Path(tmp), name, port, upstream, policies))
                 urls[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
             results = asyncio.run(measure(urls, args.reps))
         finally:

@@ -73,6 +73,22 @@ def start(args: list[str], cpus: set[int], port: int) -> subprocess.Popen[bytes]
             time.sleep(0.05)
 
 
+def start_hookgate(
+    tmp: Path, name: str, port: int, upstream: str, policies: str
+) -> subprocess.Popen[bytes]:
+    """``hookgate serve`` on ``port`` in front of ``upstream`` with ``policies`` (YAML, where
+    ``UPSTREAM`` stands for the upstream's URL), its own SQLite store, on the proxy's core."""
+    config = tmp / f"{name}.yaml"
+    config.write_text(
+        f"server: {{port: {port}, reload: false}}\n"
+        f"store: 'sqlite:///{tmp / name}.db'\n"
+        f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
+        'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
+    )
+    command = ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
+    return start(command, PROXY_CPU, port)
+
+
 def rss_mb(process: subprocess.Popen[bytes]) -> float:
     for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -121,18 +137,7 @@ def main() -> None:
         hooked: dict[str, subprocess.Popen[bytes]] = {}
         for name, policies in PIPELINES.items():
             port = free_port()
-            config = Path(tmp) / f"{name}.yaml"
-            config.write_text(
-                f"server: {{port: {port}, reload: false}}\n"
-                f"store: 'sqlite:///{Path(tmp) / name}.db'\n"
-                f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-                'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
-            )
-            hooked[name] = start(
-                ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"],
-                PROXY_CPU,
-                port,
-            )
+            hooked[name] = start_hookgate(Path(tmp), name, port, upstream, policies)
             processes.append(hooked[name])
             targets[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
         try:

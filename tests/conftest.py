@@ -14,6 +14,7 @@ import pytest
 from proxy.config.loader import LoadedConfig, load_text
 from proxy.server.app import create_app
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
+from tests.otlp import OtlpReceiver
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-credential-abcdef"
@@ -106,3 +107,12 @@ def make_proxy(loop_thread: LoopThread, upstream: FakeUpstream) -> Iterator[Prox
 def proxy_url(make_proxy: ProxyFactory) -> str:
     """A proxy with no policies in front of the fake upstream."""
     return make_proxy()
+
+
+@pytest.fixture
+def receiver(loop_thread: LoopThread) -> Iterator[OtlpReceiver]:
+    """An OTLP/HTTP trace receiver on loopback (``receiver.endpoint``)."""
+    receiver = OtlpReceiver()
+    loop_thread.run(receiver.server.start())
+    yield receiver
+    loop_thread.run(receiver.server.stop())

@@ -20,15 +20,16 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
-    SECRET,
+    GUARD,
+    PII_AND_BUDGET,
+    REFUSAL,
     assert_joined_trace,
+    assert_redacted_and_wrapped_up,
+    assert_refused,
     make_gate,
-    receiver,
     traced_proxy,
     tracing,
 )
-
-__all__ = ["receiver"]
 
 
 def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Agent, Any]:
@@ -69,8 +70,7 @@ async def test_blocked_tool_and_one_trace(
     tmp_path: Path,
     stream: bool,
 ) -> None:
-    guard = "  - tool_guard: {deny: [get_weather]}\n"
-    gate = make_gate(tmp_path, upstream, tracing(receiver) + guard)
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent, model = make_agent(gate, traced_proxy(make_proxy, receiver), calls, stream)
     try:
@@ -78,18 +78,15 @@ async def test_blocked_tool_and_one_trace(
     finally:
         await model.client.close()
         await gate.aclose()
-    refusal = "Tool call refused: the tool 'get_weather' is not allowed"
-    assert calls == []
-    assert answer.get_text_content() == f"The tool said: {refusal}"
-    assert refusal in upstream.requests[1].body.decode()
+    assert_refused(upstream, calls)
+    assert answer.get_text_content() == f"The tool said: {REFUSAL}"
     assert_joined_trace(receiver, "get_weather", model_calls=2)
 
 
 async def test_redacted_tool_result_and_wrap_up(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    policies = f"  - pii: {{secret: '{SECRET}'}}\n  - reply_budget: {{tokens: 20}}\n"
-    gate = make_gate(tmp_path, upstream, policies)
+    gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
     agent, model = make_agent(gate, make_proxy(), calls, False)
     try:
@@ -98,9 +95,5 @@ async def test_redacted_tool_result_and_wrap_up(
         await model.client.close()
         await gate.aclose()
     assert calls == ["Paris"]
-    second = upstream.requests[1].json()
-    tool_message = next(m for m in second["messages"] if m["role"] == "tool")["content"]
-    assert "Siobhan" not in str(tool_message) and len(PATTERN.findall(str(tool_message))) == 2
-    assert second["tool_choice"] == "none"
-    assert "budget for this reply is spent" in str(second["messages"][0]["content"])
+    assert_redacted_and_wrapped_up(upstream)
     assert PATTERN.search(answer.get_text_content())

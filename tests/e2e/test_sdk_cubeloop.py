@@ -16,15 +16,14 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
-    SECRET,
+    GUARD,
+    PII_AND_BUDGET,
+    REFUSAL,
     assert_joined_trace,
     make_gate,
-    receiver,
     traced_proxy,
     tracing,
 )
-
-__all__ = ["receiver"]
 
 
 @pytest_asyncio.fixture(autouse=True)
@@ -64,24 +63,21 @@ def final_text(agent: Agent) -> str:
 async def test_blocked_tool_and_one_trace(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
 ) -> None:
-    guard = "  - tool_guard: {deny: [get_weather]}\n"
-    gate = make_gate(tmp_path, upstream, tracing(receiver) + guard)
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
     await prompt(gate, agent, "Weather in Paris?", session_id="s-1")
     await gate.aclose()
-    refusal = "Tool call refused: the tool 'get_weather' is not allowed"
     assert calls == []
-    assert upstream.requests[1].json()["messages"][-1]["content"] == refusal
-    assert final_text(agent) == f"The tool said: {refusal}"
+    assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL
+    assert final_text(agent) == f"The tool said: {REFUSAL}"
     assert_joined_trace(receiver, "get_weather", model_calls=2)
 
 
 async def test_tool_result_redacted_and_budget_wraps_up(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    policies = f"  - pii: {{secret: '{SECRET}'}}\n  - reply_budget: {{tokens: 20}}\n"
-    gate = make_gate(tmp_path, upstream, policies)
+    gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
     agent = agent_with(gate, make_proxy(), calls)
     await prompt(gate, agent, "Weather in Paris?")

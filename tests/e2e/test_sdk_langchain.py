@@ -17,15 +17,14 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
+    GUARD,
+    REFUSAL,
     SECRET,
     assert_joined_trace,
     make_gate,
-    receiver,
     traced_proxy,
     tracing,
 )
-
-__all__ = ["receiver"]
 
 
 def agent_with(gate: Gate, url: str, calls: list[str]):  # type: ignore[no-untyped-def]
@@ -45,17 +44,14 @@ QUESTION = {"messages": [{"role": "user", "content": "Weather in Paris?"}]}
 async def test_blocked_tool_and_one_trace(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
 ) -> None:
-    gate = make_gate(
-        tmp_path, upstream, tracing(receiver) + "  - tool_guard: {deny: [get_weather]}\n"
-    )
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
     result = await HookgateMiddleware.ainvoke(gate, agent, QUESTION, session_id="s-1")
     await gate.aclose()
     assert calls == []  # the tool never ran
-    refusal = "Tool call refused: the tool 'get_weather' is not allowed"
-    assert result["messages"][-1].text == f"The tool said: {refusal}"
-    assert upstream.requests[1].json()["messages"][-1]["content"] == refusal
+    assert result["messages"][-1].text == f"The tool said: {REFUSAL}"
+    assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL
     assert_joined_trace(receiver, "get_weather", model_calls=2)
     proxied = [s for s in receiver.spans if s.name.startswith("chat ")]
     assert {s.attributes["gen_ai.conversation.id"] for s in proxied} == {"s-1"}

@@ -12,15 +12,14 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
+    GUARD,
+    REFUSAL,
     SECRET,
     assert_joined_trace,
     make_gate,
-    receiver,
     traced_proxy,
     tracing,
 )
-
-__all__ = ["receiver"]
 
 
 @pytest.fixture
@@ -63,17 +62,15 @@ async def test_blocked_tool_and_one_trace(
 ) -> None:
     from proxy.sdk.adapters.praisonai import aclose, start
 
-    guard = "  - tool_guard: {deny: [get_weather]}\n"
-    gate = make_gate(tmp_path, upstream, tracing(receiver) + guard)
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent = make_agent(gate, traced_proxy(make_proxy, receiver), calls, monkeypatch)
     answer = await start(gate, agent, "Weather in Paris?")
     await aclose(agent)
     await gate.aclose()
-    refusal = "Tool call refused: the tool 'get_weather' is not allowed"
     assert calls == []
-    assert refusal in str(answer)
-    assert refusal in upstream.requests[1].body.decode()
+    assert REFUSAL in str(answer)
+    assert REFUSAL in upstream.requests[1].body.decode()
     assert_joined_trace(receiver, "get_weather", model_calls=2)
 
 

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from proxy.redaction.placeholders import PATTERN
 from proxy.sdk import Gate
 from tests.conftest import ProxyFactory, config_text
-from tests.fakes import FakeUpstream, LoopThread
+from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
 
 SECRET = "sdk-e2e-secret-0123456789"
-
-
-@pytest.fixture
-def receiver(loop_thread: LoopThread) -> Iterator[OtlpReceiver]:
-    receiver = OtlpReceiver()
-    loop_thread.run(receiver.server.start())
-    yield receiver
-    loop_thread.run(receiver.server.stop())
 
 
 def tracing(receiver: OtlpReceiver) -> str:
@@ -61,3 +51,26 @@ def assert_joined_trace(receiver: OtlpReceiver, tool: str, model_calls: int) -> 
 def one(spans: list[ReceivedSpan], name: str) -> ReceivedSpan:
     (span,) = [s for s in spans if s.name == name]
     return span
+
+
+GUARD = "  - tool_guard: {deny: [get_weather]}\n"
+REFUSAL = "Tool call refused: the tool 'get_weather' is not allowed"
+PII_AND_BUDGET = f"  - pii: {{secret: '{SECRET}'}}\n  - reply_budget: {{tokens: 20}}\n"
+"""The fake model's first turn (10 in, 5 out: 30 weighted) spends a 20-token budget."""
+
+
+def assert_refused(upstream: FakeUpstream, calls: list[str]) -> None:
+    """The tool never ran and the model read the refusal as its result."""
+    assert calls == []
+    assert REFUSAL in upstream.requests[1].body.decode()
+
+
+def assert_redacted_and_wrapped_up(upstream: FakeUpstream, *, wrap_up: bool = True) -> None:
+    """The second model request: a redacted tool result, and (``wrap_up``) no more tools."""
+    second = upstream.requests[1].json()
+    tool_message = str(next(m for m in second["messages"] if m["role"] == "tool")["content"])
+    assert "Siobhan" not in tool_message and "siobhan@example.org" not in tool_message
+    assert len(PATTERN.findall(tool_message)) == 2
+    if wrap_up:
+        assert second["tool_choice"] == "none"
+        assert "budget for this reply is spent" in str(second["messages"][0]["content"])

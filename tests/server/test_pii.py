@@ -277,10 +277,9 @@ def test_telemetry_has_counts_never_values(
     loop_thread: LoopThread,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    receiver: OtlpReceiver,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    receiver = OtlpReceiver()
-    loop_thread.run(receiver.server.start())
     db = tmp_path / "audit.db"
     url = make_proxy(
         f"store: 'sqlite:///{db}'\n"
@@ -289,13 +288,10 @@ def test_telemetry_has_counts_never_values(
         " capture_content: true}\n"
         "  - pii: {secret: 'test-secret-0123456789'}\n"
     )
-    try:
-        with openai_client(url) as c:
-            upstream.push(Echo())
-            c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
-        spans = receiver.wait_for(3)
-    finally:
-        loop_thread.run(receiver.server.stop())
+    with openai_client(url) as c:
+        upstream.push(Echo())
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+    spans = receiver.wait_for(3)
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
     line = 'hookgate_pii_entities_total{action="pseudonymize",entity_type="EMAIL_ADDRESS"} 1.0'
     assert line in metrics

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 import socket
-from collections.abc import Iterator
 
 import httpx
 import openai
@@ -12,19 +11,11 @@ import pytest
 
 from proxy.wire import synth
 from tests.conftest import ProxyFactory, openai_client
-from tests.fakes import FakeUpstream, LoopThread, Status
+from tests.fakes import FakeUpstream, Status
 from tests.otlp import OtlpReceiver
 
 SPAN_KIND_CLIENT = 3
 STATUS_ERROR = 2
-
-
-@pytest.fixture
-def receiver(loop_thread: LoopThread) -> Iterator[OtlpReceiver]:
-    receiver = OtlpReceiver()
-    loop_thread.run(receiver.server.start())
-    yield receiver
-    loop_thread.run(receiver.server.stop())
 
 
 def tracing(endpoint: str, extra: str = ", schedule_delay_ms: 50") -> str:
