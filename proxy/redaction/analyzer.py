@@ -215,6 +215,7 @@ class Analyzer:
         self._engine = AnalyzerEngine(
             registry=registry,
             nlp_engine=nlp_engine,
+            context_aware_enhancer=recognizers.ContextEnhancer(),
             supported_languages=[language],
             default_score_threshold=settings.score_threshold,
         )

@@ -21,13 +21,16 @@ Patterns are data; Presidio does the matching, context boosting and scoring.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
+import threading
 from typing import Any
 
 import regex
 import tldextract
 from presidio_analyzer import LocalRecognizer, Pattern, PatternRecognizer, RecognizerResult
+from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import (
     CreditCardRecognizer,
@@ -383,6 +386,53 @@ class CardRecognizer(CreditCardRecognizer):
             context=["card", "credit", "debit", "visa", "mastercard", "amex", "maestro",
                      "jcb", "discover", "diners", "cc", "charged", "payment", "billing"],
         )  # fmt: skip
+
+
+class ContextEnhancer(LemmaContextAwareEnhancer):
+    """Presidio's context-word enhancer with its token lookup made logarithmic.
+
+    Presidio finds the token of each result by scanning the text's tokens from the start,
+    and tests each context word against the text's keyword *list*, which makes a long text
+    with many results quadratic (a 97 KB tool result with 2,000 phone numbers took 6.6 s,
+    5.5 of them there). Tokens are ordered, so a binary search over their offsets finds the
+    same token, and the keywords are looked up in a set made once per text.
+    """
+
+    _keywords = threading.local()
+
+    @staticmethod
+    def _add_n_words(
+        index: int,
+        n_words: int,
+        lemmas: list[str],
+        lemmatized_filtered_keywords: list[str],
+        is_backward: bool,
+    ) -> list[str]:
+        cache = ContextEnhancer._keywords
+        if getattr(cache, "source", None) is not lemmatized_filtered_keywords:
+            cache.source = lemmatized_filtered_keywords
+            cache.words = frozenset(lemmatized_filtered_keywords)
+        words: frozenset[str] = cache.words
+        context: list[str] = []
+        i, remaining, step = index, n_words + 1, -1 if is_backward else 1
+        while 0 <= i < len(lemmas) and remaining > 0:
+            lower = lemmas[i].lower()
+            if lower in words:
+                context.append(lower)
+                remaining -= 1
+            i += step
+        return context
+
+    @staticmethod
+    def _find_index_of_match_token(
+        word: str, start: int, tokens: Any, tokens_indices: list[int]
+    ) -> int:
+        i = bisect.bisect_right(tokens_indices, start) - 1
+        if i >= 0 and start < tokens_indices[i] + len(tokens[i]):
+            return i
+        if i + 1 < len(tokens_indices):
+            return i + 1
+        raise ValueError(f"no token at offset {start}")
 
 
 def custom_recognizer(

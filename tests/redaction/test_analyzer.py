@@ -121,3 +121,23 @@ def test_yaml_settings_choose_what_is_found() -> None:
     assert ("EMAIL_ADDRESS", "jo@example.com") in found
     assert all(value != "support@example.com" for _, value in found)
     assert all(kind != "PHONE_NUMBER" for kind, _ in found)  # not in `entities`
+
+
+def test_fast_context_enhancer_finds_the_same_tokens_as_presidio(analyzer: Analyzer) -> None:
+    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+
+    from proxy.redaction.recognizers import ContextEnhancer
+
+    text = "Call  459.502.4057, e-mail ann@x.io;card 4111-1111-1111-1111.\nBye  "
+    doc = analyzer._engine.nlp_engine.process_text(text, "en")
+    tokens, starts = doc.tokens, doc.tokens_indices
+    for offset in range(len(text.rstrip())):
+        assert ContextEnhancer._find_index_of_match_token(
+            "w", offset, tokens, starts
+        ) == LemmaContextAwareEnhancer._find_index_of_match_token("w", offset, tokens, starts)
+    lemmas, keywords = doc.lemmas, list(doc.keywords)
+    for index in range(len(lemmas)):
+        for backward in (True, False):
+            assert ContextEnhancer._add_n_words(
+                index, 3, lemmas, keywords, backward
+            ) == LemmaContextAwareEnhancer._add_n_words(index, 3, lemmas, keywords, backward)
