@@ -26,8 +26,8 @@ import contextvars
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -147,17 +147,14 @@ class Gate:
         handle = await self.begin_reply(
             agent=agent, input=input, session_id=session_id, reply_id=reply_id
         )
-        token, loop = CURRENT.set(handle.ctx), LOOP.set(asyncio.get_running_loop())
-        try:
-            yield handle.ctx
-        except BaseException as exc:
-            await handle.fail(exc)
-            raise
-        else:
-            await handle.finish(None)
-        finally:
-            CURRENT.reset(token)
-            LOOP.reset(loop)
+        with self.current(handle.ctx):
+            try:
+                yield handle.ctx
+            except BaseException as exc:
+                await handle.fail(exc)
+                raise
+            else:
+                await handle.finish(None)
 
     async def begin_reply(
         self,
@@ -267,6 +264,20 @@ class Gate:
         terminal = self._model_terminal.get()
         assert terminal is not None, "model_call sets the terminal"
         return await terminal(call, ctx)
+
+    @contextmanager
+    def current(self, ctx: ReplyContext) -> Iterator[ReplyContext]:
+        """Make ``ctx`` the current reply (and this loop its loop) for the block.
+
+        For adapters that start a framework's background work inside a split reply
+        (:meth:`begin_reply`): tasks created in the block inherit the reply.
+        """
+        token, loop = CURRENT.set(ctx), LOOP.set(asyncio.get_running_loop())
+        try:
+            yield ctx
+        finally:
+            CURRENT.reset(token)
+            LOOP.reset(loop)
 
     def system_prompt(self, prompt: str, ctx: Context | None = None) -> Awaitable[str]:
         """Run the ``on_system_prompt`` chain in-process (for adapters of frameworks that

@@ -15,7 +15,7 @@ from agents import (
 from openai import AsyncOpenAI
 
 from proxy.redaction.placeholders import PATTERN
-from proxy.sdk.adapters.openai_agents import StoppedReply, run
+from proxy.sdk.adapters.openai_agents import StoppedReply, run, run_streamed
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -82,3 +82,20 @@ async def test_redacted_tool_result_wrap_up_and_stop(
         )
         stopped = await run(stopper, make_agent(client, calls), "Weather in Paris?")
     assert isinstance(stopped, StoppedReply) and calls == ["Paris"]  # no second tool run
+
+
+async def test_streamed_run_is_one_governed_reply(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
+    calls: list[str] = []
+    url = traced_proxy(make_proxy, receiver)
+    async with AsyncOpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0) as client:
+        result = await run_streamed(gate, make_agent(client, calls), "Weather in Paris?")
+        kinds = [event.type async for event in result.stream_events()]
+    await gate.aclose()
+    assert "raw_response_event" in kinds
+    assert_refused(upstream, calls)
+    assert result.final_output == f"The tool said: {REFUSAL}"
+    assert all(r.json()["stream"] is True for r in upstream.requests)
+    assert_joined_trace(receiver, "get_weather", model_calls=2)

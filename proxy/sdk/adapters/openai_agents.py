@@ -8,7 +8,8 @@
 
 Mapping:
 
-* a reply is one ``Runner.run``: :func:`run` runs it inside ``on_reply``;
+* a reply is one ``Runner.run``: :func:`run` runs it inside ``on_reply``
+  (:func:`run_streamed` likewise for ``Runner.run_streamed``; the reply ends with its stream);
 * every ``FunctionTool`` of the agent is wrapped (``on_invoke_tool``) in ``on_tool_call``:
   a refusal is the tool's output, so the model reads the reason; rewritten arguments and
   results pass through;
@@ -30,15 +31,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, FunctionTool, ModelSettings, RunConfig, RunHooks, Runner
 from agents.run_config import CallModelData, ModelInputData
 
-from proxy.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.observe import Usage
-from proxy.sdk.gate import Gate, current_reply
+from proxy.sdk.gate import Gate, Split, current_reply
 
 
 @dataclass(frozen=True)
@@ -67,17 +69,7 @@ async def run(
     """``Runner.run(agent, input)`` as one governed reply (see the module docstring)."""
 
     async def reply() -> Any:
-        ctx = _reply()
-        config = run_config or RunConfig()
-        settings = config.model_settings or ModelSettings()
-        config = dataclasses.replace(
-            config,
-            model_settings=dataclasses.replace(settings, extra_headers=ctx.headers()),
-            call_model_input_filter=_InputFilter(gate, config),
-        )
-        governed = agent.clone(
-            tools=[_governed(gate, t) for t in agent.tools], reset_tool_choice=False
-        )
+        governed, config = _governed_run(gate, agent, run_config)
         try:
             return await Runner.run(
                 governed, input, run_config=config, hooks=_Hooks(gate, config), **kwargs
@@ -86,6 +78,69 @@ async def run(
             return StoppedReply(stop.text)
 
     return await gate.run_reply(reply, agent=agent.name, input=input, session_id=session_id)
+
+
+async def run_streamed(
+    gate: Gate,
+    agent: Agent[Any],
+    input: Any,
+    *,
+    session_id: str | None = None,
+    run_config: RunConfig | None = None,
+    **kwargs: Any,
+) -> GovernedStream:
+    """``Runner.run_streamed(agent, input)`` as one governed reply.
+
+    Iterate ``stream_events()`` of the result as usual; the reply ends with the stream. A
+    reply a policy stops ends its stream early; ``stopped`` then holds the last answer.
+    """
+    handle = await gate.begin_reply(agent=agent.name, input=input, session_id=session_id)
+    with gate.current(handle.ctx):  # the run's task copies the reply into its context
+        governed, config = _governed_run(gate, agent, run_config)
+        result = Runner.run_streamed(
+            governed, input, run_config=config, hooks=_Hooks(gate, config), **kwargs
+        )
+    return GovernedStream(result, handle)
+
+
+class GovernedStream:
+    """A streamed run (``RunResultStreaming``) whose end is the end of its reply."""
+
+    def __init__(self, result: Any, handle: Split[Reply, Any]) -> None:
+        self.result = result
+        self._handle = handle
+        self.stopped: StoppedReply | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.result, name)
+
+    async def stream_events(self) -> AsyncIterator[Any]:
+        """The run's events; the reply's ``on_reply`` layers finish when they end."""
+        try:
+            async for event in self.result.stream_events():
+                yield event
+        except _Stop as stop:
+            self.stopped = StoppedReply(stop.text)
+        except BaseException as exc:
+            await self._handle.fail(exc)
+            raise
+        await self._handle.finish(self.result)
+
+
+def _governed_run(
+    gate: Gate, agent: Agent[Any], run_config: RunConfig | None
+) -> tuple[Agent[Any], RunConfig]:
+    """The agent with governed tools, and a run config carrying the reply's hooks."""
+    ctx = _reply()
+    config = run_config or RunConfig()
+    settings = config.model_settings or ModelSettings()
+    config = dataclasses.replace(
+        config,
+        model_settings=dataclasses.replace(settings, extra_headers=ctx.headers()),
+        call_model_input_filter=_InputFilter(gate, config),
+    )
+    governed = agent.clone(tools=[_governed(gate, t) for t in agent.tools], reset_tool_choice=False)
+    return governed, config
 
 
 class _InputFilter:
