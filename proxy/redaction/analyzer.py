@@ -154,14 +154,14 @@ class Analyzer:
     """A configured Presidio ``AnalyzerEngine``. Thread-safe for :meth:`analyze`."""
 
     def __init__(self, settings: AnalyzerSettings) -> None:
+        for name in _PRESIDIO_LOGGERS:  # before the import: it logs the device it picked
+            logging.getLogger(name).setLevel(logging.ERROR)
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NlpEngineProvider, SpacyNlpEngine
         from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
         from proxy.redaction import recognizers
 
-        for name in _PRESIDIO_LOGGERS:
-            logging.getLogger(name).setLevel(logging.ERROR)
         self.settings = settings
         language = settings.language
         provider = NlpEngineProvider(
