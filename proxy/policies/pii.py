@@ -35,7 +35,7 @@ from proxy.pipeline.hooks import Messages, Next, Policy, StreamTransform
 from proxy.pipeline.services import Services
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 from proxy.redaction import texts
-from proxy.redaction.analyzer import AnalyzerSettings, analyzer_for, warm
+from proxy.redaction.analyzer import AnalyzerSettings, analyzer_for
 from proxy.redaction.placeholders import Vault
 from proxy.redaction.redactor import Action, Redaction, Redactor
 from proxy.redaction.restore import Restorer, RestoringStream
@@ -95,7 +95,6 @@ class PiiPolicy(Policy):
             ) from None
         except OSError as exc:  # spaCy: model package not installed
             raise ValueError(f"pii: cannot load spaCy model {config.model!r}: {exc}") from None
-        warm(self._analyzer)
         self._pool = ThreadPoolExecutor(config.workers, thread_name_prefix="hookgate-pii")
         self._cache: OrderedDict[str, Redaction] = OrderedDict()
         self._redactor: Redactor | None = None
@@ -159,7 +158,7 @@ class PiiPolicy(Policy):
         values: dict[str, str] = ctx.session.setdefault(self.name, {})
         if values:
             restorer = Restorer(dict(values))
-            call = call.with_arguments(_restore_leaves(call.arguments, restorer))
+            call = call.with_arguments(texts.map_leaves(call.arguments, restorer.text))
         result = await next(call, ctx)
         if not _worth_analyzing(result.content):
             return result
@@ -167,7 +166,7 @@ class PiiPolicy(Policy):
         try:
             done, _ = await self._analyze(redactor, [result.content])
         except Exception as exc:
-            reason = "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+            reason = _reason(exc)
             if self.config.on_error == "allow":
                 log.warning("pii: tool result analysis failed (%s); passed unredacted", reason)
                 return result
@@ -211,9 +210,7 @@ class PiiPolicy(Policy):
             done, fresh = await self._analyze(redactor, wanted)
         except Exception as exc:  # any analyzer failure fails closed
             return self._failed(ctx, value, exc)
-        vault: Vault = ctx.state.get(self.name) or ctx.state.setdefault(
-            self.name, Vault(redactor.secret)
-        )
+        vault: Vault = ctx.state.setdefault(self.name, Vault(redactor.secret))
         occurrences = Counter(found)
         counts: dict[tuple[str, str], int] = {}
         blocked: set[str] = set()
@@ -279,7 +276,7 @@ class PiiPolicy(Policy):
             self._cache.popitem(last=False)
 
     def _failed(self, ctx: Context, value: T, exc: Exception) -> T:
-        reason = "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+        reason = _reason(exc)
         ctx.observation.attributes[semconv.PII_ERROR] = reason
         if self.config.on_error == "allow":
             log.warning(
@@ -362,18 +359,13 @@ class _Propagation:
         return self._pattern.sub(swap, text), found
 
 
-def _restore_leaves(value: Any, restorer: Restorer) -> Any:
-    if isinstance(value, str):
-        return restorer.text(value)
-    if isinstance(value, list):
-        return [_restore_leaves(v, restorer) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _restore_leaves(v, restorer) for k, v in value.items()}
-    return value
-
-
 def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:
     return {text: redactor.redact(text) for text in fresh}
+
+
+def _reason(exc: Exception) -> str:
+    """How an analysis failed, for logs and errors (never the text)."""
+    return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
 def _worth_analyzing(text: str) -> bool:

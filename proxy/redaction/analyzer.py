@@ -345,7 +345,8 @@ _lock = threading.Lock()
 def analyzer_for(settings: AnalyzerSettings) -> Analyzer:
     """The analyzer for ``settings``, built on first use and then shared.
 
-    Building loads the spaCy model (about a second for the small one); keeping analyzers by
+    Building loads the spaCy model (about a second for the small one) and runs one analysis,
+    so the first request does not pay spaCy's lazy initialisation; keeping analyzers by
     settings means a config reload that leaves the ``pii`` settings alone costs nothing.
     Only the most recent two settings are kept.
     """
@@ -354,12 +355,8 @@ def analyzer_for(settings: AnalyzerSettings) -> Analyzer:
         analyzer = _analyzers.get(key)
         if analyzer is None:
             analyzer = Analyzer(settings)
+            analyzer.analyze("Warm-up for Jane Roe at jane@example.com.")
             _analyzers[key] = analyzer
             while len(_analyzers) > 2:
                 del _analyzers[next(iter(_analyzers))]
         return analyzer
-
-
-def warm(analyzer: Any) -> None:
-    """Run one analysis so the first request does not pay spaCy's lazy initialisation."""
-    analyzer.analyze("Warm-up for Jane Roe at jane@example.com.")

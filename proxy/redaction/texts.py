@@ -129,18 +129,20 @@ def _json_text(text: str, fn: TextFn) -> str:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         return fn(text)
-    mapped = _leaves(document, fn)
+    mapped = map_leaves(document, fn)
     return text if mapped is document else orjson.dumps(mapped).decode()
 
 
-def _leaves(value: Any, fn: TextFn) -> Any:
+def map_leaves(value: Any, fn: TextFn) -> Any:
+    """``fn`` applied to the string leaves of a JSON-like value (not to mapping keys); the
+    same object when nothing changed."""
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, list):
-        items = [_leaves(v, fn) for v in value]
+        items = [map_leaves(v, fn) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if isinstance(value, dict):
-        fields = {k: _leaves(v, fn) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        fields = {k: map_leaves(v, fn) for k, v in value.items()}
         return value if all(fields[k] is value[k] for k in value) else fields
     return value
 
