@@ -7,8 +7,8 @@ YAML::
         on_limit: wrap_up     # wrap_up | stop
 
 ``wrap_up`` lets the last allowed call be the answer: before it, the reply is told to wrap
-up (``ctx.wrap_up``: the message and ``tool_choice: none``, as ``reply_budget`` does); after
-it, the reply stops. ``stop`` ends the reply once ``max_calls`` calls were made.
+up (``ctx.wrap_up``: the message and ``tool_choice: none``, applied as for ``reply_budget``);
+after it, the reply stops. ``stop`` ends the reply once ``max_calls`` calls were made.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.pipeline.agent import ReplyContext
-from proxy.pipeline.hooks import Next, Policy
-from proxy.pipeline.types import Context, ModelCall, ModelResponse
-from proxy.policies.reply_budget import wrapped_up
+from proxy.pipeline.hooks import Policy
 
 LAST_CALL = (
     "This is your last model call for this reply. Do not call any tools: answer the user "
@@ -54,10 +52,3 @@ class ModelCallLimitPolicy(Policy):
         if self.config.on_limit == "wrap_up" and ctx.turns == limit - 1 and ctx.wrap_up is None:
             ctx.wrap_up = self.config.message
         return ctx.turns >= limit
-
-    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
-        """In-process: the wrap-up call carries the message and ``tool_choice: none``."""
-        reply = ctx.reply
-        if reply is None or reply.wrap_up is None or call.api != "chat.completions":
-            return await next(call, ctx)
-        return await next(call.with_body(wrapped_up(call, reply.wrap_up)), ctx)

@@ -11,8 +11,9 @@ YAML::
 Usage is what the provider reported for each model call of the reply (adapters pass it to
 :meth:`Gate.after_turn <proxy.sdk.Gate.after_turn>`). When the budget is spent the reply is
 told to wrap up: ``ctx.wrap_up`` is set, so the next model call carries the message and
-``tool_choice: none`` (in-process through this policy's ``on_model_call``, or natively by
-the framework's adapter). After ``grace_turns`` more model calls the reply is stopped.
+``tool_choice: none`` (applied by :meth:`Gate.model_call <proxy.sdk.Gate.model_call>`
+in-process, or natively by the framework's adapter). After ``grace_turns`` more model calls
+the reply is stopped.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.pipeline.agent import ReplyContext
-from proxy.pipeline.hooks import Next, Policy
+from proxy.pipeline.hooks import Policy
 from proxy.pipeline.observe import Usage
-from proxy.pipeline.types import Context, ModelCall, ModelResponse
-from proxy.wire import prompts
 
 WRAP_UP = (
     "Your budget for this reply is spent. Do not call any more tools: answer the user now "
@@ -88,20 +87,3 @@ class ReplyBudgetPolicy(Policy):
             ctx.wrap_up = self.config.message
             return False
         return bool(ctx.turns - state["wrapped_at"] > self.config.grace_turns)
-
-    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
-        """In-process model calls of a reply that must wrap up: the message, no tools."""
-        reply = ctx.reply
-        if reply is None or reply.wrap_up is None or call.api not in ("chat.completions",):
-            return await next(call, ctx)
-        return await next(call.with_body(wrapped_up(call, reply.wrap_up)), ctx)
-
-
-def wrapped_up(call: ModelCall, message: str) -> dict[str, object]:
-    """A chat body that tells the model to finish now and lets it call no tool."""
-    messages = list(prompts.messages_of(call.api, call.body) or ())
-    messages.append({"role": "system", "content": message})
-    body = prompts.with_messages(call.api, call.body, messages)
-    if "tools" in body:
-        body["tool_choice"] = "none"
-    return body

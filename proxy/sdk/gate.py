@@ -38,6 +38,7 @@ from proxy.pipeline.observe import Usage
 from proxy.pipeline.pipeline import Pipeline
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 from proxy.store.base import Store
+from proxy.wire import prompts
 
 log = logging.getLogger("hookgate")
 
@@ -239,9 +240,13 @@ class Gate:
         """Run an OpenAI-shaped model call through the model-level hooks, in-process.
 
         ``terminal`` performs the call with the framework's own model. ``ctx`` defaults to
-        one made for the current reply.
+        one made for the current reply. A reply told to wrap up (``ReplyContext.wrap_up``,
+        whichever policy set it) gets the instruction as a last system message and
+        ``tool_choice: none``.
         """
         ctx = ctx or self.model_context(call.api)
+        if ctx.reply is not None and ctx.reply.wrap_up and call.api == "chat.completions":
+            call = call.with_body(_wrapped_up(call, ctx.reply.wrap_up))
         token = self._model_terminal.set(terminal)
         try:
             return await self._pipeline.run(call, ctx)
@@ -311,6 +316,16 @@ class Gate:
             await policy.aclose()
         if self._store is not None:
             await self._store.close()
+
+
+def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:
+    """A chat body that tells the model to finish now and lets it call no tool."""
+    messages = list(prompts.messages_of(call.api, call.body) or ())
+    messages.append({"role": "system", "content": message})
+    body = prompts.with_messages(call.api, call.body, messages)
+    if "tools" in body:
+        body["tool_choice"] = "none"
+    return body
 
 
 class Split(Generic[V, R]):
