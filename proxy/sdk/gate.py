@@ -62,6 +62,17 @@ def current_reply() -> ReplyContext | None:
     return CURRENT.get()
 
 
+def reply_now(entry: str) -> ReplyContext:
+    """The current reply; a RuntimeError naming ``entry`` (how to start one) when none runs.
+
+    For hooks a framework calls: they only make sense inside a reply.
+    """
+    ctx = CURRENT.get()
+    if ctx is None:
+        raise RuntimeError(f"hookgate: no reply is running; run the agent with {entry}")
+    return ctx
+
+
 class Gate:
     """The SDK policies of one config, composed once. Safe to share between replies."""
 
@@ -118,18 +129,15 @@ class Gate:
     ) -> T:
         """Run ``run()`` as one reply, inside every policy's ``on_reply``."""
         ctx = self.new_reply(agent, session_id, reply_id)
-        token, loop = CURRENT.set(ctx), LOOP.set(asyncio.get_running_loop())
-        try:
 
-            async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
-                return await run()
+        async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
+            return await run()
 
-            handler = compose_onion(self._reply_layers, terminal)
-            result: T = await handler(Reply(ctx.agent, input), ctx)
-            return result
-        finally:
-            CURRENT.reset(token)
-            LOOP.reset(loop)
+        with self.current(ctx):
+            result: T = await compose_onion(self._reply_layers, terminal)(
+                Reply(ctx.agent, input), ctx
+            )
+        return result
 
     @asynccontextmanager
     async def reply(
@@ -305,10 +313,7 @@ class Gate:
         return asyncio.run_coroutine_threadsafe(run(), loop).result()
 
     def _context(self) -> ReplyContext:
-        ctx = CURRENT.get()
-        if ctx is None:
-            raise RuntimeError("no reply is running: use Gate.reply or Gate.run_reply first")
-        return ctx
+        return reply_now("Gate.reply or Gate.run_reply")
 
     async def aclose(self) -> None:
         """Close every policy (exporters, pools) and the store."""

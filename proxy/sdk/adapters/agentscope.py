@@ -37,12 +37,13 @@ from agentscope.tool import ToolChoice, ToolResponse
 
 from proxy.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.observe import Usage
-from proxy.sdk.gate import Gate, current_reply
+from proxy.sdk.gate import Gate, reply_now
 
 
-async def reply(gate: Gate, agent: Any, message: Any, **kwargs: Any) -> Any:
-    """``agent.reply(message)`` as one governed reply (``session_id=`` optional)."""
-    session_id = kwargs.pop("session_id", None)
+async def reply(
+    gate: Gate, agent: Any, message: Any, *, session_id: str | None = None, **kwargs: Any
+) -> Any:
+    """``agent.reply(message, **kwargs)`` as one governed reply."""
     return await gate.run_reply(
         lambda: agent.reply(message, **kwargs),
         agent=getattr(agent, "name", None),
@@ -140,7 +141,4 @@ def _usage(response: ChatResponse | None) -> Usage | None:
 
 
 def _reply() -> ReplyContext:
-    ctx = current_reply()
-    if ctx is None:
-        raise RuntimeError("hookgate: run the agent with proxy.sdk.adapters.agentscope.reply")
-    return ctx
+    return reply_now("proxy.sdk.adapters.agentscope.reply")

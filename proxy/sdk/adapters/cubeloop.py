@@ -39,15 +39,24 @@ from cubeloop.agent.types import (
 
 from proxy.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.observe import Usage
-from proxy.sdk.gate import Gate, Split, current_reply
+from proxy.sdk.gate import Gate, Split, current_reply, reply_now
 
 
-async def prompt(gate: Gate, agent: Any, message: Any, **kwargs: Any) -> Any:
-    """``agent.prompt(message)`` as one reply (``session_id=``/``agent_name=`` optional)."""
-    session_id = kwargs.pop("session_id", None)
-    name = kwargs.pop("agent_name", None)
+async def prompt(
+    gate: Gate,
+    agent: Any,
+    message: Any,
+    *,
+    session_id: str | None = None,
+    agent_name: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``agent.prompt(message, **kwargs)`` as one reply (named ``agent_name`` in traces)."""
     return await gate.run_reply(
-        lambda: agent.prompt(message, **kwargs), agent=name, input=message, session_id=session_id
+        lambda: agent.prompt(message, **kwargs),
+        agent=agent_name,
+        input=message,
+        session_id=session_id,
     )
 
 
@@ -115,7 +124,4 @@ class HookgateMiddleware(Middleware):
 
 
 def _reply() -> ReplyContext:
-    ctx = current_reply()
-    if ctx is None:
-        raise RuntimeError("hookgate: run the agent with proxy.sdk.adapters.cubeloop.prompt")
-    return ctx
+    return reply_now("proxy.sdk.adapters.cubeloop.prompt")

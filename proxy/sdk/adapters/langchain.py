@@ -38,7 +38,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from proxy.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.observe import Usage
-from proxy.sdk.gate import Gate, current_reply
+from proxy.sdk.gate import Gate, reply_now
 
 
 class HookgateMiddleware(AgentMiddleware):
@@ -53,22 +53,37 @@ class HookgateMiddleware(AgentMiddleware):
         return "hookgate"
 
     @staticmethod
-    async def ainvoke(gate: Gate, agent: Any, input: Any, **kwargs: Any) -> Any:
-        """``agent.ainvoke(input)`` as one reply (``session_id=``/``agent_name=`` optional)."""
-        session_id = kwargs.pop("session_id", None)
-        name = kwargs.pop("agent_name", None)
+    async def ainvoke(
+        gate: Gate,
+        agent: Any,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``agent.ainvoke(input, **kwargs)`` as one reply (named ``agent_name`` in traces)."""
         return await gate.run_reply(
-            lambda: agent.ainvoke(input, **kwargs), agent=name, input=input, session_id=session_id
+            lambda: agent.ainvoke(input, **kwargs),
+            agent=agent_name,
+            input=input,
+            session_id=session_id,
         )
 
     @staticmethod
-    async def invoke(gate: Gate, agent: Any, input: Any, **kwargs: Any) -> Any:
+    async def invoke(
+        gate: Gate,
+        agent: Any,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """A synchronous ``agent.invoke`` (run in a thread) as one reply."""
-        session_id = kwargs.pop("session_id", None)
-        name = kwargs.pop("agent_name", None)
         return await gate.run_reply(
             lambda: asyncio.to_thread(agent.invoke, input, **kwargs),
-            agent=name,
+            agent=agent_name,
             input=input,
             session_id=session_id,
         )
@@ -138,16 +153,6 @@ class HookgateMiddleware(AgentMiddleware):
         return _message(self.gate.call_sync(self.gate.tool(call, execute)), tool_call)
 
 
-def _reply() -> ReplyContext:
-    ctx = current_reply()
-    if ctx is None:
-        raise RuntimeError(
-            "hookgate: run the agent with HookgateMiddleware.ainvoke/invoke (or inside "
-            "Gate.run_reply) so its hooks know the reply"
-        )
-    return ctx
-
-
 def _usage(message: AIMessage | None) -> Usage | None:
     meta = message.usage_metadata if message is not None else None
     if not meta:
@@ -187,3 +192,7 @@ def _message(result: ToolResult, tool_call: dict[str, Any]) -> ToolMessage:
         name=tool_call["name"],
         status="error" if result.error else "success",
     )
+
+
+def _reply() -> ReplyContext:
+    return reply_now("HookgateMiddleware.ainvoke or .invoke")

@@ -40,7 +40,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from proxy.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.observe import Usage
-from proxy.sdk.gate import Gate, Split, current_reply
+from proxy.sdk.gate import Gate, Split, reply_now
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,4 @@ def _text(response: Any) -> str:
 
 
 def _reply() -> ReplyContext:
-    ctx = current_reply()
-    if ctx is None:
-        raise RuntimeError("hookgate: run the agent with proxy.sdk.adapters.openai_agents.run")
-    return ctx
+    return reply_now("proxy.sdk.adapters.openai_agents.run")

@@ -44,9 +44,10 @@ from proxy.sdk.client import http_client
 from proxy.sdk.gate import Gate
 
 
-async def start(gate: Gate, agent: Any, prompt: str, **kwargs: Any) -> Any:
-    """``agent.astart(prompt)`` as one governed reply (``session_id=`` optional)."""
-    session_id = kwargs.pop("session_id", None)
+async def start(
+    gate: Gate, agent: Any, prompt: str, *, session_id: str | None = None, **kwargs: Any
+) -> Any:
+    """``agent.astart(prompt, **kwargs)`` as one governed reply."""
     return await gate.run_reply(
         lambda: agent.astart(prompt, **kwargs),
         agent=getattr(agent, "name", None),
