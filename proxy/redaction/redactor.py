@@ -22,13 +22,14 @@ come from :mod:`proxy.redaction.placeholders`.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from proxy.redaction.analyzer import Analyzer
-from proxy.redaction.placeholders import LONG_CODE_LENGTH, placeholder
+from proxy.redaction.placeholders import Vault
 
 Action = Literal["pseudonymize", "mask", "redact", "hash", "block"]
 
@@ -78,9 +79,9 @@ class Redactor:
             return Redaction(text, {}, {})
         from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
 
-        values: dict[str, str] = {}
+        vault = Vault(self.secret)
         types = {f.entity_type for f in findings}
-        operators = {kind: self._operator(kind, values, OperatorConfig) for kind in types}
+        operators = {kind: self._operator(kind, vault, OperatorConfig) for kind in types}
         result = self._engine.anonymize(
             text=text,
             analyzer_results=[
@@ -91,20 +92,12 @@ class Redactor:
         counts: Counter[tuple[str, str]] = Counter(
             (item.entity_type, self.action(item.entity_type)) for item in result.items
         )
-        return Redaction(result.text, values, dict(counts))
+        return Redaction(result.text, vault.values, dict(counts))
 
-    def _operator(self, kind: str, values: dict[str, str], config: Any) -> Any:
+    def _operator(self, kind: str, vault: Vault, config: Any) -> Any:
         action = self.action(kind)
         if action == "pseudonymize":
-
-            def pseudonym(value: str) -> str:
-                token = placeholder(self.secret, kind, value)
-                if values.setdefault(token, value) != value:  # a 30-bit collision
-                    token = placeholder(self.secret, kind, value, LONG_CODE_LENGTH)
-                    values[token] = value
-                return token
-
-            return config("custom", {"lambda": pseudonym})
+            return config("custom", {"lambda": functools.partial(vault.placeholder, kind)})
         if action == "mask":
             return config("custom", {"lambda": _mask})
         if action == "hash":
