@@ -9,6 +9,7 @@ chunk boundary is restored whole and nothing else is delayed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -25,19 +26,11 @@ _JSON_PATTERN = re.compile(
 class Restorer:
     """Restores the placeholders of one request (``placeholder → value``)."""
 
-    __slots__ = ("_json_prefixes", "_json_values", "_max", "_prefixes", "values")
-
     def __init__(self, values: Mapping[str, str]) -> None:
         self.values = values
         self._json_values = {
             token[1:-1]: orjson.dumps(value).decode()[1:-1] for token, value in values.items()
         }
-        self._prefixes = _proper_prefixes(values)
-        escaped = [f"\\u003c{token[1:-1]}\\u003e" for token in values]
-        self._json_prefixes = self._prefixes | _proper_prefixes(
-            [*escaped, *(e.replace("\\u003c", "\\u003C") for e in escaped)]
-        )
-        self._max = max((len(token) for token in escaped), default=0)
 
     def text(self, text: str) -> str:
         """``text`` with every known placeholder replaced by its value."""
@@ -51,8 +44,32 @@ class Restorer:
             return text
         return _JSON_PATTERN.sub(self._escaped, text)
 
+    @functools.cached_property
+    def _prefixes(self) -> frozenset[str]:
+        return _proper_prefixes(self.values)
+
+    @functools.cached_property
+    def _json_prefixes(self) -> frozenset[str]:
+        return self._prefixes | _proper_prefixes(
+            [
+                *self._escaped_tokens,
+                *(e.replace("\\u003c", "\\u003C") for e in self._escaped_tokens),
+            ]
+        )
+
+    @functools.cached_property
+    def _escaped_tokens(self) -> list[str]:
+        return [f"\\u003c{token[1:-1]}\\u003e" for token in self.values]
+
+    @functools.cached_property
+    def _max(self) -> int:
+        return max((len(token) for token in self._escaped_tokens), default=0)
+
     def split(self, text: str, *, json: bool) -> int:
-        """Where a suffix of ``text`` that may grow into a placeholder starts (else ``len``)."""
+        """Where a suffix of ``text`` that may grow into a placeholder starts (else ``len``).
+
+        The prefix sets are built on first use: only streams need them.
+        """
         prefixes = self._json_prefixes if json else self._prefixes
         start = max(0, len(text) - self._max)
         for i in range(start, len(text)):
