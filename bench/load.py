@@ -1,14 +1,14 @@
-"""Load generator: ``python -m bench.load URL CONCURRENCY COUNT STREAM`` → one JSON line.
+"""Load generator: ``python -m bench.load URL CONCURRENCY COUNT STREAM [--seconds S]``.
 
-Sends COUNT chat completion requests with CONCURRENCY in flight over keep-alive
-connections and reports latency percentiles (total, and time to first byte for
-streams) and requests per second.
+Sends COUNT chat completion requests (or as many as fit in S seconds) with CONCURRENCY
+in flight over keep-alive connections and prints one JSON line: latency percentiles
+(total, and time to first byte for streams) and requests per second.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
 import time
 
 import aiohttp
@@ -31,8 +31,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
+async def run(
+    url: str, concurrency: int, count: int, stream: bool, seconds: float | None = None
+) -> dict[str, float]:
     body = STREAM_BODY if stream else BODY
+    stop_at = None if seconds is None else time.perf_counter() + seconds
     totals: list[float] = []
     firsts: list[float] = []
     errors = 0
@@ -42,7 +45,7 @@ async def run(url: str, concurrency: int, count: int, stream: bool) -> dict[str,
 
         async def worker() -> None:
             nonlocal remaining, errors
-            while remaining > 0:
+            while remaining > 0 and (stop_at is None or time.perf_counter() < stop_at):
                 remaining -= 1
                 started = time.perf_counter()
                 async with session.post(
@@ -73,19 +76,26 @@ async def run(url: str, concurrency: int, count: int, stream: bool) -> dict[str,
 
 
 def main() -> None:
-    url, concurrency, count, stream = (
-        sys.argv[1],
-        int(sys.argv[2]),
-        int(sys.argv[3]),
-        sys.argv[4] == "1",
-    )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("url")
+    parser.add_argument("concurrency", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("stream", choices=("0", "1"))
+    parser.add_argument("--seconds", type=float, default=None)
+    args = parser.parse_args()
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    print(orjson.dumps(asyncio.run(run(url, concurrency, count, stream))).decode())
+    print(
+        orjson.dumps(
+            asyncio.run(
+                run(args.url, args.concurrency, args.count, args.stream == "1", args.seconds)
+            )
+        ).decode()
+    )
 
 
 if __name__ == "__main__":

@@ -178,7 +178,8 @@ class FallbackPolicy(Policy):
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            response = await asyncio.wait_for(next(call, ctx), budget)
+            async with asyncio.timeout(budget):  # no task per attempt, unlike wait_for
+                response = await next(call, ctx)
         except TimeoutError:
             _relabel_cancelled(ctx, label)
             raise UpstreamTimeout(
@@ -189,9 +190,8 @@ class FallbackPolicy(Policy):
         stream = response.stream
         events = aiter(stream)
         try:
-            first = await asyncio.wait_for(
-                anext(events), max(0.0, budget - (loop.time() - started))
-            )
+            async with asyncio.timeout(max(0.0, budget - (loop.time() - started))):
+                first = await anext(events)
         except TimeoutError:
             await stream.aclose()
             raise UpstreamTimeout(
@@ -298,7 +298,10 @@ async def _guarded(
             remaining = deadline - loop.time()
             wait = min(stall_s, remaining)
             try:
-                chunk = await asyncio.wait_for(anext(events), max(0.0, wait))
+                # Armed only around the read, never across the yield below: the timeout
+                # cancels the consumer's task, which must not be hit while it writes.
+                async with asyncio.timeout(max(0.0, wait)):
+                    chunk = await anext(events)
             except StopAsyncIteration:
                 return
             except TimeoutError:

@@ -73,7 +73,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     )
     outcome = Outcome(status=500, stream=False, target=None)
     model = ""
-    in_flight = metrics.in_flight.labels(api)
+    in_flight = metrics.in_flight_gauge(api)
     in_flight.inc()
     try:
         identity, key = await authenticate(request, runtime, request.app[STORE])
@@ -123,9 +123,25 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         in_flight.dec()
         outcome.duration_s = time.perf_counter() - started
         outcome.upstream_s = ctx.observation.upstream_s
-        cost = _finish(runtime, metrics, api, model, ctx, outcome)
-        if runtime.config.audit.enabled:
-            _audit(request.app[STORE], api, model, ctx, outcome, cost)
+        # Off the latency path: the server writes the response before the loop runs this.
+        asyncio.get_running_loop().call_soon(
+            _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
+        )
+
+
+def _record(
+    store: Store,
+    runtime: Runtime,
+    metrics: Metrics,
+    api: Api,
+    model: str,
+    ctx: Context,
+    outcome: Outcome,
+) -> None:
+    """Everything a finished request reports: finish callbacks, metrics, the audit record."""
+    cost = _finish(runtime, metrics, api, model, ctx, outcome)
+    if runtime.config.audit.enabled:
+        _audit(store, api, model, ctx, outcome, cost)
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import platform
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
@@ -55,16 +56,28 @@ class BoundedLabel:
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class _RequestSeries:
+    """The children every request with the same labels touches, looked up once."""
+
+    requests: Any
+    duration: Any
+    overhead: Any
+
+
 class Metrics:
     """The hookgate metric families and how an :class:`Outcome` feeds them.
 
-    Label children are cached per label tuple: ``labels()`` validates and locks on every
-    call, and a request touches a dozen series.
+    Label children are cached: ``labels()`` validates and locks on every call, and a
+    request touches a dozen series. The series every request touches are cached together
+    per label combination (:class:`_RequestSeries`), the rest one by one when first used
+    (so a series appears only once it has something to say).
     """
 
     def __init__(self, registry: CollectorRegistry, *, label_limit: int = 100) -> None:
         self.registry = registry
         self._children: dict[tuple[object, ...], Any] = {}
+        self._series: dict[tuple[str, ...], _RequestSeries] = {}
         self.model_label = BoundedLabel(limit=label_limit)
         self.target_label = BoundedLabel(limit=label_limit)
         Info("hookgate_build", "hookgate build information", registry=registry).info(
@@ -161,10 +174,25 @@ class Metrics:
             child = self._children[key] = family.labels(*labels)
         return child
 
+    def in_flight_gauge(self, api: str) -> Any:
+        """The in-flight gauge child of ``api`` (cached)."""
+        return self._child(self.in_flight, api)
+
     def known_models(self, aliases: Iterable[str], targets: Iterable[str]) -> None:
         """Admit the configured aliases and target labels (they never become ``other``)."""
         self.model_label = BoundedLabel(aliases, self.model_label._limit)
         self.target_label = BoundedLabel(targets, self.target_label._limit)
+
+    def _series_for(self, api: str, model: str, target: str, status: str) -> _RequestSeries:
+        key = (api, model, target, status)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _RequestSeries(
+                requests=self.requests.labels(api, model, target, status),
+                duration=self.duration.labels(api, model),
+                overhead=self.overhead.labels(api),
+            )
+        return series
 
     def observe(
         self,
@@ -179,15 +207,13 @@ class Metrics:
         ``server.metric_labels`` (empty strings when not)."""
         model_label = self.model_label(model)
         target_label = self.target_label(outcome.target)
-        status = str(outcome.status)
+        series = self._series_for(api, model_label, target_label, str(outcome.status))
         exemplar = {"trace_id": observation.trace_id} if observation.trace_id else None
-        self._child(self.requests, api, model_label, target_label, status).inc()
-        self._child(self.duration, api, model_label).observe(outcome.duration_s, exemplar)
+        series.requests.inc()
+        series.duration.observe(outcome.duration_s, exemplar)
         if outcome.upstream_s:
             self._child(self.upstream_duration, target_label).observe(outcome.upstream_s, exemplar)
-        self._child(self.overhead, api).observe(
-            max(0.0, outcome.duration_s - outcome.upstream_s), exemplar
-        )
+        series.overhead.observe(max(0.0, outcome.duration_s - outcome.upstream_s), exemplar)
         if outcome.ttft_s is not None:
             self._child(self.ttft, model_label, target_label).observe(outcome.ttft_s, exemplar)
         usage = outcome.usage
