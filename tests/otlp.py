@@ -28,6 +28,8 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     status_code: int
     events: list[str]
+    start_ns: int
+    end_ns: int
 
 
 def _value(value: AnyValue) -> Any:
@@ -66,6 +68,8 @@ class OtlpReceiver:
                         attributes={a.key: _value(a.value) for a in span.attributes},
                         status_code=span.status.code,
                         events=[e.name for e in span.events],
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
                     )
                     with self._lock:
                         self.spans.append(received)

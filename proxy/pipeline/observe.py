@@ -55,9 +55,14 @@ class Span(Protocol):
 
 
 class Spans(Protocol):
-    """Starts child spans of the request's span (attempts, guardrails)."""
+    """The request's span, as the pipeline reaches it: child spans (guardrails) and the
+    trace context the upstream continues."""
 
     def start(self, name: str, attributes: Attributes | None = None) -> Span: ...
+
+    def trace_headers(self) -> Mapping[str, str]:
+        """W3C ``traceparent``/``tracestate`` that continue the request's span upstream."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,22 @@ class UpstreamAddress:
     provider_kind: str
     host: str | None = None
     port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One upstream attempt, as the terminal handler saw it."""
+
+    target: str
+    """``provider/model``."""
+    outcome: str
+    """``ok``, or the error code (``upstream_timeout``, ``http_503``, ``cancelled``, ...)."""
+    address: UpstreamAddress
+    started_ns: int
+    ended_ns: int
+    """Wall-clock bounds (ns since the epoch): until the headers, for a stream."""
+    message: str | None = None
+    """What went wrong (an error message of our own; never upstream content)."""
 
 
 @dataclass(slots=True)
@@ -107,8 +128,8 @@ class Observation:
     as they arrive, before any policy wraps or rewrites the stream."""
     decisions: dict[str, str] = field(default_factory=dict)
     """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
-    attempts: list[tuple[str, str]] = field(default_factory=list)
-    """``(target, outcome)`` per upstream attempt; outcome ``ok`` or an error code."""
+    attempts: list[Attempt] = field(default_factory=list)
+    """Every upstream attempt, in order."""
     retries: list[tuple[str, str]] = field(default_factory=list)
     """``(target, reason)`` for each retry of the same target."""
     fallbacks: list[tuple[str, str]] = field(default_factory=list)

@@ -272,8 +272,10 @@ async def _counted(
 def _relabel_cancelled(ctx: Context, label: str) -> None:
     """The attempt our timeout cancelled was recorded as cancelled; it timed out."""
     attempts = ctx.observation.attempts
-    if attempts and attempts[-1] == (label, CANCELLED):
-        attempts[-1] = (label, "upstream_timeout")
+    if attempts and attempts[-1].target == label and attempts[-1].outcome == CANCELLED:
+        attempts[-1] = dataclasses.replace(
+            attempts[-1], outcome="upstream_timeout", message="no first byte in time"
+        )
 
 
 def _larger(target: Target, window: int | None) -> bool:

@@ -14,8 +14,9 @@ YAML (every key optional)::
         max_queue_size: 2048      # spans beyond it are dropped and counted, never waited on
 
 The span is named ``{gen_ai.operation.name} {gen_ai.request.model}``, continues the
-client's W3C trace (``traceparent``/``tracestate``), and has a child span per upstream
-attempt, whose context is what the upstream receives. It ends when the request is done
+client's W3C trace (``traceparent``/``tracestate``), and is the context the upstream
+receives. When any upstream attempt failed (a retry, a fallback, an error), each attempt
+becomes a child span with its own bounds and ``error.type``. It ends when the request is done
 (for a stream: after its last event), with response id, model, finish reasons, token
 usage, the upstream's ``server.address`` and, on failure, ``error.type``. List it first
 so that it wraps every other policy. Content is off by default; when on, the span carries
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from opentelemetry import trace
@@ -37,17 +39,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from proxy.pipeline.hooks import Next, Policy
-from proxy.pipeline.observe import AttributeValue, Outcome
+from proxy.pipeline.observe import Attempt, AttributeValue, Outcome
 from proxy.pipeline.types import Context, ModelCall, ModelResponse
 from proxy.telemetry import semconv
+from proxy.telemetry.export import SpanShipper
 from proxy.telemetry.tracing import (
-    CountingBatchProcessor,
+    CallSpan,
     OtelSpan,
     OtelSpans,
-    make_exporter,
+    env_protocol,
     make_provider,
     otlp_endpoint_in_env,
     parent_context,
+    start_call_span,
 )
 from proxy.wire import prompts
 from proxy.wire.usage import facts_of
@@ -89,20 +93,19 @@ class TracingPolicy(Policy):
             kind = "otlp" if config.endpoint or otlp_endpoint_in_env() else "none"
             if kind == "none":
                 log.info("tracing: no OTLP endpoint configured; spans are not exported")
-        exporter = make_exporter(
-            kind, config.protocol, config.endpoint, dict(config.headers), config.timeout_s
-        )
-        self.processor = (
+        self.shipper = (
             None
-            if exporter is None
-            else CountingBatchProcessor(
-                exporter,
+            if kind == "none"
+            else SpanShipper(
+                {"kind": kind, "protocol": config.protocol or env_protocol(),
+                 "endpoint": config.endpoint, "headers": dict(config.headers),
+                 "timeout_s": config.timeout_s, "service_name": config.service_name},
                 max_queue_size=config.max_queue_size,
-                schedule_delay_ms=config.schedule_delay_ms,
-                max_export_batch_size=config.max_export_batch_size,
+                max_batch=config.max_export_batch_size,
+                schedule_delay_s=config.schedule_delay_ms / 1000,
             )
-        )
-        self.provider = make_provider(config.service_name, config.sample_ratio, self.processor)
+        )  # fmt: skip
+        self.provider = make_provider(config.service_name, config.sample_ratio, self.shipper)
         self.tracer = self.provider.get_tracer("hookgate")
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:
@@ -116,21 +119,18 @@ class TracingPolicy(Policy):
             if isinstance(reply, OtelSpan)
             else parent_context(dict(call.headers))
         )
-        span = self.tracer.start_span(
-            semconv.span_name(call.api, call.model),
-            context=parent,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-        )
+        span = start_call_span(
+            self.provider, self.shipper, semconv.span_name(call.api, call.model), parent,
+            attributes,
+        )  # fmt: skip
         observation = ctx.observation
-        observation.spans = OtelSpans(self.tracer, span)
-        context = span.get_span_context()
-        if context.trace_flags.sampled:
-            observation.trace_id = format(context.trace_id, "032x")
+        spans = observation.spans = OtelSpans(self.tracer, span.context)
+        if span.context.trace_flags.sampled:
+            observation.trace_id = format(span.context.trace_id, "032x")
         observation.capture_output = self.config.capture_content and call.stream
         state: dict[str, str] = {}
         ctx.state[self.name] = state
-        observation.on_finish.append(lambda outcome: self._finish(OtelSpan(span), outcome, ctx))
+        observation.on_finish.append(lambda outcome: self._finish(span, spans, outcome, ctx))
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         """With content capture: record what the model saw and said, redacted as it was."""
@@ -209,26 +209,51 @@ class TracingPolicy(Policy):
         span.end()
         return result
 
-    def _finish(self, span: OtelSpan, outcome: Outcome, ctx: Context) -> None:
-        span.set_attributes(semconv.outcome_attributes(outcome, ctx.observation.upstream))
-        span.set_attributes(ctx.observation.attributes)
+    def _finish(self, span: CallSpan, spans: OtelSpans, outcome: Outcome, ctx: Context) -> None:
+        observation = ctx.observation
+        attributes = semconv.outcome_attributes(outcome, observation.upstream)
+        attributes.update(observation.attributes)
+        state = ctx.state[self.name]
+        if "input" in state:
+            attributes[semconv.INPUT_MESSAGES] = state["input"]
+        text = outcome.output_text if outcome.output_text is not None else state.get("output")
+        if text:
+            attributes[semconv.OUTPUT_MESSAGES] = semconv.output_messages(
+                text, outcome.finish_reasons
+            )
+        span.set_attributes(attributes)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             span.add_event("hookgate.stream_error", {"error.type": outcome.error_type})
         if outcome.error_type is not None:
             span.record_error(outcome.error_type, outcome.error_message or outcome.error_type)
-        state = ctx.state[self.name]
-        if "input" in state:
-            span.set_attributes({semconv.INPUT_MESSAGES: state["input"]})
-        text = outcome.output_text if outcome.output_text is not None else state.get("output")
-        if text:
-            span.set_attributes(
-                {semconv.OUTPUT_MESSAGES: semconv.output_messages(text, outcome.finish_reasons)}
-            )
+        if any(attempt.outcome != "ok" for attempt in observation.attempts):
+            _attempt_spans(spans, observation.attempts)
         span.end()
-        if self.processor is not None:
-            ctx.observation.spans_dropped += self.processor.take_dropped()
+        if self.shipper is not None:
+            observation.spans_dropped += self.shipper.take_dropped()
 
     async def aclose(self) -> None:
         """Flush what is queued (briefly), then shut the exporter down off the event loop."""
         await asyncio.to_thread(self.provider.force_flush, 2000)
         threading.Thread(target=self.provider.shutdown, daemon=True).start()
+
+
+def _attempt_spans(spans: OtelSpans, attempts: Sequence[Attempt]) -> None:
+    """One ``attempt {target}`` child span per attempt, from the recorded bounds."""
+    for attempt in attempts:
+        address = attempt.address
+        attributes: dict[str, AttributeValue] = {
+            semconv.PROVIDER_NAME: address.provider_kind,
+            "hookgate.target": attempt.target,
+        }
+        if address.host is not None:
+            attributes[semconv.SERVER_ADDRESS] = address.host
+        if address.port is not None:
+            attributes[semconv.SERVER_PORT] = address.port
+        child = spans.start(
+            f"attempt {attempt.target}", attributes, kind=SpanKind.CLIENT,
+            start_ns=attempt.started_ns,
+        )  # fmt: skip
+        if attempt.outcome != "ok":
+            child.record_error(attempt.outcome, attempt.message or attempt.outcome)
+        child.end(attempt.ended_ns)

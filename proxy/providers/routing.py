@@ -12,6 +12,7 @@ import aiohttp
 
 from proxy.config.schema import Config, TargetConfig
 from proxy.errors import HookgateError, NotFound, error_type
+from proxy.pipeline.observe import Attempt
 from proxy.pipeline.types import Context, ModelCall, ModelResponse, Target
 from proxy.providers.base import Provider
 from proxy.providers.echo import EchoProvider
@@ -92,8 +93,9 @@ class Upstreams:
 
     Rewrites ``model`` to the target's upstream name when it differs (the only change the
     proxy itself makes to a body). Each call is one *attempt*: it is timed into
-    ``ctx.observation``, recorded with its outcome, and, when the request is traced, is a
-    child span whose context is what the upstream receives as ``traceparent``. For a
+    ``ctx.observation`` and recorded with its outcome and wall-clock bounds (the tracing
+    policy turns attempts into spans when a call needed more than one); when the request
+    is traced, the upstream receives the request span's context as ``traceparent``. For a
     stream the attempt ends when the upstream's headers arrive; the stream's usage and
     response facts are read from its events into ``ctx.observation.stream_facts``, so what
     policies later hide from the client (a usage chunk) is still counted.
@@ -109,45 +111,29 @@ class Upstreams:
         if target.model is not None and call.body.get("model") != target.model:
             call = call.with_body({**call.body, "model": target.model})
         observation = ctx.observation
-        observation.upstream = provider.address
-        span = None
+        address = observation.upstream = provider.address
         if observation.spans is not None:
-            span = observation.spans.start(f"attempt {label}", _attempt_attributes(provider, label))
-            call = call.with_headers({**call.headers, **span.trace_headers()})
+            call = call.with_headers({**call.headers, **observation.spans.trace_headers()})
         started = time.perf_counter()
+        started_ns = time.time_ns()
         try:
             response = await provider.send(call, target)
         except HookgateError as exc:
-            observation.attempts.append((label, error_type(exc)))
-            if span is not None:
-                span.record_error(error_type(exc), exc.message)
+            observation.attempts.append(
+                Attempt(label, error_type(exc), address, started_ns, time.time_ns(), exc.message)
+            )
             raise
         except asyncio.CancelledError:
             # a timeout above us, or the client left; whoever cancelled may relabel it
-            observation.attempts.append((label, CANCELLED))
-            if span is not None:
-                span.record_error(CANCELLED, "attempt cancelled")
+            observation.attempts.append(
+                Attempt(label, CANCELLED, address, started_ns, time.time_ns(), "attempt cancelled")
+            )
             raise
         finally:
             observation.upstream_s += time.perf_counter() - started
-            if span is not None:
-                span.end()
-        observation.attempts.append((label, "ok"))
+        observation.attempts.append(Attempt(label, "ok", address, started_ns, time.time_ns()))
         if response.stream is not None:
             facts = StreamFacts(call.api, collect_text=observation.capture_output)
             observation.stream_facts = facts.facts
             response = dataclasses.replace(response, stream=observed(response.stream, facts))
         return response
-
-
-def _attempt_attributes(provider: Provider, label: str) -> dict[str, str | int]:
-    address = provider.address
-    attributes: dict[str, str | int] = {
-        "gen_ai.provider.name": address.provider_kind,
-        "hookgate.target": label,
-    }
-    if address.host is not None:
-        attributes["server.address"] = address.host
-    if address.port is not None:
-        attributes["server.port"] = address.port
-    return attributes

@@ -231,8 +231,8 @@ class Metrics:
             self._child(self.decisions, policy, decision).inc()
         for (entity_type, action), count in observation.pii.items():
             self._child(self.pii_entities, entity_type, action).inc(count)
-        for target, result in observation.attempts:
-            self._child(self.attempts, self.target_label(target), result).inc()
+        for attempt in observation.attempts:
+            self._child(self.attempts, self.target_label(attempt.target), attempt.outcome).inc()
         team, key = identity
         for scope, window, value, usd_left, _tokens_left in observation.budgets:
             if usd_left is None:

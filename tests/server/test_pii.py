@@ -291,7 +291,7 @@ def test_telemetry_has_counts_never_values(
     with openai_client(url) as c:
         upstream.push(Echo())
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
-    spans = receiver.wait_for(3)
+    spans = receiver.wait_for(2)
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
     line = 'hookgate_pii_entities_total{action="pseudonymize",entity_type="EMAIL_ADDRESS"} 1.0'
     assert line in metrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from proxy.pipeline.observe import Observation, Outcome, Usage
+from proxy.pipeline.observe import Attempt, Observation, Outcome, UpstreamAddress, Usage
 from proxy.telemetry.metrics import BoundedLabel, Metrics
 
 
@@ -32,7 +32,11 @@ def test_observe_records_every_family() -> None:
     metrics = Metrics(registry)
     observation = Observation()
     observation.decide("pii", "modify")
-    observation.attempts += [("up/a", "http_503"), ("up/b", "ok")]
+    address = UpstreamAddress("openai", "127.0.0.1", 8080)
+    observation.attempts += [
+        Attempt("up/a", "http_503", address, 1, 2, "upstream answered 503"),
+        Attempt("up/b", "ok", address, 3, 4),
+    ]
     outcome = Outcome(
         status=200,
         stream=True,

@@ -1,0 +1,325 @@
+"""Span export in a worker process: the proxy records spans, a child process encodes them.
+
+Why a process: in CPython, turning a span into OTLP protobuf costs ~100 µs (the SDK's
+encoder builds a message per attribute), more than the rest of a proxied request, and an
+exporter thread holds the GIL while it does so — it competes with the event loop and
+adds its batches to the tail latency. The proxy therefore hands each finished span, as
+a compact record, to :class:`SpanShipper`, which batches records and writes them from a
+sender thread (the write releases the GIL) to ``python -m proxy.telemetry.export``. That
+worker rebuilds SDK ``ReadableSpan`` objects and exports them with the SDK's own
+exporters (OTLP over HTTP or gRPC, or the console), on whatever core the OS gives it.
+
+The shipper is a span processor (``on_end``) for spans made with the SDK's tracer, and
+takes records directly (:meth:`SpanShipper.submit`) from the proxy's per-request span,
+which never builds an SDK span at all. Export stays a side channel: the queue is bounded
+and never waited on (spans that do not fit are dropped and counted), and a worker that
+dies is restarted for the next batch. The worker reports back, on its stdout, how many
+spans it failed to export, and those count as dropped too.
+
+Wire format (stdin of the worker): frames of a 4-byte big-endian length and an orjson
+document. The first frame is the exporter's settings, every other frame a list of
+records (see :func:`record_of`). Provider keys never travel here; collector headers do,
+over the pipe (never argv or the environment).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+import orjson
+from opentelemetry.context import Context as OtelContext
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+log = logging.getLogger("hookgate")
+
+Record = list[Any]
+"""``[name, kind, trace_id, span_id, parent_id, parent_remote, flags, trace_state,
+start_ns, end_ns, attributes, events, status_code, status_description, scope]``; ids as
+hex strings, ``events`` as ``[name, time_ns, attributes]`` triples."""
+
+_LENGTH = struct.Struct(">I")
+RESTART_AFTER_S = 1.0
+"""A worker that died is restarted at most this often."""
+
+
+def record_of(span: ReadableSpan) -> Record:
+    """The compact record of a finished SDK span."""
+    context = span.get_span_context()
+    assert context is not None
+    parent = span.parent
+    return [
+        span.name,
+        span.kind.value,
+        format(context.trace_id, "032x"),
+        format(context.span_id, "016x"),
+        None if parent is None else format(parent.span_id, "016x"),
+        bool(parent is not None and parent.is_remote),
+        int(context.trace_flags),
+        context.trace_state.to_header() if context.trace_state else None,
+        span.start_time,
+        span.end_time,
+        dict(span.attributes or {}),
+        [[e.name, e.timestamp, dict(e.attributes or {})] for e in span.events],
+        span.status.status_code.value,
+        span.status.description,
+        span.instrumentation_scope.name if span.instrumentation_scope else "hookgate",
+    ]
+
+
+class SpanShipper(SpanProcessor):
+    """Batches span records and writes them to an export worker (see the module docstring).
+
+    ``settings`` is the worker's exporter configuration (:func:`main` reads it).
+    """
+
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        *,
+        max_queue_size: int,
+        max_batch: int,
+        schedule_delay_s: float,
+    ) -> None:
+        self._settings = orjson.dumps(settings)
+        self._max_queue = max_queue_size
+        self._max_batch = max(1, min(max_batch, max_queue_size))
+        self._delay = schedule_delay_s
+        self._queue: collections.deque[Record] = collections.deque()
+        self._dropped = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._closing = False
+        self._worker: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._started_at = 0.0
+        self._thread = threading.Thread(target=self._run, name="hookgate-span-shipper", daemon=True)
+        self._thread.start()
+
+    # -- the proxy's side -------------------------------------------------------------
+
+    def submit(self, record: Record) -> None:
+        """Queue one record; never blocks (a full queue drops it and counts the drop)."""
+        if len(self._queue) >= self._max_queue or self._closing:
+            with self._lock:
+                self._dropped += 1
+            return
+        self._queue.append(record)
+        self._idle.clear()
+        if len(self._queue) >= self._max_batch:
+            self._wake.set()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.context is not None and span.context.trace_flags.sampled:
+            self.submit(record_of(span))
+
+    def on_start(self, span: Any, parent_context: OtelContext | None = None) -> None:
+        return None
+
+    def take_dropped(self) -> int:
+        """Spans dropped since the last call."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        return dropped
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Hand everything queued to the worker (True when done within the timeout)."""
+        self._wake.set()
+        return self._idle.wait(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        """Flush (briefly), then let the worker export what it has and exit."""
+        self.force_flush(2000)
+        self._closing = True
+        self._wake.set()
+        self._thread.join(5)
+        worker = self._worker
+        if worker is not None:
+            _stop(worker)
+            if self._reader is not None:
+                self._reader.join(1)
+
+    # -- the sender thread ------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._closing:
+            self._wake.wait(self._delay)
+            self._wake.clear()
+            self._drain()
+        self._drain()
+
+    def _drain(self) -> None:
+        while self._queue:
+            batch: list[Record] = []
+            while self._queue and len(batch) < self._max_batch:
+                batch.append(self._queue.popleft())
+            if not self._send(orjson.dumps(batch)):
+                with self._lock:
+                    self._dropped += len(batch)
+        self._idle.set()
+
+    def _send(self, payload: bytes) -> bool:
+        worker = self._running_worker()
+        if worker is None or worker.stdin is None:
+            return False
+        try:
+            _write_frame(worker.stdin, payload)
+        except OSError as exc:
+            log.warning("tracing: the span export worker is gone (%s); restarting it", exc)
+            return False
+        return True
+
+    def _running_worker(self) -> subprocess.Popen[bytes] | None:
+        worker = self._worker
+        if worker is not None:
+            if worker.poll() is None:
+                return worker
+            _stop(worker)
+            self._worker = None
+        if time.monotonic() - self._started_at < RESTART_AFTER_S:
+            return None
+        self._started_at = time.monotonic()
+        try:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "proxy.telemetry.export"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+            )
+            assert worker.stdin is not None
+            _write_frame(worker.stdin, self._settings)
+        except OSError as exc:
+            log.error("tracing: cannot start the span export worker: %s", exc)
+            return None
+        self._reader = threading.Thread(
+            target=self._count_failures, args=(worker,), name="hookgate-span-failures", daemon=True
+        )
+        self._reader.start()
+        self._worker = worker
+        return worker
+
+    def _count_failures(self, worker: subprocess.Popen[bytes]) -> None:
+        """Add the spans the worker could not export to the dropped count."""
+        assert worker.stdout is not None
+        with worker.stdout:
+            while (head := worker.stdout.read(_LENGTH.size)) and len(head) == _LENGTH.size:
+                with self._lock:
+                    self._dropped += _LENGTH.unpack(head)[0]
+
+
+def _stop(worker: subprocess.Popen[bytes]) -> None:
+    """Close the worker's input (it exports what it has, then exits) and reap it."""
+    try:
+        if worker.stdin is not None:
+            worker.stdin.close()
+        worker.wait(5)
+    except (OSError, subprocess.TimeoutExpired):
+        worker.kill()
+        worker.wait()
+
+
+def _write_frame(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(_LENGTH.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(head)
+    body = stream.read(length)
+    return body if len(body) == length else None
+
+
+# -- the worker -------------------------------------------------------------------------
+
+
+def readable_spans(records: Sequence[Record], resource: Any, version: str) -> list[ReadableSpan]:
+    """SDK spans from records (the worker's half of :func:`record_of`)."""
+    from opentelemetry.sdk.trace import Event
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace.span import TraceState
+
+    scopes: dict[str, InstrumentationScope] = {}
+    spans = []
+    for (name, kind, trace_id, span_id, parent_id, parent_remote, flags, state, start, end,
+         attributes, events, status_code, description, scope) in records:  # fmt: skip
+        trace_state = TraceState.from_header([state]) if state else None
+        tid = int(trace_id, 16)
+        context = SpanContext(tid, int(span_id, 16), False, TraceFlags(flags), trace_state)
+        parent = (
+            None
+            if parent_id is None
+            else SpanContext(tid, int(parent_id, 16), parent_remote, TraceFlags(flags))
+        )
+        if scope not in scopes:
+            scopes[scope] = InstrumentationScope(scope, version)
+        spans.append(
+            ReadableSpan(
+                name=name,
+                context=context,
+                parent=parent,
+                resource=resource,
+                attributes=attributes,
+                events=[Event(n, a, t) for n, t, a in events],
+                kind=SpanKind(kind),
+                status=Status(StatusCode(status_code), description),
+                start_time=start,
+                end_time=end,
+                instrumentation_scope=scopes[scope],
+            )
+        )
+    return spans
+
+
+def main() -> None:
+    """The worker: read settings, then export every batch until stdin closes."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from proxy import __version__
+    from proxy.telemetry.tracing import make_exporter
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    first = _read_frame(stdin)
+    if first is None:
+        return
+    settings = orjson.loads(first)
+    exporter = make_exporter(
+        settings["kind"], settings["protocol"], settings["endpoint"], settings["headers"],
+        settings["timeout_s"],
+    )  # fmt: skip
+    assert exporter is not None
+    resource = Resource.create(
+        {"service.name": settings["service_name"], "service.version": __version__}
+    )
+    try:
+        while (frame := _read_frame(stdin)) is not None:
+            records = orjson.loads(frame)
+            try:
+                result = exporter.export(readable_spans(records, resource, __version__))
+            except Exception:  # a bad batch loses that batch only
+                log.exception("hookgate span export worker: a batch was not exported")
+                result = SpanExportResult.FAILURE
+            if result is not SpanExportResult.SUCCESS:
+                stdout.write(_LENGTH.pack(len(records)))
+                stdout.flush()
+    finally:
+        exporter.shutdown()
+
+
+if __name__ == "__main__":
+    main()
