@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.run import LOAD_CPUS, ROOT, free_port, start, start_hookgate
+from bench.processes import LOAD_CPUS, ROOT, free_port, start, start_hookgate
 
 TURNS = 10
 FIRST = ["Alice", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
@@ -94,6 +94,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=30, help="conversations per pipeline")
     args = parser.parse_args()
+    report = run(args.reps)
+    print_report(report)
+    out = ROOT / "bench" / "results" / f"pii-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"reps": args.reps, **report}, indent=2))
+    print(f"\nwritten to {out.relative_to(ROOT)}")
+
+
+def run(reps: int) -> dict[str, Any]:
+    """Play ``reps`` conversations per pipeline; the summarised report."""
     processes: list[subprocess.Popen[bytes]] = []
     urls: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,17 +120,12 @@ def main() -> None:
                 port = free_port()
                 processes.append(start_hookgate(Path(tmp), name, port, upstream, policies))
                 urls[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
-            results = asyncio.run(measure(urls, args.reps))
+            results = asyncio.run(measure(urls, reps))
         finally:
             for process in processes:
                 process.terminate()
                 process.wait(10)
-    report = summarize(results)
-    print_report(report)
-    out = ROOT / "bench" / "results" / f"pii-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"reps": args.reps, **report}, indent=2))
-    print(f"\nwritten to {out.relative_to(ROOT)}")
+    return summarize(results)
 
 
 def summarize(results: dict[str, list[list[float]]]) -> dict[str, Any]:

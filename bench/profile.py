@@ -24,7 +24,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench.run import LOAD_CPUS, PIPELINES, PROXY_CPU, ROOT, free_port, start, start_hookgate
+from bench.processes import LOAD_CPUS, PROXY_CPU, ROOT, free_port, start, start_hookgate
+from bench.run import PIPELINES
 
 RATE = 250
 """Samples per second."""

@@ -2,13 +2,15 @@
 
 Run: ``python -m bench.run [--quick]`` (from the repository root, in the venv).
 
-Every server is its own process. On a machine with two or more cores the proxy under
-test is pinned to the last core, and the fake upstream plus the load generator to the
-others, so the load generator does not take the proxy's CPU (with two cores the load
-generator and upstream share one core: at concurrency 32 that core can be the limit,
-which narrows the gap between targets; the ratios say so honestly by including the
-bare relay). Each figure is also given as a ratio to the direct call and to the bare
-relay, measured in the same run, since absolute numbers on a shared machine are noise.
+Every server is its own process; where each runs is in :mod:`bench.processes` (the proxy
+under test on its own core, the fake upstream and the load generator on the others; with
+two cores those two share one, which at concurrency 32 can be the limit and narrows the
+gap between targets — the bare relay is measured under the same limit). Each figure is
+also given as a ratio to the direct call and to the bare relay, measured in the same run,
+since absolute numbers on a shared machine are noise. Besides latency and throughput it
+reports each target's CPU time per request (the proxy process and the processes it
+started), hookgate's RSS over a soak of 100,000 requests, and the pii policy's cost on turn
+1 and turn 10 of an agent conversation (:mod:`bench.pii_turns`).
 Writes ``bench/results/<time>.json``.
 """
 
@@ -18,24 +20,30 @@ import argparse
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-CPUS = sorted(os.sched_getaffinity(0))
-PROXY_CPU = {CPUS[-1]}
-LOAD_CPUS = set(CPUS[:-1]) or PROXY_CPU
+from bench import pii_turns
+from bench.processes import (
+    CPUS,
+    LOAD_CPUS,
+    PROXY_CPU,
+    ROOT,
+    cpu_seconds,
+    free_port,
+    rss_mb,
+    start,
+    start_hookgate,
+)
 
 DEFAULT_PIPELINE = (
     "pricing: {bench-model: {input: 1.0, output: 2.0}}\n"
     "policies:\n"
     "  - tracing: {endpoint: 'UPSTREAM/traces'}\n"
-    "  - budget: {limits: [{scope: team, window: day, usd: 1000000}]}\n"
+    "  - budget: {limits: [{scope: model, window: day, usd: 1000000}]}\n"
     "  - rate_limit: {limits: [{scope: key, rpm: 100000000}]}\n"
     "  - fallback: {}\n"
 )
@@ -44,56 +52,12 @@ PIPELINES = {
     "hookgate_default": DEFAULT_PIPELINE,
     "hookgate_default_pii": DEFAULT_PIPELINE + "  - pii: {}\n",
 }
-"""(c) no policies; (d) the shipped default pipeline plus a budget (SQLite ledger) and a rate
-limit, tracing exported over OTLP to a local sink; (e) (d) plus ``pii``. Metrics and the
-audit log (SQLite) are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
+"""(c) no policies; (d) the shipped default pipeline (tracing, fallback) plus a budget that
+every request is charged to (reserve, then settle in SQLite) and a rate limit, tracing
+exported over OTLP to a local sink; (e) (d) plus ``pii``. Metrics and the audit log
+(SQLite) are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start(args: list[str], cpus: set[int], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-    )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError(f"{args} did not start") from None
-            time.sleep(0.05)
-
-
-def start_hookgate(
-    tmp: Path, name: str, port: int, upstream: str, policies: str
-) -> subprocess.Popen[bytes]:
-    """``hookgate serve`` on ``port`` in front of ``upstream`` with ``policies`` (YAML, where
-    ``UPSTREAM`` stands for the upstream's URL), its own SQLite store, on the proxy's core."""
-    config = tmp / f"{name}.yaml"
-    config.write_text(
-        f"server: {{port: {port}, reload: false}}\n"
-        f"store: 'sqlite:///{tmp / name}.db'\n"
-        f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-        'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
-    )
-    command = ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
-    return start(command, PROXY_CPU, port)
-
-
-def rss_mb(process: subprocess.Popen[bytes]) -> float:
-    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+SOAK_TARGET = "hookgate_default"
 
 
 def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
@@ -121,11 +85,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     args = parser.parse_args()
-    n1, n32 = (300, 3000) if args.quick else (2000, 20000)
+    n1, n32, soak, reps = (300, 3000, 20_000, 5) if args.quick else (2000, 20000, 100_000, 15)
 
     processes: list[subprocess.Popen[bytes]] = []
     targets: dict[str, str] = {}
-    rss: dict[str, float] = {}
+    pids: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         up = free_port()
         processes.append(start(["-m", "bench.upstream", str(up)], LOAD_CPUS, up))
@@ -134,12 +98,14 @@ def main() -> None:
         bare = free_port()
         processes.append(start(["-m", "bench.bare_relay", str(bare), upstream], PROXY_CPU, bare))
         targets["bare_relay"] = f"http://127.0.0.1:{bare}/v1/chat/completions"
+        pids["bare_relay"] = processes[-1].pid
         hooked: dict[str, subprocess.Popen[bytes]] = {}
         for name, policies in PIPELINES.items():
             port = free_port()
             hooked[name] = start_hookgate(Path(tmp), name, port, upstream, policies)
             processes.append(hooked[name])
             targets[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
+            pids[name] = hooked[name].pid
         try:
             scenarios = [
                 ("json_c1", 1, n1, False),
@@ -152,18 +118,27 @@ def main() -> None:
                 results[scenario] = {}
                 for target, url in targets.items():
                     load(url, concurrency, max(100, count // 10), stream)  # warm-up
-                    results[scenario][target] = load(url, concurrency, count, stream)
+                    before = cpu_seconds(pids[target]) if target in pids else 0.0
+                    result = load(url, concurrency, count, stream)
+                    if target in pids:
+                        used = cpu_seconds(pids[target]) - before
+                        result["cpu_us_per_request"] = used / result["requests"] * 1e6
+                    results[scenario][target] = result
             rss = {name: rss_mb(p) for name, p in hooked.items()}
+            rss_soak = soak_rss(hooked[SOAK_TARGET], targets[SOAK_TARGET], soak)
         finally:
             for process in processes:
                 process.terminate()
                 process.wait(10)
+    pii = pii_turns.run(reps)
     report = {
         "time": dt.datetime.now(dt.UTC).isoformat(),
         "cpus": len(CPUS),
         "quick": args.quick,
         "results": results,
         "rss_mb": rss,
+        "rss_soak": rss_soak,
+        "pii_turns": pii,
         "ratios": ratios(results),
     }
     out_dir = ROOT / "bench" / "results"
@@ -171,7 +146,27 @@ def main() -> None:
     path = out_dir / f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
     path.write_text(json.dumps(report, indent=2))
     print_table(results, rss)
+    print(
+        f"\nRSS of {SOAK_TARGET} over {rss_soak['requests']:,} requests (MB, after each "
+        f"fifth): {', '.join(f'{v:.1f}' for v in rss_soak['rss_mb'])}; "
+        f"growth {rss_soak['growth']:+.1%}"
+    )
+    print(
+        f"pii: turn 1 adds {pii['turns'][0]['added_ms']:.1f} ms, turn 10 adds "
+        f"{pii['turns'][-1]['added_ms']:.1f} ms: turn 10 / turn 1 = "
+        f"{pii['turn10_vs_turn1_added']:.2f}"
+    )
     print(f"\nwritten to {path.relative_to(ROOT)}")
+
+
+def soak_rss(process: subprocess.Popen[bytes], url: str, requests: int) -> dict[str, Any]:
+    """RSS after each fifth of ``requests`` (concurrency 32, half of them streamed); growth
+    is the last reading over the first (the first fifth warms caches and pools)."""
+    readings = []
+    for fifth in range(5):
+        load(url, 32, requests // 5, stream=fifth % 2 == 1)
+        readings.append(rss_mb(process))
+    return {"requests": requests, "rss_mb": readings, "growth": readings[-1] / readings[0] - 1}
 
 
 def ratios(results: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
@@ -194,7 +189,7 @@ def ratios(results: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
 def print_table(results: dict[str, dict[str, dict[str, float]]], rss: dict[str, float]) -> None:
     header = (
         f"{'scenario':<11} {'target':<24} {'p50 ms':>8} {'p99 ms':>8} {'ttfb50':>8} {'+p50':>7} "
-        f"{'+p99':>7} {'rps':>8} {'/direct':>8} {'/bare':>7}"
+        f"{'+p99':>7} {'rps':>8} {'/direct':>8} {'/bare':>7} {'cpu µs':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -205,9 +200,11 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], rss: dict[str, 
                 f"{scenario:<11} {target:<24} {r['p50_ms']:8.3f} {r['p99_ms']:8.3f} "
                 f"{r['ttfb_p50_ms']:8.3f} {r['p50_ms'] - direct['p50_ms']:7.3f} "
                 f"{r['p99_ms'] - direct['p99_ms']:7.3f} {r['rps']:8.0f} "
-                f"{r['rps'] / direct['rps']:8.2f} {r['rps'] / bare['rps']:7.2f}"
+                f"{r['rps'] / direct['rps']:8.2f} {r['rps'] / bare['rps']:7.2f} "
+                f"{r.get('cpu_us_per_request', float('nan')):7.0f}"
             )
-    print("\nRSS after the run (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in rss.items()))
+    print("\ncpu µs: CPU time (user + system) of the proxy and its export worker per request")
+    print("RSS after the run (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in rss.items()))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ calendar terms, or ``total``). Each scope value gets its own counter per window:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Literal
 
 Scope = Literal["key", "team", "user", "agent", "reply", "model"]
@@ -34,17 +35,25 @@ class Counter:
     value: str
     since: float
     """Start of the window (epoch seconds); 0 for ``total``."""
+    key: str = field(init=False, compare=False)
+    """``scope=value|window|since``: the counter's name in a ledger."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.limit.scope}={self.value}|{self.limit.window}|{self.since:.0f}"
+    def __post_init__(self) -> None:
+        key = f"{self.limit.scope}={self.value}|{self.limit.window}|{self.since:.0f}"
+        object.__setattr__(self, "key", key)
 
 
 def window_start(window: Window, now: float) -> float:
     """The UTC start of the window containing ``now``."""
     if window == "total":
         return 0.0
-    t = dt.datetime.fromtimestamp(now, dt.UTC)
+    # Every window starts on a whole minute, so the minute decides (and is cached).
+    return _window_start(window, int(now // 60))
+
+
+@functools.lru_cache(maxsize=64)
+def _window_start(window: Window, minute: int) -> float:
+    t = dt.datetime.fromtimestamp(minute * 60, dt.UTC)
     if window == "minute":
         t = t.replace(second=0, microsecond=0)
     elif window == "hour":

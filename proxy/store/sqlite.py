@@ -95,6 +95,8 @@ class SQLiteStore:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[AuditRecord, asyncio.Future[None] | None]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._usage: list[tuple[UsageRow, asyncio.Future[None]]] = []
+        self._usage_writer: asyncio.Task[None] | None = None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -167,16 +169,35 @@ class SQLiteStore:
         return await self._run(update)
 
     async def record_usage(self, row: UsageRow) -> None:
-        def insert(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model,"
-                " target, input_tokens, output_tokens, cost_usd)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.ts, row.request_id, row.key_id, row.team, row.user, row.agent, row.reply,
-                 row.model, row.target, row.input_tokens, row.output_tokens, row.cost_usd),
-            )  # fmt: skip
+        """Group commit: the rows that arrive while one commit runs share the next one.
 
-        await self._run(insert)
+        Returns once the row's transaction has committed. There is no batching window: a
+        lone request commits at once; under concurrency one commit (and one hop to the
+        store's thread) serves every request that settled meanwhile."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._usage.append((row, future))
+        if self._usage_writer is None or self._usage_writer.done():
+            self._usage_writer = asyncio.create_task(self._write_usage())
+        await future
+
+    async def _write_usage(self) -> None:
+        while self._usage:
+            batch, self._usage = self._usage, []
+            rows = [
+                (r.ts, r.request_id, r.key_id, r.team, r.user, r.agent, r.reply, r.model,
+                 r.target, r.input_tokens, r.output_tokens, r.cost_usd)
+                for r, _ in batch
+            ]  # fmt: skip
+            try:
+                await self._run(functools.partial(_insert_usage, rows=rows))
+            except StoreUnavailable as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+            else:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(None)
 
     async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
         column = SCOPE_COLUMNS[scope]
@@ -306,9 +327,23 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 
 def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    _insert_all(db, _AUDIT_INSERT, rows)
+
+
+_USAGE_INSERT = (
+    "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model, target,"
+    " input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _insert_usage(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    _insert_all(db, _USAGE_INSERT, rows)
+
+
+def _insert_all(db: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
     db.execute("BEGIN")  # one transaction (one commit) for the whole batch
     try:
-        db.executemany(_AUDIT_INSERT, rows)
+        db.executemany(sql, rows)
     except BaseException:
         db.execute("ROLLBACK")
         raise

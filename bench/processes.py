@@ -1,0 +1,88 @@
+"""The bench's processes: where they run (cores) and how they start and are measured.
+
+On a machine with two or more cores the proxy under test is pinned to the last core, and
+the fake upstream plus the load generator to the others, so the load generator does not
+take the proxy's CPU. Every process a proxy starts (its span export worker) inherits the
+proxy's core: the figures charge hookgate for all of its work.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CPUS = sorted(os.sched_getaffinity(0))
+PROXY_CPU = {CPUS[-1]}
+LOAD_CPUS = set(CPUS[:-1]) or PROXY_CPU
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(args: list[str], cpus: set[int], port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"{args} did not start") from None
+            time.sleep(0.05)
+
+
+def start_hookgate(
+    tmp: Path, name: str, port: int, upstream: str, policies: str
+) -> subprocess.Popen[bytes]:
+    """``hookgate serve`` on ``port`` in front of ``upstream`` with ``policies`` (YAML, where
+    ``UPSTREAM`` stands for the upstream's URL), its own SQLite store, on the proxy's core."""
+    config = tmp / f"{name}.yaml"
+    config.write_text(
+        f"server: {{port: {port}, reload: false}}\n"
+        f"store: 'sqlite:///{tmp / name}.db'\n"
+        f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
+        'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
+    )
+    command = ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
+    return start(command, PROXY_CPU, port)
+
+
+def rss_mb(process: subprocess.Popen[bytes]) -> float:
+    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` and of its children still running."""
+    total = 0.0
+    for process in (pid, *children(pid)):
+        try:
+            fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid``."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
