@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from bench.run import PIPELINES
 
 RATE = 250
 """Samples per second."""
+WARM_UP_S = 3
+"""Load before sampling starts."""
 
 AREAS = (
     # (substring of a frame's file, area); the first match from the innermost frame wins
@@ -145,11 +148,12 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}/v1/chat/completions"
         load = subprocess.Popen(
             [sys.executable, "-m", "bench.load", url, str(args.concurrency), "10000000",
-             "1" if args.stream else "0", "--seconds", str(args.seconds + 4)],
+             "1" if args.stream else "0", "--seconds", str(args.seconds + WARM_UP_S + 2)],
             cwd=ROOT, stdout=subprocess.PIPE,
             preexec_fn=lambda: os.sched_setaffinity(0, LOAD_CPUS),
         )  # fmt: skip
         out = Path(tmp) / "profile.txt"
+        time.sleep(WARM_UP_S)  # one-time costs (tokenizer, analyzer, pools) are not the subject
         try:
             subprocess.run(
                 [py_spy, "record", "-p", str(proxy.pid), "-d", str(args.seconds), "-r", str(RATE),

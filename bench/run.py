@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,10 @@ def main() -> None:
                         result["cpu_us_per_request"] = used / result["requests"] * 1e6
                     results[scenario][target] = result
             rss = {name: rss_mb(p) for name, p in hooked.items()}
+            dropped = {
+                name: metric_total(targets[name], "hookgate_trace_spans_dropped_total")
+                for name in hooked
+            }
             rss_soak = soak_rss(hooked[SOAK_TARGET], targets[SOAK_TARGET], soak)
         finally:
             for process in processes:
@@ -138,6 +143,7 @@ def main() -> None:
         "results": results,
         "rss_mb": rss,
         "rss_soak": rss_soak,
+        "spans_dropped": dropped,
         "pii_turns": pii,
         "ratios": ratios(results),
     }
@@ -146,6 +152,10 @@ def main() -> None:
     path = out_dir / f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
     path.write_text(json.dumps(report, indent=2))
     print_table(results, rss)
+    print(
+        "spans dropped (export queue full): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in dropped.items())
+    )
     print(
         f"\nRSS of {SOAK_TARGET} over {rss_soak['requests']:,} requests (MB, after each "
         f"fifth): {', '.join(f'{v:.1f}' for v in rss_soak['rss_mb'])}; "
@@ -157,6 +167,16 @@ def main() -> None:
         f"{pii['turn10_vs_turn1_added']:.2f}"
     )
     print(f"\nwritten to {path.relative_to(ROOT)}")
+
+
+def metric_total(url: str, name: str) -> float:
+    """The value of an unlabelled sample on the proxy's ``/metrics`` (0 when absent)."""
+    base = url.split("/v1/", 1)[0]
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+    return 0.0
 
 
 def soak_rss(process: subprocess.Popen[bytes], url: str, requests: int) -> dict[str, Any]:

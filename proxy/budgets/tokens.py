@@ -38,6 +38,11 @@ def encoding_for(model: str) -> tiktoken.Encoding:
     return tiktoken.get_encoding(OFFLINE)
 
 
+def warm() -> None:
+    """Load the bundled encoding now (it takes a few hundred ms the first time)."""
+    tiktoken.get_encoding(OFFLINE)
+
+
 @functools.lru_cache(maxsize=20_000)
 def _count(encoding_name: str, text: str) -> int:
     return len(tiktoken.get_encoding(encoding_name).encode_ordinary(text))

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import AsyncGenerator, Mapping
 from typing import Annotated, Any, Literal
 
@@ -40,6 +39,7 @@ from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter, Limit, counters
 from proxy.budgets.pricing import Pricing
 from proxy.errors import BudgetExceeded, InvalidRequest
+from proxy.ids import UniqueIds
 from proxy.pipeline.hooks import Next, Policy
 from proxy.pipeline.observe import Usage
 from proxy.pipeline.services import Services
@@ -94,6 +94,8 @@ class BudgetPolicy(Policy):
     def __init__(self, config: BudgetConfig) -> None:
         super().__init__(config)
         self.limits = tuple(Limit(c.scope, c.window, c.usd, c.tokens) for c in config.limits)
+        self._reservation_ids = UniqueIds()
+        token_estimates.warm()  # the first request does not pay for loading the tokenizer
 
     def attach(self, services: Services) -> None:
         self.ledger = services.ledger
@@ -108,7 +110,7 @@ class BudgetPolicy(Policy):
             return await next(call, ctx)
         usd, tokens = self._worst_case(call)
         await self.ledger.load(charged)
-        reservation = uuid.uuid4().hex
+        reservation = self._reservation_ids.next()
         refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
         observation = ctx.observation
         observation.attributes["hookgate.budget.reserved_usd"] = usd

@@ -64,6 +64,11 @@ class RateLimitPolicy(Policy):
     config: RateLimitConfig
     rates: RateLimiter
 
+    def __init__(self, config: RateLimitConfig) -> None:
+        super().__init__(config)
+        if any(limit.tpm is not None for limit in config.limits):
+            token_estimates.warm()  # the first request does not pay for loading the tokenizer
+
     def attach(self, services: Services) -> None:
         self.rates = services.rates
 

@@ -9,10 +9,8 @@ module does nothing; all state lives under typed ``AppKey``s of the app it build
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import re
-import secrets
 import time
 from collections.abc import AsyncIterator
 
@@ -22,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from proxy.config.loader import LoadedConfig
 from proxy.errors import HookgateError, NotFound, PayloadTooLarge
+from proxy.ids import UniqueIds
 from proxy.server import routes
 from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION, STORE
 from proxy.server.reload import ConfigWatcher
@@ -137,19 +136,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 """A client-chosen request id is kept only if it is short and plain (no log injection)."""
 
 
-class RequestIds:
-    """Unique request ids without a syscall each: a random per-process prefix and a counter
-    (32 hex digits, like a UUID's hex form)."""
-
-    def __init__(self) -> None:
-        self._prefix = secrets.token_hex(8)
-        self._counter = itertools.count(1)
-
-    def next(self) -> str:
-        return f"{self._prefix}{next(self._counter):016x}"
-
-
-request_ids = RequestIds()
+request_ids = UniqueIds()
 
 
 @web.middleware

@@ -7,7 +7,8 @@ adds its batches to the tail latency. The proxy therefore hands each finished sp
 a compact record, to :class:`SpanShipper`, which batches records and writes them from a
 sender thread (the write releases the GIL) to ``python -m proxy.telemetry.export``. That
 worker rebuilds SDK ``ReadableSpan`` objects and exports them with the SDK's own
-exporters (OTLP over HTTP or gRPC, or the console), on whatever core the OS gives it.
+exporters (OTLP over HTTP or gRPC, or the console), on whatever core the OS gives it,
+at a lower scheduling priority than the proxy.
 
 The shipper is a span processor (``on_end``) for spans made with the SDK's tracer, and
 takes records directly (:meth:`SpanShipper.submit`) from the proxy's per-request span,
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import struct
 import subprocess
 import sys
@@ -48,6 +50,8 @@ hex strings, ``events`` as ``[name, time_ns, attributes]`` triples."""
 _LENGTH = struct.Struct(">I")
 RESTART_AFTER_S = 1.0
 """A worker that died is restarted at most this often."""
+NICENESS = 10
+"""The worker's scheduling niceness: below the proxy's, so it runs when the proxy waits."""
 
 
 def record_of(span: ReadableSpan) -> Record:
@@ -293,6 +297,9 @@ def main() -> None:
     from proxy.telemetry.tracing import make_exporter
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    # Yield the CPU to the proxy: where they share a core, a request never waits behind
+    # an export batch; under saturation the queue fills and spans are dropped (counted).
+    os.nice(NICENESS)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     first = _read_frame(stdin)
     if first is None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import httpx
 
-from proxy.server.app import RequestIds
+from proxy.ids import UniqueIds
 
 
 def test_ids_are_unique_and_uuid_sized() -> None:
-    ids = RequestIds()
+    ids = UniqueIds()
     made = {ids.next() for _ in range(10_000)}
     assert len(made) == 10_000
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in made)
-    assert RequestIds().next()[:16] != ids.next()[:16]  # another process, another prefix
+    assert UniqueIds().next()[:16] != ids.next()[:16]  # another process, another prefix
 
 
 def test_client_request_id_kept_only_when_plain(proxy_url: str) -> None:
