@@ -99,7 +99,8 @@ class TracingPolicy(Policy):
             else SpanShipper(
                 {"kind": kind, "protocol": config.protocol or env_protocol(),
                  "endpoint": config.endpoint, "headers": dict(config.headers),
-                 "timeout_s": config.timeout_s, "service_name": config.service_name},
+                 "timeout_s": config.timeout_s, "service_name": config.service_name,
+                 "max_batch": config.max_export_batch_size},
                 max_queue_size=config.max_queue_size,
                 max_batch=config.max_export_batch_size,
                 schedule_delay_s=config.schedule_delay_ms / 1000,

@@ -14,6 +14,7 @@ import functools
 import logging
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -97,6 +98,8 @@ class SQLiteStore:
         self._flusher: asyncio.Task[None] | None = None
         self._usage: list[tuple[UsageRow, asyncio.Future[None]]] = []
         self._usage_writer: asyncio.Task[None] | None = None
+        self._checkpointer: threading.Thread | None = None
+        self._closing = threading.Event()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -115,19 +118,48 @@ class SQLiteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
+            # Checkpoints move the WAL into the database file; SQLite runs them inside the
+            # commit that crosses 1000 pages, which would hold up that request's settle
+            # for milliseconds. A thread of our own runs them instead (see _checkpoints).
+            db.execute("PRAGMA wal_autocheckpoint=0")
             db.executescript(SCHEMA)
             _migrate(db)
             self._db = db
+            self._checkpointer = threading.Thread(
+                target=self._checkpoints, name="hookgate-sqlite-checkpoint", daemon=True
+            )
+            self._checkpointer.start()
         return self._db
+
+    def _checkpoints(self) -> None:
+        """Every second, a PASSIVE checkpoint on a connection of its own: it copies what
+        no reader still needs and never blocks the writer."""
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout=5000")
+            while not self._closing.wait(CHECKPOINT_EVERY_S):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:
+                    log.warning("store %s: checkpoint failed: %s", self.url, exc)
+        finally:
+            db.close()
 
     async def open(self) -> None:
         await self._run(lambda db: None)
 
     async def close(self) -> None:
         await self._drain()
+        self._closing.set()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.join, 10)
 
         def disconnect() -> None:
             if self._db is not None:
+                try:
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:  # the WAL stays; the next open replays it
+                    log.warning("store %s: final checkpoint failed: %s", self.url, exc)
                 self._db.close()
                 self._db = None
 
@@ -304,6 +336,9 @@ class SQLiteStore:
         except StoreUnavailable:
             return False
 
+
+CHECKPOINT_EVERY_S = 1.0
+"""How often the WAL is checkpointed into the database file."""
 
 AUDIT_BATCH_WINDOW_S = 0.01
 """How long queued audit records wait to share one commit."""

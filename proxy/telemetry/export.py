@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -50,6 +51,8 @@ hex strings, ``events`` as ``[name, time_ns, attributes]`` triples."""
 _LENGTH = struct.Struct(">I")
 RESTART_AFTER_S = 1.0
 """A worker that died is restarted at most this often."""
+FRAME_RECORDS = 32
+"""Records per frame to the worker."""
 NICENESS = 10
 """The worker's scheduling niceness: below the proxy's, so it runs when the proxy waits."""
 
@@ -162,13 +165,15 @@ class SpanShipper(SpanProcessor):
         self._drain()
 
     def _drain(self) -> None:
+        # Small frames: encoding one holds the GIL (~5 µs a record), and the event loop
+        # must not wait behind a whole batch; the worker joins them into export batches.
         while self._queue:
-            batch: list[Record] = []
-            while self._queue and len(batch) < self._max_batch:
-                batch.append(self._queue.popleft())
-            if not self._send(orjson.dumps(batch)):
+            frame: list[Record] = []
+            while self._queue and len(frame) < FRAME_RECORDS:
+                frame.append(self._queue.popleft())
+            if not self._send(orjson.dumps(frame)):
                 with self._lock:
-                    self._dropped += len(batch)
+                    self._dropped += len(frame)
         self._idle.set()
 
     def _send(self, payload: bytes) -> bool:
@@ -313,17 +318,27 @@ def main() -> None:
     resource = Resource.create(
         {"service.name": settings["service_name"], "service.version": __version__}
     )
+
+    def export(records: list[Record]) -> None:
+        try:
+            result = exporter.export(readable_spans(records, resource, __version__))
+        except Exception:  # a bad batch loses that batch only
+            log.exception("hookgate span export worker: a batch was not exported")
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            stdout.write(_LENGTH.pack(len(records)))
+            stdout.flush()
+
+    batch: list[Record] = []
     try:
         while (frame := _read_frame(stdin)) is not None:
-            records = orjson.loads(frame)
-            try:
-                result = exporter.export(readable_spans(records, resource, __version__))
-            except Exception:  # a bad batch loses that batch only
-                log.exception("hookgate span export worker: a batch was not exported")
-                result = SpanExportResult.FAILURE
-            if result is not SpanExportResult.SUCCESS:
-                stdout.write(_LENGTH.pack(len(records)))
-                stdout.flush()
+            batch += orjson.loads(frame)
+            # Export when the batch is full or nothing more is waiting to be read.
+            if len(batch) >= settings["max_batch"] or not select.select([stdin], [], [], 0)[0]:
+                export(batch)
+                batch = []
+        if batch:
+            export(batch)
     finally:
         exporter.shutdown()
 
