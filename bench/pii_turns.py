@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.processes import LOAD_CPUS, ROOT, free_port, start, start_hookgate
+from bench.processes import LOAD_CPUS, ROOT, free_port, start, start_hookgate, stop
 
 TURNS = 10
 FIRST = ["Alice", "Bruno", "Chloe", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
@@ -122,9 +122,7 @@ def run(reps: int) -> dict[str, Any]:
                 urls[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
             results = asyncio.run(measure(urls, reps))
         finally:
-            for process in processes:
-                process.terminate()
-                process.wait(10)
+            stop(processes)
     return summarize(results)
 
 

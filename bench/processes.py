@@ -86,3 +86,15 @@ def children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(c) for c in (task / "children").read_text().split()]
     return found
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Terminate ``processes`` and wait for them (killing any that hang)."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -25,7 +25,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.processes import LOAD_CPUS, PROXY_CPU, ROOT, free_port, start, start_hookgate
+from bench.processes import (
+    LOAD_CPUS,
+    PROXY_CPU,
+    ROOT,
+    free_port,
+    start,
+    start_hookgate,
+    stop,
+)
 from bench.run import PIPELINES
 
 RATE = 250
@@ -163,9 +171,7 @@ def main() -> None:
             raw = out.read_text().replace(f"{ROOT}/", "")
             rps = float(json.loads(load.communicate()[0])["rps"])
         finally:
-            for process in (load, proxy, upstream):
-                process.terminate()
-                process.wait(10)
+            stop([load, proxy, upstream])
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)
     kind = "stream" if args.stream else "json"

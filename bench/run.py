@@ -38,6 +38,7 @@ from bench.processes import (
     rss_mb,
     start,
     start_hookgate,
+    stop,
 )
 
 DEFAULT_PIPELINE = (
@@ -132,9 +133,7 @@ def main() -> None:
             }
             rss_soak = soak_rss(hooked[SOAK_TARGET], targets[SOAK_TARGET], soak)
         finally:
-            for process in processes:
-                process.terminate()
-                process.wait(10)
+            stop(processes)
     pii = pii_turns.run(reps)
     report = {
         "time": dt.datetime.now(dt.UTC).isoformat(),

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -75,8 +74,11 @@ class TracingConfig(BaseModel):
     sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
     capture_content: bool = False
     max_queue_size: Annotated[int, Field(gt=0)] = 2048
+    """Finished spans waiting for the export worker; beyond it they are dropped and counted."""
     max_export_batch_size: Annotated[int, Field(gt=0)] = 512
+    """Spans per export request; a queue this long is handed to the worker at once."""
     schedule_delay_ms: Annotated[float, Field(gt=0)] = 1000.0
+    """The longest a span waits in the queue before it is handed to the worker."""
 
 
 class TracingPolicy(Policy):
@@ -234,9 +236,9 @@ class TracingPolicy(Policy):
             observation.spans_dropped += self.shipper.take_dropped()
 
     async def aclose(self) -> None:
-        """Flush what is queued (briefly), then shut the exporter down off the event loop."""
-        await asyncio.to_thread(self.provider.force_flush, 2000)
-        threading.Thread(target=self.provider.shutdown, daemon=True).start()
+        """Export what is queued and stop the export worker (bounded: see
+        :data:`~proxy.telemetry.export.SHUTDOWN_S`), off the event loop."""
+        await asyncio.to_thread(self.provider.shutdown)
 
 
 def _attempt_spans(spans: OtelSpans, attempts: Sequence[Attempt]) -> None:

@@ -51,6 +51,8 @@ hex strings, ``events`` as ``[name, time_ns, attributes]`` triples."""
 _LENGTH = struct.Struct(">I")
 RESTART_AFTER_S = 1.0
 """A worker that died is restarted at most this often."""
+SHUTDOWN_S = 4.0
+"""The most a shutdown waits for queued spans to be exported."""
 FRAME_RECORDS = 32
 """Records per frame to the worker."""
 NICENESS = 10
@@ -144,16 +146,22 @@ class SpanShipper(SpanProcessor):
         return self._idle.wait(timeout_millis / 1000)
 
     def shutdown(self) -> None:
-        """Flush (briefly), then let the worker export what it has and exit."""
-        self.force_flush(2000)
+        """Hand over what is queued and let the worker export it, within
+        :data:`SHUTDOWN_S` in all; a worker still busy then is killed. Idempotent."""
+        if self._closing:
+            return
+        deadline = time.monotonic() + SHUTDOWN_S
         self._closing = True
         self._wake.set()
-        self._thread.join(5)
+        self._thread.join(SHUTDOWN_S / 2)
         worker = self._worker
-        if worker is not None:
-            _stop(worker)
-            if self._reader is not None:
-                self._reader.join(1)
+        if worker is None:
+            return
+        if self._thread.is_alive():  # blocked writing to a worker that does not keep up
+            worker.kill()
+        _stop(worker, max(0.0, deadline - time.monotonic()))
+        if self._reader is not None:
+            self._reader.join(1)
 
     # -- the sender thread ------------------------------------------------------------
 
@@ -225,12 +233,13 @@ class SpanShipper(SpanProcessor):
                     self._dropped += _LENGTH.unpack(head)[0]
 
 
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    """Close the worker's input (it exports what it has, then exits) and reap it."""
+def _stop(worker: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """Close the worker's input (it exports what it has, then exits) and reap it; kill it
+    if it is still running after ``timeout`` seconds."""
     try:
         if worker.stdin is not None:
             worker.stdin.close()
-        worker.wait(5)
+        worker.wait(timeout)
     except (OSError, subprocess.TimeoutExpired):
         worker.kill()
         worker.wait()
