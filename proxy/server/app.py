@@ -112,8 +112,13 @@ def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
+    # No cookie jar: the session is shared by every client, so a cookie one upstream
+    # answer sets must never ride along on anyone's later requests.
     app[SESSION] = aiohttp.ClientSession(
-        connector=connector, auto_decompress=True, skip_auto_headers=("User-Agent",)
+        connector=connector,
+        auto_decompress=True,
+        skip_auto_headers=("User-Agent",),
+        cookie_jar=aiohttp.DummyCookieJar(),
     )
     watcher = app.get(WATCHER)
     tasks = [asyncio.create_task(_prune_audit(app))]

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import signal
+import sqlite3
 import threading
+import time
+from contextlib import closing
 from pathlib import Path
 
 import openai
 
+from proxy.store.base import UsageRow
+from proxy.store.sqlite import CHECKPOINT_EVERY_S, SQLiteStore
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.spend import PER_REQUEST_USD, PRICE, settled
@@ -76,3 +83,16 @@ def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -
         process.wait(10)
         assert process.stderr is not None
         process.stderr.close()
+
+
+async def test_committed_rows_reach_the_database_file_without_a_close(tmp_path: Path) -> None:
+    """SQLite's own checkpoint is off (it would run inside a request's commit); the store's
+    checkpoint thread moves committed rows from the WAL into the database file."""
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'hookgate.db'}")
+    rows = [UsageRow(time.time(), f"r{i}", "m", 10, 5, 0.01) for i in range(20)]
+    await asyncio.gather(*(store.record_usage(row) for row in rows))  # one group commit or more
+    await asyncio.sleep(CHECKPOINT_EVERY_S * 1.5)
+    shutil.copy(tmp_path / "hookgate.db", tmp_path / "copy.db")  # the file alone, no WAL
+    with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
+        assert copy.execute("SELECT COUNT(*) FROM usage").fetchone() == (20,)
+    await store.close()

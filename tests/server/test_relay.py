@@ -10,8 +10,9 @@ import openai
 import orjson
 import pytest
 
+from proxy.config.loader import load_text
 from proxy.wire import synth
-from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, openai_client
+from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream, Raw, Status
 
 
@@ -104,6 +105,22 @@ def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: Fak
     assert reply.headers["openai-processing-ms"] == "7"
     assert reply.headers["x-ratelimit-remaining-requests"] == "99"
     assert "set-cookie" not in reply.headers
+
+
+def test_upstream_cookies_are_never_replayed(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """The upstream sets a cookie on every answer (as Cloudflare does); the proxy's shared
+    client must not keep it and send it on later requests, which may be other clients'.
+    ``localhost`` rather than an IP: aiohttp's default jar ignores cookies from IP hosts."""
+    named = upstream.base_url.replace("127.0.0.1", "localhost")
+    url = make_proxy(loaded=load_text(config_text(named)))
+    client = openai_client(url)
+    client.chat.completions.create(model="m", messages=[])
+    client.chat.completions.create(model="m", messages=[])
+    httpx.get(f"{url}/files")  # and through the generic relay
+    assert len(upstream.requests) == 3
+    assert all("cookie" not in r.headers for r in upstream.requests)
 
 
 @pytest.mark.parametrize(
