@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CollectorRegistry
 
 from proxy.config.loader import LoadedConfig
@@ -33,6 +34,29 @@ log = logging.getLogger("hookgate")
 WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
 
 
+class _MalformedHttp(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR with a traceback that quotes the
+    offending bytes, which may be a credential. One plain line is enough: the client got
+    its 400, and nothing of ours failed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args = (
+                "refused a malformed HTTP request (%s, %s)",
+                (
+                    type(exc).__name__,
+                    exc.code,
+                ),
+            )
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_QUIET = _MalformedHttp()
+
+
 def create_app(
     loaded: LoadedConfig,
     *,
@@ -45,6 +69,9 @@ def create_app(
     ``watch`` turns hot reload of ``loaded.source`` on or off; by default it follows
     ``server.reload`` and is on only when the config came from a file.
     """
+    server_log = logging.getLogger("aiohttp.server")
+    if _QUIET not in server_log.filters:
+        server_log.addFilter(_QUIET)
     app = web.Application(middlewares=[_errors], client_max_size=2**62)
     metrics = Metrics(registry if registry is not None else CollectorRegistry())
     app[METRICS] = metrics

@@ -30,6 +30,8 @@ log = logging.getLogger("hookgate")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+MAX_MODEL_CHARS = 256
+
 MODEL_ENDPOINTS: dict[str, Api] = {
     "/v1/chat/completions": "chat.completions",
     "/v1/responses": "responses",
@@ -150,11 +152,19 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("you must provide a model parameter", param="model")
+    if len(model) > MAX_MODEL_CHARS or not model.isprintable():
+        # It names metrics, spans and the x-hookgate-upstream header: no control characters.
+        raise InvalidRequest(
+            f"'model' must be a printable name of at most {MAX_MODEL_CHARS} characters",
+            param="model",
+        )
     stream = body.get("stream", False)
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
         raise InvalidRequest("'stream' must be a boolean", param="stream")
+    if api == "embeddings":
+        stream = False  # embeddings never stream; the field goes upstream as sent
     return ModelCall(
         api=api,
         payload=JsonBody.parsed(raw, body),

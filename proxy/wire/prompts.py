@@ -81,9 +81,14 @@ def _has_system_item(items: Any) -> bool:
 
 def _system_index(messages: Sequence[Any]) -> int | None:
     for i, message in enumerate(messages):
-        if isinstance(message, Mapping) and message.get("role") in SYSTEM_ROLES:
+        if isinstance(message, Mapping) and _named(message.get("role"), SYSTEM_ROLES):
             return i
     return None
+
+
+def _named(value: Any, names: frozenset[str]) -> bool:
+    """``value in names`` for a value from a client's JSON (it may be a list: unhashable)."""
+    return isinstance(value, str) and value in names
 
 
 def _text_of(content: Any) -> str:
@@ -93,7 +98,7 @@ def _text_of(content: Any) -> str:
         return "\n".join(
             str(part.get("text", ""))
             for part in content
-            if isinstance(part, Mapping) and part.get("type") in _TEXT_PART_TYPES
+            if isinstance(part, Mapping) and _named(part.get("type"), _TEXT_PART_TYPES)
         )
     return ""
 
@@ -109,7 +114,7 @@ def _replace_text(content: Any, prompt: str) -> Any:
     out: list[Any] = []
     placed = False
     for part in content:
-        if isinstance(part, Mapping) and part.get("type") in _TEXT_PART_TYPES:
+        if isinstance(part, Mapping) and _named(part.get("type"), _TEXT_PART_TYPES):
             if not placed:
                 out.append({**part, "text": prompt})
                 placed = True

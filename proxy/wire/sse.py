@@ -137,4 +137,5 @@ def is_responses_terminal(block: bytes) -> bool:
         data = event.json()
     except orjson.JSONDecodeError:
         return False
-    return isinstance(data, dict) and data.get("type") in RESPONSES_TERMINAL
+    kind = data.get("type") if isinstance(data, dict) else None
+    return isinstance(kind, str) and kind in RESPONSES_TERMINAL
