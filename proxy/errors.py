@@ -26,6 +26,8 @@ the process. Policies block a request by raising one of these.
         ├── UpstreamBadResponse        502     upstream_error   bytes that are not the protocol
         └── UpstreamStatusError        (its own) the provider answered non-2xx; its status,
                                                  body and headers are relayed unchanged
+                                                 (a body that is not an OpenAI error is
+                                                 replaced by one, code http_<status>)
 
 The provider layer raises only :class:`UpstreamError` kinds: it translates aiohttp and
 timeout exceptions at the boundary, so policies, metrics and the server never see a
@@ -223,7 +225,9 @@ class UpstreamStatusError(UpstreamError):
 
     The server relays ``upstream_status``, ``body`` and the relayable ``upstream_headers``
     to the client unchanged, so the client's SDK raises the same exception class it would
-    raise against the provider directly.
+    raise against the provider directly. A body that is not an OpenAI error object (a load
+    balancer's HTML page, say) is replaced by one saying what the upstream answered, with
+    the same status: the client always gets an error it can parse.
     """
 
     def __init__(
@@ -238,12 +242,29 @@ class UpstreamStatusError(UpstreamError):
         self.status = upstream_status
         self.body = body
         self.upstream_headers = upstream_headers
+        self.code = f"http_{upstream_status}"
+        self._relayable = _is_openai_error(body)
+        if not self._relayable:
+            self.message = (
+                f"{target or 'the upstream'} answered HTTP {upstream_status} with a body "
+                "that is not an OpenAI error"
+            )
 
     def to_bytes(self) -> bytes:
-        return self.body
+        return self.body if self._relayable else super().to_bytes()
 
     def headers(self) -> Mapping[str, str]:
-        return self.upstream_headers
+        if self._relayable:
+            return self.upstream_headers
+        return {**self.upstream_headers, "content-type": "application/json"}
+
+
+def _is_openai_error(body: bytes) -> bool:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), dict)
 
 
 def error_type(exc: BaseException) -> str:
