@@ -304,20 +304,37 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Readiness: a config is loaded and no policy reports itself unready (e.g. every
-    circuit open); the body gives the config generation, providers and policy status."""
+    """Readiness: a config is loaded, the store answers (keys, spend and the audit log live
+    there), and no policy reports itself unready (e.g. every circuit open); the body gives
+    the config generation, providers, the store's state and each policy's status."""
     runtime = request.app[HOLDER].current
     policies = {
         p.name: status for p in runtime.pipeline.policies if (status := p.status()) is not None
     }
-    ready = all(status.get("ready", True) for status in policies.values())
+    store = request.app[STORE]
+    try:
+        store_ready = await asyncio.wait_for(store.healthy(), READY_STORE_TIMEOUT_S)
+    except TimeoutError:
+        store_ready = False
+    ready = store_ready and all(status.get("ready", True) for status in policies.values())
     body = {
         "status": "ready" if ready else "unavailable",
         "config": {"source": runtime.source, "generation": runtime.generation},
         "providers": sorted(runtime.providers),
+        "store": {"url": _safe_url(store.url), "ready": store_ready},
         "policies": policies,
     }
     return _json(body, status=200 if ready else 503)
+
+
+READY_STORE_TIMEOUT_S = 2.0
+"""How long ``/readyz`` waits for the store to answer before calling it unready."""
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without a password (``redis://:secret@host`` → ``redis://host``)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
