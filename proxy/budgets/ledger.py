@@ -122,17 +122,19 @@ class MemoryLedger:
                     del self._reserved[key]
 
     async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
-        """Write the spend durably, then replace the reservation by it in memory."""
+        """Write the spend durably, then replace the reservation by it in memory. When the
+        write fails the spend still counts here (the limit holds in this process), and the
+        store's error is raised."""
         keys = [c.key for c in counters]
         try:
             await self._store.record_usage(row)
         finally:
             self._release(reservation)
-        for key in keys:
-            used = self._used.get(key)
-            if used is not None:
-                used[0] += row.cost_usd
-                used[1] += row.input_tokens + row.output_tokens
+            for key in keys:
+                used = self._used.get(key)
+                if used is not None:
+                    used[0] += row.cost_usd
+                    used[1] += row.input_tokens + row.output_tokens
 
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
         """The least USD and tokens left across ``counters`` (None: no such limit)."""

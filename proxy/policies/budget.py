@@ -9,6 +9,7 @@ YAML::
           - {scope: key, window: month, usd: 10, tokens: 2000000}
         default_max_output_tokens: 4096   # worst case when a request sets no max
         unpriced: refuse                  # or allow (then only token limits apply)
+        on_store_error: refuse            # store down: refuse (503) or allow unchecked
 
 Before the call the worst case — estimated prompt tokens (tiktoken) plus the output
 ceiling, priced at the dearest of the alias's targets — is reserved against every
@@ -38,7 +39,7 @@ from proxy.budgets import tokens as token_estimates
 from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter, Limit, counters
 from proxy.budgets.pricing import Pricing
-from proxy.errors import BudgetExceeded, InvalidRequest
+from proxy.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
 from proxy.ids import UniqueIds
 from proxy.pipeline.hooks import Next, Policy
 from proxy.pipeline.observe import Usage
@@ -79,6 +80,9 @@ class BudgetConfig(BaseModel):
     limits: list[LimitConfig]
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
     unpriced: Literal["refuse", "allow"] = "refuse"
+    on_store_error: Literal["refuse", "allow"] = "refuse"
+    """When the store cannot be read to check a limit: ``refuse`` the request (503, fail
+    closed) or ``allow`` it unchecked (fail open: logged, and the response says so)."""
 
 
 class BudgetPolicy(Policy):
@@ -109,10 +113,24 @@ class BudgetPolicy(Policy):
         if not charged:
             return await next(call, ctx)
         usd, tokens = self._worst_case(call)
-        await self.ledger.load(charged)
         reservation = self._reservation_ids.next()
-        refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
         observation = ctx.observation
+        try:
+            await self.ledger.load(charged)
+            refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
+        except StoreUnavailable as exc:
+            if self.config.on_store_error == "refuse":
+                raise StoreUnavailable(
+                    f"The budget cannot be checked, so the request was refused (budget "
+                    f"on_store_error: refuse): {exc.message}"
+                ) from exc
+            log.warning(
+                "budget: store unavailable, request %s served unchecked (on_store_error: "
+                "allow): %s", ctx.request_id, exc.message,
+            )  # fmt: skip
+            observation.attributes["hookgate.budget.decision"] = "unchecked"
+            ctx.response_headers["x-hookgate-budget"] = "unchecked: store unavailable"
+            return await next(call, ctx)
         observation.attributes["hookgate.budget.reserved_usd"] = usd
         observation.attributes["hookgate.budget.reserved_tokens"] = tokens
         if refusal is not None:
@@ -177,7 +195,15 @@ class BudgetPolicy(Policy):
             key_id=identity.key_id, team=identity.team, user=identity.user, agent=ctx.agent,
             reply=ctx.reply_id, target=model,
         )  # fmt: skip
-        await self.ledger.settle(reservation, charged, row)
+        try:
+            await self.ledger.settle(reservation, charged, row)
+        except StoreUnavailable as exc:
+            # The call happened and the client gets its answer; the spend counts in memory
+            # but is not durable. Loud, never silent.
+            log.error(
+                "budget: the spend of request %s (%d tokens, $%.6f) was not written: %s",
+                ctx.request_id, usage.input_tokens + usage.output_tokens, cost, exc.message,
+            )  # fmt: skip
 
     async def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
         """Report each counter's room (metrics) and the least of them (headers)."""

@@ -26,7 +26,7 @@ from proxy.server import routes
 from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION, STORE
 from proxy.server.reload import ConfigWatcher
 from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
-from proxy.store.base import open_store
+from proxy.store.base import display_url, open_store
 from proxy.telemetry.metrics import Metrics
 
 log = logging.getLogger("hookgate")
@@ -92,7 +92,9 @@ def create_app(
             if new is not None:
                 _admit_labels(metrics, new)
                 if new.config.store != app[STORE].url:
-                    log.warning("store changed to %s: restart to use it", new.config.store)
+                    log.warning(
+                        "store changed to %s: restart to use it", display_url(new.config.store)
+                    )
 
         app[WATCHER] = ConfigWatcher(
             loaded.source,

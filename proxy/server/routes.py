@@ -22,7 +22,7 @@ from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
 from proxy.server.relay import relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
-from proxy.store.base import AuditRecord, Store
+from proxy.store.base import AuditRecord, Store, display_url
 from proxy.telemetry.metrics import Metrics
 from proxy.wire.usage import facts_of
 
@@ -321,7 +321,7 @@ async def readyz(request: web.Request) -> web.Response:
         "status": "ready" if ready else "unavailable",
         "config": {"source": runtime.source, "generation": runtime.generation},
         "providers": sorted(runtime.providers),
-        "store": {"url": _safe_url(store.url), "ready": store_ready},
+        "store": {"url": display_url(store.url), "ready": store_ready},
         "policies": policies,
     }
     return _json(body, status=200 if ready else 503)
@@ -329,12 +329,6 @@ async def readyz(request: web.Request) -> web.Response:
 
 READY_STORE_TIMEOUT_S = 2.0
 """How long ``/readyz`` waits for the store to answer before calling it unready."""
-
-
-def _safe_url(url: str) -> str:
-    """``url`` without a password (``redis://:secret@host`` → ``redis://host``)."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:

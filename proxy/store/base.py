@@ -135,6 +135,16 @@ class Store(Protocol):
         ...
 
 
+def display_url(url: str) -> str:
+    """``url`` without credentials (``redis://:secret@host/0`` → ``redis://host/0``), for
+    messages, logs and ``/readyz``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
 def open_store(url: str) -> Store:
     """The store for a ``store:`` URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     or ``redis://host:port/db``."""

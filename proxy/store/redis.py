@@ -27,7 +27,7 @@ from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter
 from proxy.budgets.rates import RateCheck, RateLimiter, RateResult, wait_for_room
 from proxy.errors import StoreUnavailable
-from proxy.store.base import AuditRecord, UsageRow
+from proxy.store.base import AuditRecord, UsageRow, display_url
 from proxy.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
@@ -131,7 +131,7 @@ class RedisStore:
         try:
             return await coro
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"store {self.url}: {exc}") from exc
+            raise StoreUnavailable(f"store {display_url(self.url)}: {exc}") from exc
 
     async def open(self) -> None:
         await self._call(self.client.ping())

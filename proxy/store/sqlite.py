@@ -24,7 +24,7 @@ import orjson
 
 from proxy.budgets.ledger import Ledger, MemoryLedger
 from proxy.budgets.rates import MemoryRateLimiter, RateLimiter
-from proxy.store.base import AuditRecord, StoreUnavailable, UsageRow
+from proxy.store.base import AuditRecord, StoreUnavailable, UsageRow, display_url
 from proxy.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -106,7 +106,7 @@ class SQLiteStore:
             try:
                 return fn(self._connect())
             except sqlite3.Error as exc:
-                raise StoreUnavailable(f"store {self.url}: {exc}") from exc
+                raise StoreUnavailable(f"store {display_url(self.url)}: {exc}") from exc
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 

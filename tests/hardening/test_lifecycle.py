@@ -159,3 +159,32 @@ def test_readyz_reports_a_dead_store(make_proxy: ProxyFactory, upstream: FakeUps
     assert "store-password-42" not in ready.text
     assert time.monotonic() - started < 5
     assert httpx.get(f"{base}/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("mode", ["refuse", "allow"])
+def test_a_store_outage_follows_the_budget_setting_and_says_so(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mode: str
+) -> None:
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    extra = (
+        f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
+        "pricing: {m: {input: 1.0, output: 2.0}}\n"
+        f"policies:\n  - budget: {{limits: [{{scope: model, usd: 10}}], on_store_error: {mode}}}\n"
+    )
+    url = make_proxy(loaded=load_text(config_text(upstream.base_url, extra)))
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    response = httpx.post(f"{url}/chat/completions", json=body, timeout=15)
+    assert "store-password-42" not in response.text
+    if mode == "refuse":
+        assert response.status_code == 503
+        error = response.json()["error"]
+        assert error["code"] == "store_unavailable"
+        assert "on_store_error: refuse" in error["message"]
+        assert upstream.requests == []  # nothing was spent
+    else:
+        assert response.status_code == 200
+        assert response.headers["x-hookgate-budget"] == "unchecked: store unavailable"
+        assert len(upstream.requests) == 1
