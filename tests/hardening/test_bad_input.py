@@ -31,6 +31,7 @@ from tests.fakes import LoopThread, RunningApp, start_serve
 REPLY = synth.Reply(text="fine", pieces=3, id="fuzz")
 MODEL_PATHS = ("chat/completions", "responses", "completions", "embeddings")
 MAX_BODY = 256 * 1024
+ADMIN = "admin-key-fuzz-3301"
 
 
 async def _permissive(request: web.Request) -> web.StreamResponse:
@@ -62,6 +63,12 @@ async def _permissive(request: web.Request) -> web.StreamResponse:
     return out
 
 
+async def _not_found(request: web.Request) -> web.Response:
+    """What an OpenAI-compatible upstream says to anything else: a JSON 404."""
+    error = {"message": "not found", "type": "invalid_request_error", "param": None, "code": None}
+    return web.json_response({"error": error}, status=404)
+
+
 class Proxy:
     """``hookgate serve`` in a subprocess, its stderr collected."""
 
@@ -70,6 +77,7 @@ class Proxy:
         config.write_text(
             f"store: 'sqlite:///{tmp / 'fuzz.db'}'\n"
             f"server: {{reload: false, max_body_bytes: {MAX_BODY}}}\n"
+            f"keys: {{admin_key: {ADMIN}}}\n"
             f"providers: {{up: {{base_url: '{upstream}', api_key: sk-fuzz-upstream}}}}\n"
             'models: {"*": [{provider: up}], m: [{provider: up, model: m}]}\n'
             "pricing: {'*': {input: 1.0, output: 2.0}}\n"
@@ -108,6 +116,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     loop = LoopThread()
     app = web.Application(client_max_size=2**30)
     app.router.add_post("/v1/{api:.*}", _permissive)
+    app.router.add_route("*", "/v1/{tail:.*}", _not_found)
     upstream = loop.run(RunningApp(app).start())
     running = Proxy(tmp_path_factory.mktemp("fuzz"), f"{upstream.url}/v1")
     yield running
@@ -185,6 +194,35 @@ def test_nasty_bodies_get_clear_errors(proxy: Proxy, path: str, name: str) -> No
     check(response)
 
 
+OTHER_ROUTES = [
+    ("POST", "/admin/keys", b"{not json"),
+    ("POST", "/admin/keys", b'{"team": 5, "models": "x", "expires_at": "soon"}'),
+    ("POST", "/admin/keys", b'{"team": "t", "models": [1, null], "metadata": [1]}'),
+    ("POST", "/admin/keys", b"[]"),
+    ("DELETE", "/admin/keys/..%2f..%2fetc", b""),
+    ("DELETE", "/admin/keys/%00", b""),
+    ("GET", "/admin/spend?by=%00&since=-5d", b""),
+    ("GET", "/admin/spend?since=99999999999999999999d", b""),
+    ("GET", "/v1/models/%00", b""),
+    ("GET", "/v1/models/" + "x" * 5000, b""),
+    ("PATCH", "/v1/chat/completions", b"{}"),
+    ("PUT", "/healthz", b""),
+    ("DELETE", "/v1/files/a%00b", b""),
+    ("POST", "/v1/responses/%ZZ/cancel", b""),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), OTHER_ROUTES)
+def test_other_routes_refuse_junk_clearly(
+    proxy: Proxy, method: str, path: str, body: bytes
+) -> None:
+    headers = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
+    response = httpx.request(
+        method, f"{proxy.url}{path}", content=body, headers=headers, timeout=30
+    )
+    check(response)
+
+
 def _raw(proxy: Proxy, request: bytes, timeout: float = 10) -> bytes:
     host, port = proxy.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
@@ -214,6 +252,8 @@ def _raw(proxy: Proxy, request: bytes, timeout: float = 10) -> bytes:
             b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n",
         ),
         ("bare LF in header", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\nc\r\n\r\n"),
+        ("CRLF folded header", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n"),
+        ("CR alone in header", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n"),
         ("NUL in header", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\x00c\r\n\r\n"),
         (
             "content-length lies",
