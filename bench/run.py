@@ -33,6 +33,7 @@ from bench.processes import (
     LOAD_CPUS,
     PROXY_CPU,
     ROOT,
+    children,
     cpu_seconds,
     free_port,
     rss_mb,
@@ -86,6 +87,12 @@ def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
+    parser.add_argument(
+        "--worker-anywhere",
+        action="store_true",
+        help="let hookgate's span export worker run on any core (as on a host with a core to "
+        "spare) instead of the proxy's",
+    )
     args = parser.parse_args()
     n1, n32, soak, reps = (300, 3000, 20_000, 5) if args.quick else (2000, 20000, 100_000, 15)
 
@@ -120,6 +127,9 @@ def main() -> None:
                 results[scenario] = {}
                 for target, url in targets.items():
                     load(url, concurrency, max(100, count // 10), stream)  # warm-up
+                    if args.worker_anywhere and target in hooked:
+                        for child in children(pids[target]):  # started by the first span
+                            os.sched_setaffinity(child, set(CPUS))
                     before = cpu_seconds(pids[target]) if target in pids else 0.0
                     result = load(url, concurrency, count, stream)
                     if target in pids:
@@ -139,6 +149,7 @@ def main() -> None:
         "time": dt.datetime.now(dt.UTC).isoformat(),
         "cpus": len(CPUS),
         "quick": args.quick,
+        "worker_anywhere": args.worker_anywhere,
         "results": results,
         "rss_mb": rss,
         "rss_soak": rss_soak,
