@@ -20,6 +20,7 @@ from proxy.config.loader import load_text
 from proxy.wire import synth
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, RunningApp, start_serve
+from tests.services import free_port
 
 
 class Upstream:
@@ -144,10 +145,7 @@ async def test_reload_under_load_drops_no_request(slow_upstream: Upstream, tmp_p
 
 
 def test_readyz_reports_a_dead_store(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
-    dead = socket.socket()
-    dead.bind(("127.0.0.1", 0))
-    port = dead.getsockname()[1]
-    dead.close()
+    port = free_port()  # nothing listens there
     store = f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
     url = make_proxy(loaded=load_text(config_text(upstream.base_url, store)))
     base = url.removesuffix("/v1")
@@ -165,10 +163,7 @@ def test_readyz_reports_a_dead_store(make_proxy: ProxyFactory, upstream: FakeUps
 def test_a_store_outage_follows_the_budget_setting_and_says_so(
     make_proxy: ProxyFactory, upstream: FakeUpstream, mode: str
 ) -> None:
-    dead = socket.socket()
-    dead.bind(("127.0.0.1", 0))
-    port = dead.getsockname()[1]
-    dead.close()
+    port = free_port()  # nothing listens there
     extra = (
         f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
         "pricing: {m: {input: 1.0, output: 2.0}}\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import httpx
@@ -13,6 +12,7 @@ from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
 from tests.conftest import TEST_STORE, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw
+from tests.services import free_port
 
 
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
@@ -95,9 +95,7 @@ def test_client_disconnect_before_first_byte_cancels_upstream(
 
 
 def test_unreachable_upstream_is_502(make_proxy: ProxyFactory) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proxy = make_proxy(loaded=single_provider(f"http://127.0.0.1:{port}/v1"))
     with pytest.raises(openai.InternalServerError) as info:
         openai_client(proxy).chat.completions.create(model="m", messages=[])

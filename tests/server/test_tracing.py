@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import time
 from pathlib import Path
 
@@ -13,10 +12,12 @@ import httpx
 import openai
 import pytest
 
+from bench.processes import children
 from proxy.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
 from tests.otlp import OtlpReceiver
+from tests.services import free_port
 
 SPAN_KIND_CLIENT = 3
 STATUS_ERROR = 2
@@ -136,9 +137,7 @@ def test_content_capture_when_enabled(make_proxy: ProxyFactory, receiver: OtlpRe
 
 
 def test_dead_exporter_never_fails_requests_and_drops_are_counted(make_proxy: ProxyFactory) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/traces"
+    dead = f"http://127.0.0.1:{free_port()}/v1/traces"
     url = make_proxy(tracing(dead, ", max_queue_size: 4, timeout_s: 1, schedule_delay_ms: 60000"))
     client = openai_client(url)
     for _ in range(30):
@@ -168,10 +167,7 @@ def test_each_fallback_attempt_is_a_child_span(
     from proxy.config.loader import load_text
     from tests.conftest import TEST_STORE
 
-    dead = socket.socket()
-    dead.bind(("127.0.0.1", 0))
-    port = dead.getsockname()[1]
-    dead.close()
+    port = free_port()
     url = make_proxy(loaded=load_text(
         f"store: 'sqlite:///{TEST_STORE}'\n"
         f"providers:\n  dead: {{base_url: 'http://127.0.0.1:{port}/v1'}}\n"
@@ -192,18 +188,14 @@ def test_each_fallback_attempt_is_a_child_span(
 
 def _export_workers() -> list[int]:
     """Pids of this process's span export workers."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    found = []
+    for pid in children(os.getpid()):
         try:
-            cmdline = (entry / "cmdline").read_bytes()
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+            if b"proxy.telemetry.export" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:  # it exited meanwhile
             continue
-        if ppid == os.getpid() and b"proxy.telemetry.export" in cmdline:
-            pids.append(int(entry.name))
-    return pids
+    return found
 
 
 def test_a_killed_export_worker_is_replaced(
