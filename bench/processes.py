@@ -61,8 +61,9 @@ def start_hookgate(
     return start(command, PROXY_CPU, port)
 
 
-def rss_mb(process: subprocess.Popen[bytes]) -> float:
-    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid``, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0

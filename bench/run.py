@@ -136,7 +136,7 @@ def main() -> None:
                         used = cpu_seconds(pids[target]) - before
                         result["cpu_us_per_request"] = used / result["requests"] * 1e6
                     results[scenario][target] = result
-            rss = {name: rss_mb(p) for name, p in hooked.items()}
+            rss = {name: rss_mb(p.pid) for name, p in hooked.items()}
             dropped = {
                 name: metric_total(targets[name], "hookgate_trace_spans_dropped_total")
                 for name in hooked
@@ -195,7 +195,7 @@ def soak_rss(process: subprocess.Popen[bytes], url: str, requests: int) -> dict[
     readings = []
     for fifth in range(5):
         load(url, 32, requests // 5, stream=fifth % 2 == 1)
-        readings.append(rss_mb(process))
+        readings.append(rss_mb(process.pid))
     return {"requests": requests, "rss_mb": readings, "growth": readings[-1] / readings[0] - 1}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -408,3 +409,21 @@ def start_serve(
     match = re.search(r"listening on (http://\S+)", lines[-1])
     assert match, lines
     return process, match.group(1), lines
+
+
+def send_raw(url: str, raw: bytes, timeout: float = 5) -> bytes:
+    """Send ``raw`` bytes to the server at ``url`` as written (no client-side parsing or
+    normalisation) and return what came back before it closed or ``timeout`` passed."""
+    host, _, port = url.removeprefix("http://").partition("/")[0].partition(":")
+    chunks = []
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(raw)
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)

@@ -25,8 +25,9 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.processes import rss_mb
 from proxy.wire import synth
-from tests.fakes import LoopThread, RunningApp, start_serve
+from tests.fakes import LoopThread, RunningApp, send_raw, start_serve
 
 REPLY = synth.Reply(text="fine", pieces=3, id="fuzz")
 MODEL_PATHS = ("chat/completions", "responses", "completions", "embeddings")
@@ -100,9 +101,7 @@ class Proxy:
             self.log.append(line)
 
     def rss_mb(self) -> float:
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
-        return int(line.split()[1]) / 1024
+        return rss_mb(self.process.pid)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -223,24 +222,6 @@ def test_other_routes_refuse_junk_clearly(
     check(response)
 
 
-def _raw(proxy: Proxy, request: bytes, timeout: float = 10) -> bytes:
-    host, port = proxy.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(request)
-        chunks = []
-        while True:
-            try:
-                chunk = sock.recv(65536)
-            except TimeoutError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if b"\r\n\r\n" in b"".join(chunks) and b"connection: close" in b"".join(chunks).lower():
-                break
-    return b"".join(chunks)
-
-
 @pytest.mark.parametrize(
     ("name", "request_bytes"),
     [
@@ -270,7 +251,7 @@ def _raw(proxy: Proxy, request: bytes, timeout: float = 10) -> bytes:
 def test_malformed_http_is_refused_without_harm(
     proxy: Proxy, name: str, request_bytes: bytes
 ) -> None:
-    reply = _raw(proxy, request_bytes, timeout=3)
+    reply = send_raw(proxy.url, request_bytes, timeout=3)
     if reply:  # a refusal, or a close: never a server error
         status = int(reply.split(b" ", 2)[1])
         assert status < 500 or status == 505, reply[:300]

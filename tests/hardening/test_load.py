@@ -20,6 +20,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from bench.processes import rss_mb
 from proxy.wire import synth
 from tests.fakes import RunningApp, start_serve
 
@@ -75,12 +76,6 @@ async def upstream() -> AsyncIterator[Upstream]:
     await running.server.start()
     yield running
     await running.server.stop()
-
-
-def _rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
-    return int(line.split()[1]) / 1024
 
 
 def _percentiles(values: list[float]) -> str:
@@ -140,13 +135,13 @@ async def test_a_thousand_held_streams_then_fifty_thousand_mixed(
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             for _ in range(200):
                 await _json(session, endpoint)
-            rss_start = _rss_mb(process.pid)
+            rss_start = rss_mb(process.pid)
 
             held = [asyncio.create_task(_stream(session, endpoint, "hold")) for _ in range(STREAMS)]
             durations = await asyncio.gather(*held)
             assert upstream.peak >= STREAMS * 0.95, upstream.peak
             assert min(durations) >= HOLD_S * 0.9
-            rss_streams = _rss_mb(process.pid)
+            rss_streams = rss_mb(process.pid)
 
             latencies: list[float] = []
             rng = random.Random(5)
@@ -164,7 +159,7 @@ async def test_a_thousand_held_streams_then_fifty_thousand_mixed(
             started = time.monotonic()
             await asyncio.gather(*(worker() for _ in range(MIXED_CONCURRENCY)))
             elapsed = time.monotonic() - started
-            rss_end = _rss_mb(process.pid)
+            rss_end = rss_mb(process.pid)
         print(
             f"\n{STREAMS} held streams (peak {upstream.peak} open upstream), each "
             f"{statistics.median(durations):.1f} s; RSS {rss_start:.0f} -> {rss_streams:.0f} MB"

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, openai_client
-from tests.fakes import FakeUpstream
+from tests.fakes import FakeUpstream, send_raw
 
 
 class Canary:
@@ -51,16 +51,6 @@ def canary() -> Iterator[Canary]:
     running.close()
 
 
-def _send(url: str, raw: bytes) -> bytes:
-    parsed = httpx.URL(url)
-    with socket.create_connection((parsed.host, parsed.port), timeout=5) as sock:
-        sock.sendall(raw)
-        data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
-    return data
-
-
 def _post(target: str, headers: str, body: bytes) -> bytes:
     head = f"POST {target} HTTP/1.1\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
     return head.encode() + body
@@ -92,7 +82,7 @@ def test_no_request_field_or_header_can_redirect_the_proxy(
         f"GET /v1/files?next=http://{evil}/ HTTP/1.1\r\n{headers}\r\n".encode(),
     ]
     for raw in requests:
-        reply = _send(base, raw)
+        reply = send_raw(base, raw)
         assert reply.startswith(b"HTTP/1.1 "), reply[:200]
     assert canary.connections == 0
     upstream_port = httpx.URL(upstream.base_url).port
@@ -106,7 +96,9 @@ def test_relay_query_and_path_cannot_inject_headers(proxy_url: str, upstream: Fa
         b"/v1/batches/a%0d%0aX-Injected:%201",  # refused: a path may not hold a line break
         b"/v1/batches/b?x=1%0d%0aX-Injected:%202",  # relayed, as the client encoded it
     ):
-        reply = _send(base, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        reply = send_raw(
+            base, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
         assert int(reply.split(b" ", 2)[1]) < 500, reply[:200]
     assert [r.query for r in upstream.requests] == ["x=1%0d%0aX-Injected:%202"]
     assert all("x-injected" not in r.headers for r in upstream.requests)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import socket
 
 import httpx
 import openai
@@ -13,7 +12,7 @@ import pytest
 from proxy.config.loader import load_text
 from proxy.wire import synth
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, config_text, openai_client
-from tests.fakes import FakeUpstream, Raw, Status
+from tests.fakes import FakeUpstream, Raw, Status, send_raw
 
 
 def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> None:
@@ -233,12 +232,7 @@ def test_generic_relay_any_method_with_query(
 
 def raw_request(url: str, request_line: str) -> tuple[int, bytes]:
     """Send one request as written (no client-side path normalisation)."""
-    parsed = httpx.URL(url)
-    with socket.create_connection((parsed.host, parsed.port), timeout=5) as sock:
-        sock.sendall(f"{request_line}\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
+    data = send_raw(url, f"{request_line}\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 
