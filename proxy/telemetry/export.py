@@ -34,12 +34,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import orjson
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import SpanContext
 
 log = logging.getLogger("hookgate")
 
@@ -59,28 +60,49 @@ NICENESS = 10
 """The worker's scheduling niceness: below the proxy's, so it runs when the proxy waits."""
 
 
-def record_of(span: ReadableSpan) -> Record:
-    """The compact record of a finished SDK span."""
-    context = span.get_span_context()
-    assert context is not None
-    parent = span.parent
+def make_record(
+    name: str,
+    kind: int,
+    context: SpanContext,
+    parent: SpanContext | None,
+    start_ns: int,
+    end_ns: int,
+    attributes: Mapping[str, Any],
+    events: list[list[Any]],
+    status: tuple[int, str | None],
+    scope: str = "hookgate",
+) -> Record:
+    """The compact record of a finished span (the one place its layout is written)."""
     return [
-        span.name,
-        span.kind.value,
+        name,
+        kind,
         format(context.trace_id, "032x"),
         format(context.span_id, "016x"),
         None if parent is None else format(parent.span_id, "016x"),
-        bool(parent is not None and parent.is_remote),
+        parent is not None and parent.is_remote,
         int(context.trace_flags),
         context.trace_state.to_header() if context.trace_state else None,
-        span.start_time,
-        span.end_time,
+        start_ns,
+        end_ns,
+        attributes,
+        events,
+        status[0],
+        status[1],
+        scope,
+    ]
+
+
+def record_of(span: ReadableSpan) -> Record:
+    """The compact record of a finished SDK span."""
+    context = span.get_span_context()
+    assert context is not None and span.start_time is not None and span.end_time is not None
+    return make_record(
+        span.name, span.kind.value, context, span.parent, span.start_time, span.end_time,
         dict(span.attributes or {}),
         [[e.name, e.timestamp, dict(e.attributes or {})] for e in span.events],
-        span.status.status_code.value,
-        span.status.description,
+        (span.status.status_code.value, span.status.description),
         span.instrumentation_scope.name if span.instrumentation_scope else "hookgate",
-    ]
+    )  # fmt: skip
 
 
 class SpanShipper(SpanProcessor):

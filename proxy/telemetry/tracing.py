@@ -40,7 +40,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from proxy import __version__
 from proxy.pipeline.observe import Attributes, AttributeValue
-from proxy.telemetry.export import Record, SpanShipper
+from proxy.telemetry.export import SpanShipper, make_record
 
 log = logging.getLogger("hookgate")
 
@@ -213,17 +213,12 @@ class CallSpan:
     def end(self, end_ns: int | None = None) -> None:
         if self._shipper is None:
             return
-        context, parent = self.context, self.parent
-        record: Record = [
-            self.name, SpanKind.CLIENT.value, format(context.trace_id, "032x"),
-            format(context.span_id, "016x"),
-            None if parent is None else format(parent.span_id, "016x"),
-            parent is not None and parent.is_remote, int(context.trace_flags),
-            context.trace_state.to_header() if context.trace_state else None,
-            self.start_ns, end_ns or time.time_ns(), self.attributes, self._events,
-            self._status[0], self._status[1], "hookgate",
-        ]  # fmt: skip
-        self._shipper.submit(record)
+        self._shipper.submit(
+            make_record(
+                self.name, SpanKind.CLIENT.value, self.context, self.parent, self.start_ns,
+                end_ns or time.time_ns(), self.attributes, self._events, self._status,
+            )
+        )  # fmt: skip
         self._shipper = None
 
 
