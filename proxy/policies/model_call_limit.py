@@ -42,10 +42,7 @@ class ModelCallLimitPolicy(Policy):
     name: ClassVar[str] = "model_call_limit"
     Config = ModelCallLimitConfig
     runs_in = frozenset({"sdk"})
-
-    def __init__(self, config: ModelCallLimitConfig) -> None:
-        super().__init__(config)
-        self.config: ModelCallLimitConfig = config
+    config: ModelCallLimitConfig
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
         limit = self.config.max_calls

@@ -80,10 +80,10 @@ class PiiPolicy(Policy):
 
     name: ClassVar[str] = "pii"
     Config: ClassVar[type[PiiConfig]] = PiiConfig
+    config: PiiConfig
 
     def __init__(self, config: PiiConfig) -> None:
         super().__init__(config)
-        self.config: PiiConfig = config
         settings = AnalyzerSettings.model_validate(
             config.model_dump(include=set(AnalyzerSettings.model_fields))
         )

@@ -71,10 +71,7 @@ class ReplyBudgetPolicy(Policy):
     name: ClassVar[str] = "reply_budget"
     Config = ReplyBudgetConfig
     runs_in = frozenset({"sdk"})
-
-    def __init__(self, config: ReplyBudgetConfig) -> None:
-        super().__init__(config)
-        self.config: ReplyBudgetConfig = config
+    config: ReplyBudgetConfig
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
         state = ctx.state.setdefault(self.name, {})

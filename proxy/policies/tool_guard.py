@@ -89,9 +89,10 @@ class ToolGuardPolicy(Policy):
     name: ClassVar[str] = "tool_guard"
     Config = ToolGuardConfig
 
+    config: ToolGuardConfig
+
     def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
         super().__init__(config)
-        self.config: ToolGuardConfig = config
         self._rules = [(r.tool, re.compile(r.pattern)) for r in config.arguments]
         self.approver = approver or (_import(config.approval) if config.approval else None)
 
