@@ -22,7 +22,7 @@ from proxy.server.app import create_app
 from proxy.wire import synth
 from tests.conftest import TEST_STORE, UPSTREAM_KEY, openai_client
 from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp, Status
-from tests.services import Prometheus, free_port
+from tests.services import Prometheus
 
 DASHBOARDS = Path("dashboards/grafana")
 SUBSTITUTIONS = {"$__rate_interval": "1m", "$__range": "5m"}
@@ -52,9 +52,9 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
 
 @pytest.fixture
 def proxy_and_prometheus(
-    tmp_path: Path, loop_thread: LoopThread, upstream: FakeUpstream
+    tmp_path: Path, loop_thread: LoopThread, upstream: FakeUpstream, refused_port: int
 ) -> Iterator[tuple[str, Prometheus, Path]]:
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{refused_port}"
     path = tmp_path / "hookgate.yaml"
     path.write_text(config(upstream.base_url, dead))
     server = loop_thread.run(RunningApp(create_app(load_file(path))).start())
@@ -124,12 +124,12 @@ def has_finite_value(data: dict[str, Any]) -> bool:
 
 @pytest.mark.slow
 def test_every_dashboard_query_returns_data(
-    proxy_and_prometheus: tuple[str, Prometheus, Path], upstream: FakeUpstream
+    proxy_and_prometheus: tuple[str, Prometheus, Path], upstream: FakeUpstream, refused_port: int
 ) -> None:
     url, prometheus, path = proxy_and_prometheus
     client = openai_client(f"{url}/v1")
     upstream_url = upstream.base_url
-    dead = config(upstream_url, "x").split("dead: {base_url: '")[1].split("'")[0]
+    dead = f"http://127.0.0.1:{refused_port}"  # the same port the fixture's config names
     reloads = threading.Thread(
         target=lambda: (
             time.sleep(1),

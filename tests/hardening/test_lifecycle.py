@@ -20,7 +20,6 @@ from proxy.config.loader import load_text
 from proxy.wire import synth
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, RunningApp, start_serve
-from tests.services import free_port
 
 
 class Upstream:
@@ -144,8 +143,10 @@ async def test_reload_under_load_drops_no_request(slow_upstream: Upstream, tmp_p
     assert "Traceback" not in log
 
 
-def test_readyz_reports_a_dead_store(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
-    port = free_port()  # nothing listens there
+def test_readyz_reports_a_dead_store(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, refused_port: int
+) -> None:
+    port = refused_port
     store = f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
     url = make_proxy(loaded=load_text(config_text(upstream.base_url, store)))
     base = url.removesuffix("/v1")
@@ -161,9 +162,9 @@ def test_readyz_reports_a_dead_store(make_proxy: ProxyFactory, upstream: FakeUps
 
 @pytest.mark.parametrize("mode", ["refuse", "allow"])
 def test_a_store_outage_follows_the_budget_setting_and_says_so(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, mode: str
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mode: str, refused_port: int
 ) -> None:
-    port = free_port()  # nothing listens there
+    port = refused_port
     extra = (
         f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
         "pricing: {m: {input: 1.0, output: 2.0}}\n"

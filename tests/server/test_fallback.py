@@ -13,7 +13,6 @@ import pytest
 from proxy.wire import synth
 from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
-from tests.services import free_port
 
 FAST = (
     "fallback: {retries: 0, attempt_timeout_s: 0.5, stall_timeout_s: 0.5, deadline_s: 5, "
@@ -80,8 +79,10 @@ def test_fault_falls_back_to_next_target(
     assert time.monotonic() - started < 3
 
 
-def test_connection_refused_falls_back(make_proxy: ProxyFactory, backup: FakeUpstream) -> None:
-    url = two_targets(make_proxy, f"http://127.0.0.1:{free_port()}/v1", backup.base_url)
+def test_connection_refused_falls_back(
+    make_proxy: ProxyFactory, backup: FakeUpstream, refused_port: int
+) -> None:
+    url = two_targets(make_proxy, f"http://127.0.0.1:{refused_port}/v1", backup.base_url)
     reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
     assert reply.headers["x-hookgate-upstream"] == "two/m2"
 
@@ -201,9 +202,9 @@ def test_deadline_bounds_the_whole_request(
 
 
 def test_circuit_opens_skips_and_recovers(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, refused_port: int
 ) -> None:
-    dead_port = free_port()
+    dead_port = refused_port
     policy = FAST.replace("circuit: {failures: 100}", "circuit: {failures: 2, open_s: 0.5}")
     url = two_targets(make_proxy, f"http://127.0.0.1:{dead_port}/v1", backup.base_url, policy)
     client = openai_client(url)
@@ -260,10 +261,12 @@ def test_circuit_closes_when_the_target_recovers(
     )
 
 
-def test_all_circuits_open_is_503_and_not_ready(make_proxy: ProxyFactory) -> None:
+def test_all_circuits_open_is_503_and_not_ready(
+    make_proxy: ProxyFactory, refused_port: int
+) -> None:
     from proxy.config.loader import load_text
 
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+    dead = f"http://127.0.0.1:{refused_port}/v1"
     url = make_proxy(
         loaded=load_text(
             f"store: 'sqlite:///{TEST_STORE}'\n"

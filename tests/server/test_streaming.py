@@ -12,7 +12,6 @@ from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
 from tests.conftest import TEST_STORE, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw
-from tests.services import free_port
 
 
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
@@ -94,8 +93,8 @@ def test_client_disconnect_before_first_byte_cancels_upstream(
     assert upstream.cancelled.wait(5)
 
 
-def test_unreachable_upstream_is_502(make_proxy: ProxyFactory) -> None:
-    port = free_port()
+def test_unreachable_upstream_is_502(make_proxy: ProxyFactory, refused_port: int) -> None:
+    port = refused_port
     proxy = make_proxy(loaded=single_provider(f"http://127.0.0.1:{port}/v1"))
     with pytest.raises(openai.InternalServerError) as info:
         openai_client(proxy).chat.completions.create(model="m", messages=[])

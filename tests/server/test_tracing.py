@@ -17,7 +17,6 @@ from proxy.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
 from tests.otlp import OtlpReceiver
-from tests.services import free_port
 
 SPAN_KIND_CLIENT = 3
 STATUS_ERROR = 2
@@ -136,8 +135,10 @@ def test_content_capture_when_enabled(make_proxy: ProxyFactory, receiver: OtlpRe
     assert "Hello from the fake upstream." in span.attributes["gen_ai.output.messages"]
 
 
-def test_dead_exporter_never_fails_requests_and_drops_are_counted(make_proxy: ProxyFactory) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1/traces"
+def test_dead_exporter_never_fails_requests_and_drops_are_counted(
+    make_proxy: ProxyFactory, refused_port: int
+) -> None:
+    dead = f"http://127.0.0.1:{refused_port}/v1/traces"
     url = make_proxy(tracing(dead, ", max_queue_size: 4, timeout_s: 1, schedule_delay_ms: 60000"))
     client = openai_client(url)
     for _ in range(30):
@@ -162,12 +163,12 @@ def test_dead_exporter_never_fails_requests_and_drops_are_counted(make_proxy: Pr
 
 
 def test_each_fallback_attempt_is_a_child_span(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, refused_port: int
 ) -> None:
     from proxy.config.loader import load_text
     from tests.conftest import TEST_STORE
 
-    port = free_port()
+    port = refused_port
     url = make_proxy(loaded=load_text(
         f"store: 'sqlite:///{TEST_STORE}'\n"
         f"providers:\n  dead: {{base_url: 'http://127.0.0.1:{port}/v1'}}\n"
