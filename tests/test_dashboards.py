@@ -43,9 +43,11 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
         "  - pii: {secret: dashboard-test-secret, actions: {US_SSN: block}}\n"
         "  - budget: {limits: [{scope: model, window: day, usd: 5}], unpriced: allow}\n"
-        # the breaker opens only for a target that always fails (the dead one)
+        # the breaker opens only for a target that always fails (the dead one): a round of
+        # traffic gives the good target at most 5 failures in a row, and a reload starts
+        # every breaker afresh, so fewer than 8 requests never decide
         "  - fallback: {retries: 1, backoff_base_s: 0.01,\n"
-        "               circuit: {failures: 1000, failure_rate: 1.0, min_requests: 4, open_s: 1}}\n"
+        "               circuit: {failures: 1000, failure_rate: 1.0, min_requests: 8, open_s: 1}}\n"
         + ("  - no_such_policy: {}\n" if bogus else "")
     )
 
