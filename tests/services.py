@@ -75,6 +75,29 @@ class Prometheus:
             raise AssertionError(f"{expr}: {body.get('error')}")
         return dict(body["data"])
 
+    def scrapes(self) -> tuple[int, int]:
+        """(scrapes so far, of them successful) over the last five minutes, all targets."""
+        total, up = (
+            self.query(f"sum({fn}(up[5m]))")["result"]
+            for fn in ("count_over_time", "sum_over_time")
+        )
+        return (
+            int(float(total[0]["value"][1])) if total else 0,
+            int(float(up[0]["value"][1])) if up else 0,
+        )
+
+    def wait_scraped(self, successes: int, timeout_s: float = 30) -> None:
+        """Block until ``successes`` more scrapes have succeeded than when called.
+
+        Readiness says nothing of scrapes: on a loaded machine the first one can come seconds
+        after ``/-/ready``, and a rate needs two samples that straddle the traffic.
+        """
+        target = self.scrapes()[1] + successes
+        deadline = time.monotonic() + timeout_s
+        while (seen := self.scrapes())[1] < target:
+            assert time.monotonic() < deadline, f"prometheus scrapes (all, ok): {seen}"
+            time.sleep(0.2)
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(10)

@@ -140,21 +140,31 @@ def test_every_dashboard_query_returns_data(
             path.write_text(config(upstream_url, dead)),
         )
     )
+    prometheus.wait_scraped(1)  # scraping has begun
     reloads.start()
+    scraped = prometheus.scrapes()[1]
     started = time.monotonic()
-    while time.monotonic() - started < 6:  # several scrapes, so every rate has two samples
+    # Traffic spans the reloads and at least three scrapes, so every series a round
+    # creates has two samples with requests between them: a rate that is not zero.
+    while time.monotonic() - started < 6 or prometheus.scrapes()[1] < scraped + 3:
+        assert time.monotonic() - started < 60, f"scrapes (all, ok): {prometheus.scrapes()}"
         traffic(client, upstream)
         time.sleep(0.2)
     reloads.join()
-    time.sleep(2.5)  # a last scrape after the last request
+    prometheus.wait_scraped(2)  # a sample surely taken after the last request
 
-    failures = []
     queries = panel_queries()
-    for dashboard, title, expr in queries:
-        data = prometheus.query(expr)  # raises when Prometheus rejects the query
-        if not has_finite_value(data):
-            failures.append(f"{dashboard} / {title}: no data for {expr}")
-    assert not failures, "\n".join(failures)
+    deadline = time.monotonic() + 20  # rules and rates see a new sample a moment later
+    while True:
+        failures = []
+        for dashboard, title, expr in queries:
+            data = prometheus.query(expr)  # raises when Prometheus rejects the query
+            if not has_finite_value(data):
+                failures.append(f"{dashboard} / {title}: no data for {expr}")
+        if not failures or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert not failures, "\n".join([f"scrapes (all, ok): {prometheus.scrapes()}", *failures])
     assert {dashboard for dashboard, _, _ in queries} == {
         "overview",
         "cost",

@@ -57,6 +57,8 @@ SHUTDOWN_S = 4.0
 FRAME_RECORDS = 32
 """Records per frame to the worker."""
 NICENESS = 10
+LOG_REPEAT_S = 30.0
+"""The worker logs a repeated message (a collector that is down) at most this often."""
 """The worker's scheduling niceness: below the proxy's, so it runs when the proxy waits."""
 
 
@@ -324,6 +326,29 @@ def readable_spans(records: Sequence[Record], resource: Any, version: str) -> li
     return spans
 
 
+class _Quieted(logging.Filter):
+    """Let each distinct message through once per ``interval_s``, then say how many repeats
+    were held back. A dead collector makes the SDK's exporters log one error per batch —
+    hundreds a second under load; its failures are counted as dropped spans already."""
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._seen: dict[tuple[str, int, object], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.msg)
+        now = time.monotonic()
+        last, held = self._seen.get(key, (-self.interval_s, 0))
+        if now - last < self.interval_s:
+            self._seen[key] = (last, held + 1)
+            return False
+        self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like it in the last {self.interval_s:g} s)"
+        return True
+
+
 def main() -> None:
     """The worker: read settings, then export every batch until stdin closes."""
     from opentelemetry.sdk.resources import Resource
@@ -333,6 +358,8 @@ def main() -> None:
     from proxy.telemetry.tracing import make_exporter
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_Quieted(LOG_REPEAT_S))
     # Yield the CPU to the proxy: where they share a core, a request never waits behind
     # an export batch; under saturation the queue fills and spans are dropped (counted).
     os.nice(NICENESS)
