@@ -97,9 +97,14 @@ class ServerConfig(Strict):
     max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
     """Largest JSON request body accepted on the model endpoints (413 above it). The
     generic ``/v1/*`` relay streams bodies and is not bound by it."""
+    relay: bool = True
+    """The generic ``/v1/*`` relay (files, batches, vector stores, ...). It runs no policy:
+    no PII redaction, no budget. Off: those paths answer 404, and only the model
+    endpoints and ``/v1/models`` reach a provider. Keys limited to some models never
+    use it (403)."""
     relay_provider: str | None = None
-    """Provider for the generic ``/v1/*`` relay (files, batches, ...). Default: the
-    provider of the first target of ``"*"``, else the first provider listed."""
+    """Provider for the generic ``/v1/*`` relay. Default: the provider of the first
+    target of ``"*"``, else the first provider listed."""
     forward_headers: list[str] = Field(default_factory=list)
     """Extra client request headers forwarded upstream, beyond the built-in allow-list.
     A trailing ``*`` matches a prefix (``x-my-*``)."""

@@ -2,8 +2,14 @@
 
 Used for everything without a model pipeline (files, batches, uploads, vector stores,
 ...). Requests go only to the configured relay provider's ``base_url``; the path is
-appended below it after rejecting ``..`` segments, so no client input can point the
-proxy anywhere else.
+appended below it after :func:`path_problem` found nothing wrong with it, so no client
+input can point the proxy anywhere else, and no spelling of a model endpoint that an
+upstream server might normalise (``/v1/Chat/Completions``, ``/v1/chat%2Fcompletions``,
+``/v1/chat/completions/``) can skip the pipeline.
+
+The relay runs no policy, and what it reaches is the provider account's shared state
+(every caller's files, batches, stored responses). A key limited to some models is
+therefore refused here, and ``server.relay: false`` turns the relay off.
 """
 
 from __future__ import annotations
@@ -14,12 +20,12 @@ from urllib.parse import unquote
 from aiohttp import web
 from yarl import URL
 
-from proxy.errors import InvalidRequest, NotFound, UpstreamError
+from proxy.errors import InvalidRequest, NotFound, PermissionDenied, UpstreamError
 from proxy.providers.openai import translated
 from proxy.server.auth import authenticate
 from proxy.server.headers import response_headers
 from proxy.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
-from proxy.server.runtime import relay_target
+from proxy.server.runtime import Runtime, relay_target
 
 log = logging.getLogger("hookgate")
 
@@ -27,9 +33,27 @@ _BODY_HEADERS = ("content-type", "content-length")
 
 
 async def relay(request: web.Request) -> web.StreamResponse:
-    """Forward ``request`` to the relay provider and stream its answer back."""
+    """The ``/v1/*`` handler: authenticate, check the relay may be used, forward."""
     runtime = request.app[HOLDER].current
-    await authenticate(request, runtime, request.app[STORE])
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    if not runtime.config.server.relay:
+        raise NotFound(
+            f"Unknown request URL: {request.method} {request.path} (this proxy serves only "
+            "the model endpoints: server.relay is off)"
+        )
+    if key is not None and key.models:
+        raise PermissionDenied(
+            f"API key {key.id} is limited to some models and may not use "
+            f"{request.method} {request.path}: the generic relay reaches the shared "
+            "provider account with no policy.",
+            code="relay_not_allowed",
+        )
+    return await forward(request, runtime)
+
+
+async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
+    """Send ``request`` (already authenticated and allowed) to the relay provider and
+    stream its answer back."""
     provider = relay_target(runtime)
     if provider is None:
         raise NotFound(
@@ -37,8 +61,8 @@ async def relay(request: web.Request) -> web.StreamResponse:
             f"{runtime.relay.name!r} answers locally and serves only model endpoints)"
         )
     suffix = request.rel_url.raw_path.removeprefix("/v1")
-    if any(segment in (".", "..") for segment in unquote(suffix).replace("\\", "/").split("/")):
-        raise InvalidRequest("the request path may not contain '.' or '..' segments")
+    if (problem := path_problem(suffix)) is not None:
+        raise InvalidRequest(f"The request path {problem}.", code="invalid_path")
     url = URL(str(provider.url(suffix)) + _query(request), encoded=True)
     headers = provider.headers(runtime.forward(request.headers))
     for name in _BODY_HEADERS:
@@ -76,6 +100,36 @@ async def relay(request: web.Request) -> web.StreamResponse:
             return out
         await out.write_eof()
         return out
+
+
+def path_problem(raw: str) -> str | None:
+    """What is wrong with ``raw``, a relayed path below ``/v1`` as sent (still
+    percent-encoded), or None. Pure.
+
+    Refused: ``.``/``..`` segments (also encoded), encoded or back slashes, ``;`` path
+    parameters, empty segments (``//``, a trailing ``/``), and any other spelling of a
+    model endpoint (case, percent-encoding), which some servers would route to it.
+    """
+    lowered = raw.lower()
+    if "%2f" in lowered or "%5c" in lowered or "\\" in raw:
+        return "may not contain encoded or back slashes"
+    if "%25" in raw:
+        return "may not be percent-encoded twice"
+    if ";" in raw:
+        return "may not contain ';' parameters"
+    segments = unquote(raw).split("/")[1:]
+    if any(segment in (".", "..") for segment in segments):
+        return "may not contain '.' or '..' segments"
+    if "" in segments:
+        return "may not contain empty segments ('//' or a trailing '/')"
+    decoded = unquote(lowered)
+    for endpoint in _MODEL_PATHS:
+        if decoded == endpoint and raw != endpoint:
+            return f"spells the model endpoint /v1{endpoint} differently; send it as written"
+    return None
+
+
+_MODEL_PATHS = ("/chat/completions", "/responses", "/completions", "/embeddings", "/models")
 
 
 def _query(request: web.Request) -> str:

@@ -19,7 +19,7 @@ from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
 from proxy.server import admin
 from proxy.server.auth import authenticate, check_model
 from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
-from proxy.server.relay import relay
+from proxy.server.relay import forward, relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
 from proxy.store.base import AuditRecord, Store, display_url
@@ -291,7 +291,7 @@ async def get_model(request: web.Request) -> web.StreamResponse:
             param="model",
             code="model_not_found",
         )
-    return await relay(request)
+    return await forward(request, runtime)
 
 
 def _model_object(alias: str) -> dict[str, Any]:

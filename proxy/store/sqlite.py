@@ -125,10 +125,12 @@ class SQLiteStore:
             db.executescript(SCHEMA)
             _migrate(db)
             self._db = db
-            self._checkpointer = threading.Thread(
+            checkpointer = threading.Thread(
                 target=self._checkpoints, name="hookgate-sqlite-checkpoint", daemon=True
             )
-            self._checkpointer.start()
+            checkpointer.start()
+            # Published once started: close() may run on the loop meanwhile and joins it.
+            self._checkpointer = checkpointer
         return self._db
 
     def _checkpoints(self) -> None:

@@ -65,11 +65,17 @@ def test_auth_matrix(keyed: str, upstream: FakeUpstream) -> None:
         response = httpx.post(f"{keyed}/chat/completions", json=body, headers=headers)
         assert response.status_code == 401
         assert response.json()["error"]["code"] == code
-    # the generic relay is authenticated too
+    # the generic relay is authenticated too, and only for keys not limited to some models:
+    # it reaches the provider account's shared files, batches and stored responses
     assert httpx.get(f"{keyed}/files").status_code == 401
-    assert (
-        httpx.get(f"{keyed}/files", headers={"authorization": f"Bearer {key}"}).status_code == 200
-    )
+    scoped = httpx.get(f"{keyed}/files", headers={"authorization": f"Bearer {key}"})
+    assert scoped.status_code == 403
+    assert scoped.json()["error"]["code"] == "relay_not_allowed"
+    unscoped = new_key(keyed)
+    seen = len(upstream.requests)
+    ok = httpx.get(f"{keyed}/files", headers={"authorization": f"Bearer {unscoped}"})
+    assert ok.status_code == 200
+    assert [r.path for r in upstream.requests[seen:]] == ["/v1/files"]
 
 
 def test_revoked_and_expired_keys_are_refused_at_once(keyed: str) -> None:

@@ -230,24 +230,47 @@ def test_generic_relay_any_method_with_query(
     assert upstream.last.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
 
 
-def raw_request(url: str, request_line: str) -> tuple[int, bytes]:
+def raw_request(url: str, request_line: str, body: bytes = b"") -> tuple[int, bytes]:
     """Send one request as written (no client-side path normalisation)."""
-    data = send_raw(url, f"{request_line}\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    head = f"{request_line}\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    data = send_raw(url, head + body)
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 
 
 @pytest.mark.parametrize(
     "path",
-    ["/v1/files/../../admin", "/v1/files/%2e%2e/secret", "/v1/./x", "/v1/files/%2E%2E%2Fadmin"],
-)
-def test_generic_relay_refuses_dot_segments(
+    [
+        "/v1/files/../../admin", "/v1/files/%2e%2e/secret", "/v1/./x", "/v1/files/%2E%2E%2Fadmin",
+        "/v1/files/%252e%252e/admin", "/v1/files/..;/admin", "/v1/files\\..\\admin",
+        # spellings of a model endpoint that some upstream servers route to it, which
+        # would skip the pipeline (PII redaction, budgets, model limits)
+        "/v1/chat%2Fcompletions", "/v1/chat%2fcompletions", "/v1/chat/completions/",
+        "/v1//chat/completions", "/v1/Chat/Completions", "/v1/chat/completions;x",
+        "/v1/%63hat/completions", "/v1/EMBEDDINGS", "/v1/models/gpt-4o/",
+    ],
+)  # fmt: skip
+def test_generic_relay_refuses_paths_an_upstream_could_resolve_elsewhere(
     proxy_url: str, upstream: FakeUpstream, path: str
 ) -> None:
-    status, body = raw_request(proxy_url, f"GET {path} HTTP/1.1")
-    assert status in (400, 404)
-    assert "error" in orjson.loads(body)
+    for method in ("GET", "POST"):
+        status, body = raw_request(
+            proxy_url, f"{method} {path} HTTP/1.1\r\nContent-Length: 2", body=b"{}"
+        )
+        assert status in (400, 404), (method, path, status)
+        assert orjson.loads(body)["error"]["message"]
     assert upstream.requests == []
+
+
+def test_relay_off_answers_404_and_model_endpoints_still_work(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy(extra="server: {relay: false}")
+    response = httpx.get(f"{url}/files")
+    assert response.status_code == 404
+    assert "server.relay is off" in response.json()["error"]["message"]
+    assert openai_client(url).chat.completions.create(model="m", messages=[]).choices
+    assert [r.path for r in upstream.requests] == ["/v1/chat/completions"]
 
 
 def test_bad_input_gets_openai_errors(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
