@@ -160,6 +160,8 @@ class FakeUpstream:
         self.cancelled = threading.Event()
         self.stream_delay = 0.0
         self.files: dict[str, bytes] = {}
+        self.relay_script: deque[Status] = deque()
+        """Answers for the next requests to other ``/v1/*`` paths (then an echo)."""
         app = web.Application(client_max_size=2**30)
         for path in ("chat/completions", "responses", "completions", "embeddings"):
             app.router.add_post(f"/v1/{path}", self._model)
@@ -280,6 +282,9 @@ class FakeUpstream:
 
     async def _echo_request(self, request: web.Request) -> web.Response:
         recorded = await self._record(request)
+        if self.relay_script:
+            step = self.relay_script.popleft()
+            return web.json_response(step.body, status=step.status, headers=step.headers)
         return web.json_response(
             {
                 "method": recorded.method,

@@ -25,6 +25,7 @@ from proxy.errors import (
 from proxy.pipeline.observe import UpstreamAddress
 from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from proxy.providers.base import API_PATHS
+from proxy.providers.scrub import Scrubber, credentials
 from proxy.server.headers import response_headers
 from proxy.wire import sse
 
@@ -55,6 +56,28 @@ def translated(target: str) -> Iterator[None]:
         raise translate(exc, target) from exc
 
 
+ERROR_BODY_LIMIT = 1024 * 1024
+"""The most of an upstream error body read: an error is a short JSON object, and a
+status page of megabytes is not worth buffering to relay."""
+
+
+async def read_error_body(response: aiohttp.ClientResponse, label: str) -> bytes:
+    """The body of an error ``response`` (``UpstreamBadResponse`` above the limit)."""
+    body = b""
+    with translated(label):
+        while len(body) <= ERROR_BODY_LIMIT and (
+            chunk := await response.content.read(ERROR_BODY_LIMIT + 1 - len(body))
+        ):
+            body += chunk
+    if len(body) > ERROR_BODY_LIMIT:
+        raise UpstreamBadResponse(
+            f"{label} answered HTTP {response.status} with an error body over "
+            f"{ERROR_BODY_LIMIT} bytes",
+            target=label,
+        )
+    return body
+
+
 class OpenAIProvider:
     """Sends calls to ``base_url`` + the API's path, with the provider's key."""
 
@@ -72,6 +95,8 @@ class OpenAIProvider:
         self._headers = dict(config.headers)
         if config.api_key is not None:
             self._headers["authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+        self.scrub = Scrubber(credentials(self._headers))
+        """Masks this provider's credentials in what it sends back."""
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
@@ -99,10 +124,12 @@ class OpenAIProvider:
         handed_off = False
         try:
             if response.status >= 300:
-                with translated(label):
-                    body = await response.read()
+                body = await read_error_body(response, label)
                 raise UpstreamStatusError(
-                    response.status, body, response_headers(response.headers), target=label
+                    response.status,
+                    self.scrub.body(body),
+                    self.scrub.headers(response_headers(response.headers)),
+                    target=label,
                 )
             relayed = response_headers(response.headers)
             if call.stream:

@@ -21,7 +21,7 @@ from aiohttp import web
 from yarl import URL
 
 from proxy.errors import InvalidRequest, NotFound, PermissionDenied, UpstreamError
-from proxy.providers.openai import translated
+from proxy.providers.openai import read_error_body, translated
 from proxy.server.auth import authenticate
 from proxy.server.headers import response_headers
 from proxy.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
@@ -80,9 +80,12 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
             timeout=provider.timeout,
         )
     async with upstream:
-        relayed = response_headers(upstream.headers)
+        relayed = provider.scrub.headers(response_headers(upstream.headers))
         relayed["x-hookgate-request-id"] = request[REQUEST_ID]
         relayed["x-hookgate-upstream"] = provider.name
+        if upstream.status >= 400:  # may quote the provider's key: read, mask, send
+            error = provider.scrub.body(await read_error_body(upstream, label))
+            return web.Response(status=upstream.status, headers=relayed, body=error)
         out = web.StreamResponse(status=upstream.status, headers=relayed)
         if upstream.content_length is not None:
             out.content_length = upstream.content_length

@@ -136,13 +136,14 @@ class Store(Protocol):
 
 
 def display_url(url: str) -> str:
-    """``url`` without credentials (``redis://:secret@host/0`` → ``redis://host/0``), for
-    messages, logs and ``/readyz``."""
+    """``url`` without credentials, for messages, logs and ``/readyz``: no user info
+    (``redis://:secret@host/0`` → ``redis://host/0``) and no query, where a client
+    library may take a password too (``?password=...``)."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url
     authority, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
 
 
 def open_store(url: str) -> Store:

@@ -147,7 +147,7 @@ def test_readyz_reports_a_dead_store(
     make_proxy: ProxyFactory, upstream: FakeUpstream, refused_port: int
 ) -> None:
     port = refused_port
-    store = f"store: 'redis://:store-password-42@127.0.0.1:{port}/0'\n"
+    store = f"store: 'redis://:store-password-42@127.0.0.1:{port}/0?password=query-secret-7'\n"
     url = make_proxy(loaded=load_text(config_text(upstream.base_url, store)))
     base = url.removesuffix("/v1")
     started = time.monotonic()
@@ -155,7 +155,8 @@ def test_readyz_reports_a_dead_store(
     assert ready.status_code == 503
     body = ready.json()
     assert body["status"] == "unavailable" and body["store"]["ready"] is False
-    assert "store-password-42" not in ready.text
+    assert "store-password-42" not in ready.text and "query-secret-7" not in ready.text
+    assert f"redis://127.0.0.1:{port}/0" in ready.text  # still says which store
     assert time.monotonic() - started < 5
     assert httpx.get(f"{base}/healthz").status_code == 200
 

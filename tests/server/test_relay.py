@@ -156,6 +156,38 @@ def test_upstream_errors_relayed_unchanged(
     assert info.value.code == f"c{status}"  # type: ignore[attr-defined]
 
 
+def test_an_upstream_quoting_the_provider_key_never_shows_it_to_the_client(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    """Upstreams that reject a key quote it; the relayed error must not."""
+    quoted = Status(
+        401,
+        {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}.", "type": "x",
+                   "param": None, "code": "invalid_api_key"}},
+        {"www-authenticate": f'Bearer error="invalid_token", key="{UPSTREAM_KEY}"'},
+    )  # fmt: skip
+    body = {"model": "m", "messages": []}
+    answers = []
+    upstream.push(quoted)
+    answers.append(httpx.post(f"{proxy_url}/chat/completions", json=body))
+    upstream.push(quoted)
+    answers.append(httpx.post(f"{proxy_url}/chat/completions", json={**body, "stream": True}))
+    upstream.relay_script.append(quoted)
+    answers.append(httpx.get(f"{proxy_url}/files/file-1"))
+    for response in answers:
+        assert response.status_code == 401
+        assert UPSTREAM_KEY not in response.text
+        assert UPSTREAM_KEY not in str(response.headers)
+        assert response.json()["error"]["message"] == (
+            "Incorrect API key provided: [credential removed by hookgate]."
+        )
+        assert "[credential removed by hookgate]" in response.headers["www-authenticate"]
+    with pytest.raises(openai.AuthenticationError) as info:
+        upstream.push(quoted)
+        openai_client(proxy_url).chat.completions.create(model="m", messages=[])
+    assert UPSTREAM_KEY not in str(info.value)
+
+
 def test_streamed_chat(proxy_url: str) -> None:
     stream = openai_client(proxy_url).chat.completions.create(
         model="m",
