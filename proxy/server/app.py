@@ -17,10 +17,11 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CollectorRegistry
 
 from proxy.config.loader import LoadedConfig
-from proxy.errors import HookgateError, NotFound, PayloadTooLarge
+from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge
 from proxy.ids import UniqueIds
 from proxy.server import routes
 from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION, STORE
@@ -41,13 +42,12 @@ class _MalformedHttp(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError) and isinstance(exc.__cause__, HttpProcessingError):
+            exc = exc.__cause__  # a body aiohttp could not decode, met again as it drains it
         if isinstance(exc, HttpProcessingError):
             record.msg, record.args = (
                 "refused a malformed HTTP request (%s, %s)",
-                (
-                    type(exc).__name__,
-                    exc.code,
-                ),
+                (type(exc).__name__, exc.code),
             )
             record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.INFO, "INFO"
@@ -184,6 +184,9 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
         return error_response(exc, request_id)
     except web.HTTPException as exc:
         return error_response(_from_http(request, exc), request_id)
+    except RequestPayloadError as exc:  # a body cut short, or not in its Content-Encoding
+        error = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
+        return error_response(error, request_id)
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:

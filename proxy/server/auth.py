@@ -40,7 +40,9 @@ async def authenticate(
             code="missing_api_key",
         )
     record = (
-        await store.key_by_digest(keys.digest(token)) if token.startswith(keys.PREFIX) else None
+        await store.key_by_digest(keys.digest(token))
+        if token.startswith(keys.PREFIX) and token.isascii()  # keys are ASCII: see keys.generate
+        else None
     )
     if record is None:
         raise AuthenticationFailed("Incorrect API key provided.")
@@ -65,6 +67,7 @@ def check_admin(request: web.Request, runtime: Runtime) -> None:
     admin = runtime.config.keys.admin_key
     if admin is None or not admin.get_secret_value():
         raise PermissionDenied("The admin API is off: set keys.admin_key.", code="admin_disabled")
-    given = bearer(request).encode()
+    # surrogateescape: aiohttp decodes header bytes that are not UTF-8 to surrogates
+    given = bearer(request).encode("utf-8", "surrogateescape")
     if not hmac.compare_digest(given, admin.get_secret_value().encode()):
         raise AuthenticationFailed("Incorrect admin key.", code="invalid_admin_key")

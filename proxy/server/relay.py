@@ -68,6 +68,9 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
     for name in _BODY_HEADERS:
         if name in request.headers:
             headers[name] = request.headers[name]
+    if "content-encoding" in request.headers:
+        # aiohttp hands the body on decoded: its encoded length no longer applies
+        headers.pop("content-length", None)
     body = request.content.iter_any() if request.body_exists else None
     label = f"{provider.name}/{request.method} {request.path}"
     with translated(label):
@@ -87,7 +90,8 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
             error = provider.scrub.body(await read_error_body(upstream, label))
             return web.Response(status=upstream.status, headers=relayed, body=error)
         out = web.StreamResponse(status=upstream.status, headers=relayed)
-        if upstream.content_length is not None:
+        if upstream.content_length is not None and "content-encoding" not in upstream.headers:
+            # (aiohttp decodes a compressed body, so its encoded length does not apply)
             out.content_length = upstream.content_length
         await out.prepare(request)
         try:

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -53,6 +53,24 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/metrics", metrics_endpoint)
 
 
+MAX_LABEL_CHARS = 256
+
+
+def _label_header(headers: Mapping[str, str], name: str) -> str | None:
+    """A client-chosen id header (agent, session, reply). It lands in the store, the audit
+    log and spans: printable text of at most :data:`MAX_LABEL_CHARS` characters, else 400
+    (aiohttp hands bytes that are not UTF-8 on as surrogates, which no encoder takes)."""
+    value = headers.get(name)
+    if value is not None and (len(value) > MAX_LABEL_CHARS or not value.isprintable()):
+        raise InvalidRequest(
+            f"the {name} header must be printable UTF-8 text of at most "
+            f"{MAX_LABEL_CHARS} characters",
+            param=name,
+            code="invalid_header",
+        )
+    return value
+
+
 def _model_handler(api: Api) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         return await model_call(request, api)
@@ -69,9 +87,9 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     ctx = Context(
         request_id=request[REQUEST_ID],
         api=api,
-        agent=headers.get("x-hookgate-agent"),
-        session_id=headers.get("x-hookgate-session-id"),
-        reply_id=headers.get("x-hookgate-reply-id"),
+        agent=_label_header(headers, "x-hookgate-agent"),
+        session_id=_label_header(headers, "x-hookgate-session-id"),
+        reply_id=_label_header(headers, "x-hookgate-reply-id"),
     )
     outcome = Outcome(status=500, stream=False, target=None)
     model = ""
@@ -237,11 +255,14 @@ def _findings(pii: dict[tuple[str, str], int]) -> str:
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The whole request body, refusing (413) anything over ``limit`` bytes."""
+    """The whole request body, refusing (413) anything over ``limit`` bytes.
+
+    The limit holds for the body as decoded: a ``Content-Encoding: gzip`` body of 100 KB
+    may inflate to 100 MB, so only a plain body's ``Content-Length`` is trusted."""
     length = request.content_length
-    if length is not None:
-        if length > limit:
-            raise PayloadTooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+    if length is not None and length > limit:
+        raise PayloadTooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+    if length is not None and "content-encoding" not in request.headers:
         return await request.read()
     chunks: list[bytes] = []
     size = 0

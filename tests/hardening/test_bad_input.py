@@ -9,6 +9,7 @@ the proxy's own. The process must not crash, log no traceback, and its memory st
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
@@ -255,6 +256,63 @@ def test_malformed_http_is_refused_without_harm(
     if reply:  # a refusal, or a close: never a server error
         status = int(reply.split(b" ", 2)[1])
         assert status < 500 or status == 505, reply[:300]
+    assert httpx.get(f"{proxy.url}/healthz", timeout=5).status_code == 200
+
+
+def test_id_headers_that_are_not_utf8_are_refused_and_harm_no_one_else(proxy: Proxy) -> None:
+    """Such bytes reach the handler as surrogates that no encoder takes: once, one of them
+    failed a group commit of spend and audit rows and hung every request in it."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    results: dict[str, httpx.Response] = {}
+
+    def call(name: str, headers: dict[str, bytes]) -> None:
+        results[name] = httpx.post(
+            f"{proxy.url}/v1/chat/completions", json=body, headers=headers, timeout=15
+        )
+
+    bad = {f"bad {h}": {h: b"r-\xff\xfe"} for h in ("x-hookgate-reply-id",
+           "x-hookgate-session-id", "x-hookgate-agent")}  # fmt: skip
+    calls = {**bad, **{f"good {i}": {"x-hookgate-reply-id": f"r-{i}".encode()} for i in range(9)}}
+    threads = [threading.Thread(target=call, args=item) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert set(results) == set(calls)  # no request hung
+    for name, response in results.items():
+        if name.startswith("bad"):
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["code"] == "invalid_header"
+        else:
+            assert response.status_code == 200, response.text
+    admin = httpx.get(
+        f"{proxy.url}/admin/keys", headers={"authorization": b"Bearer \xff"}, timeout=10
+    )
+    assert admin.status_code == 401
+
+
+def test_a_compressed_body_is_held_to_the_limit_once_inflated(proxy: Proxy) -> None:
+    inflated = b'{"model": "m", "messages": [], "pad": "' + b"x" * (8 * MAX_BODY) + b'"}'
+    bomb = gzip.compress(inflated)
+    assert len(bomb) < MAX_BODY // 10
+    for path in MODEL_PATHS:
+        response = httpx.post(
+            f"{proxy.url}/v1/{path}",
+            content=bomb,
+            headers={"content-type": "application/json", "content-encoding": "gzip"},
+            timeout=30,
+        )
+        assert response.status_code == 413, response.text
+        check(response)
+    small = gzip.compress(b'{"model": "m", "messages": []}')
+    for encoding, data in (("gzip", small), ("gzip", small[:-6]), ("deflate", b"not deflate")):
+        response = httpx.post(
+            f"{proxy.url}/v1/chat/completions",
+            content=data,
+            headers={"content-type": "application/json", "content-encoding": encoding},
+            timeout=30,
+        )
+        check(response)  # the valid one succeeds; a corrupt one is a 400, not a 500
     assert httpx.get(f"{proxy.url}/healthz", timeout=5).status_code == 200
 
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 
 import httpx
 import openai
 import orjson
 import pytest
+from aiohttp import web
 
 from proxy.config.loader import load_text
 from proxy.wire import synth
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, config_text, openai_client
-from tests.fakes import FakeUpstream, Raw, Status, send_raw
+from tests.fakes import FakeUpstream, LoopThread, Raw, RunningApp, Status, send_raw
 
 
 def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> None:
@@ -231,6 +233,39 @@ def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstrea
     assert created.bytes == len(payload)
     assert upstream.last.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
     assert c.files.content(created.id).read() == payload
+
+
+def test_generic_relay_compressed_bodies_arrive_whole(
+    make_proxy: ProxyFactory, loop_thread: LoopThread
+) -> None:
+    """aiohttp decodes compressed bodies both ways; their encoded lengths must not be
+    relayed with the decoded bytes (that cut them short, silently)."""
+    document = orjson.dumps({"id": "file-1", "lines": [f"line {i}" for i in range(500)]})
+    received: list[bytes] = []
+
+    async def compressed(request: web.Request) -> web.Response:
+        received.append(await request.read())
+        out = web.Response(body=document, content_type="application/json")
+        out.enable_compression(web.ContentCoding.gzip)
+        return out
+
+    app = web.Application()
+    app.router.add_route("*", "/v1/{tail:.*}", compressed)
+    upstream = loop_thread.run(RunningApp(app).start())
+    try:
+        url = make_proxy(loaded=load_text(config_text(f"{upstream.url}/v1")))
+        upload = b'{"custom_id": "1"}\n' * 300
+        response = httpx.post(
+            f"{url}/batches",
+            content=gzip.compress(upload),
+            headers={"content-encoding": "gzip", "content-type": "application/jsonl"},
+        )
+        assert response.status_code == 200
+        assert received == [upload]
+        got = httpx.get(f"{url}/files/file-1", headers={"accept-encoding": "identity"})
+        assert got.content == document
+    finally:
+        loop_thread.run(upstream.stop())
 
 
 def test_generic_relay_cut_mid_body_is_not_complete(proxy_url: str, upstream: FakeUpstream) -> None:
