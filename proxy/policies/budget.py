@@ -16,7 +16,9 @@ ceiling, priced at the dearest of the alias's targets — is reserved against ev
 applicable limit, all or nothing; a request that does not fit gets 429
 ``budget_exceeded`` naming the scope (with ``Retry-After`` when only reservations in
 flight fill it). After the call the reservation is replaced by the provider's reported
-usage, written to the store before the response completes; a failed call releases it.
+usage, written to the store before the response completes; a call that fails before
+any output releases it, and a stream cut short after its first event (a client that
+hangs up, an upstream that fails mid-way) is charged for what was produced.
 The promise rests on the estimate being an upper bound: tiktoken's count plus chat
 framing; a provider that counts more prompt tokens is logged, and its spend recorded.
 Streams: ``stream_options.include_usage`` is added upstream when the client did not ask
@@ -27,6 +29,7 @@ ends without usage is charged by counting its text. Responses carry
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -267,13 +270,28 @@ async def _metered(
     reservation: str,
     strip_usage: bool,
 ) -> AsyncGenerator[bytes, None]:
-    """Pass the stream through; settle before its terminal event reaches the client."""
+    """Pass the stream through; settle before its terminal event reaches the client.
+
+    A stream cut short after its first event — the client hung up, the upstream failed
+    mid-way — is settled too, with what was produced: the upstream was generating and
+    bills for it, and a client must not be able to read a whole answer and leave before
+    the last event to be charged nothing. Only a stream that yielded no event at all
+    releases its reservation.
+    """
     stream: EventStream | None = response.stream
     assert stream is not None
     seen: list[bytes] = []
     kept = 0
     settled = False
     terminal = sse.is_responses_terminal if call.api == "responses" else sse.is_done
+
+    async def settle() -> None:
+        facts = ctx.observation.stream_facts
+        usage = (facts.usage if facts else None) or policy._estimate_usage(
+            call, _streamed_text(call.api, seen)
+        )
+        await policy._settle(reservation, call, ctx, response.target.model or call.model, usage)
+
     try:
         async for events in stream:
             if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
@@ -283,20 +301,21 @@ async def _metered(
             if strip_usage:
                 blocks = [b for b in blocks if not _is_usage_chunk(b)]
             if any(terminal(b) for b in blocks):
-                facts = ctx.observation.stream_facts
-                usage = (facts.usage if facts else None) or policy._estimate_usage(
-                    call, _streamed_text(call.api, seen)
-                )
-                await policy._settle(
-                    reservation, call, ctx, response.target.model or call.model, usage
-                )
+                await settle()
                 settled = True
             if blocks:
                 yield b"".join(blocks)
     finally:
-        if not settled:
-            await policy.ledger.release(reservation)
-        await stream.aclose()
+        try:
+            if settled:
+                pass
+            elif seen:
+                # shielded: the client's cancellation must not cancel the charge as well
+                await asyncio.shield(settle())
+            else:
+                await policy.ledger.release(reservation)
+        finally:
+            await stream.aclose()
 
 
 def _streamed_text(api: str, seen: list[bytes]) -> str:

@@ -6,7 +6,8 @@ YAML (every key optional)::
         retries: 2                # extra tries of the same target before moving on
         backoff_base_s: 0.25      # full jitter: wait U(0, min(backoff_max_s, base * 2**n))
         backoff_max_s: 8
-        retry_after_max_s: 30     # honour Retry-After / retry-after-ms up to this
+        retry_after_max_s: 30     # honour Retry-After / retry-after-ms up to this; asked
+                                  # for longer, the next target is tried at once
         attempt_timeout_s: 300    # one attempt until its first byte (streams: first event;
                                   #   non-streamed calls: the whole answer)
         stall_timeout_s: 120      # streams: longest gap between events
@@ -156,7 +157,7 @@ class FallbackPolicy(Policy):
                 if attempt == self.config.retries or not matches(failure, self._retry_on):
                     raise
                 delay = self._delay(exc, attempt)
-                if loop.time() + delay >= deadline or not breaker.allow():
+                if delay is None or loop.time() + delay >= deadline or not breaker.allow():
                     raise
                 ctx.observation.retries.append((label, failure))
                 await asyncio.sleep(delay)
@@ -206,11 +207,13 @@ class FallbackPolicy(Policy):
         guarded = _guarded(first, events, stream, label, self.config.stall_timeout_s, deadline)
         return dataclasses.replace(response, stream=guarded)
 
-    def _delay(self, exc: UpstreamError, attempt: int) -> float:
+    def _delay(self, exc: UpstreamError, attempt: int) -> float | None:
+        """Seconds to wait before retrying the same target; None when the upstream asked
+        for longer than ``retry_after_max_s`` (move on to the next target instead)."""
         if isinstance(exc, UpstreamStatusError):
             asked = retry_after(exc.upstream_headers)
             if asked is not None:
-                return min(asked, self.config.retry_after_max_s)
+                return asked if asked <= self.config.retry_after_max_s else None
         return full_jitter(
             attempt, self.config.backoff_base_s, self.config.backoff_max_s, self._rng
         )

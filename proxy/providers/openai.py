@@ -61,6 +61,17 @@ ERROR_BODY_LIMIT = 1024 * 1024
 status page of megabytes is not worth buffering to relay."""
 
 
+def redirect_refused(status: int, label: str) -> UpstreamBadResponse:
+    """A 502 for an upstream redirect. Never relayed: a client SDK would follow its
+    ``Location`` and send the request (the prompt, unredacted) to a host the upstream
+    chose, past every policy."""
+    return UpstreamBadResponse(
+        f"{label} answered with a redirect (HTTP {status}); the proxy does not follow or "
+        "relay redirects: check the provider's base_url",
+        target=label,
+    )
+
+
 async def read_error_body(response: aiohttp.ClientResponse, label: str) -> bytes:
     """The body of an error ``response`` (``UpstreamBadResponse`` above the limit)."""
     body = b""
@@ -123,6 +134,8 @@ class OpenAIProvider:
             )
         handed_off = False
         try:
+            if 300 <= response.status < 400:
+                raise redirect_refused(response.status, label)
             if response.status >= 300:
                 body = await read_error_body(response, label)
                 raise UpstreamStatusError(
@@ -167,9 +180,10 @@ def _terminal_check(call: ModelCall) -> Callable[[bytes], bool]:
 class _UpstreamEvents:
     """The event blocks of one upstream stream; :meth:`aclose` always frees the connection.
 
-    Ends only after the protocol's terminal event: a stream that stops before it raises
-    :class:`UpstreamReset`, so a cut stream never looks complete. Closing early (the
-    client went away) closes the upstream connection, which cancels the upstream's work.
+    Ends at the protocol's terminal event (what follows it is not read): a stream that
+    stops before it raises :class:`UpstreamReset`, so a cut stream never looks complete.
+    Closing early (the client went away) closes the upstream connection, which cancels
+    the upstream's work.
     """
 
     def __init__(
@@ -199,8 +213,13 @@ async def _events(
                     continue
                 if not all(sse.is_event(block) for block in blocks):
                     raise UpstreamBadResponse(f"{label} sent bytes that are not SSE", target=label)
-                finished = finished or any(terminal(block) for block in blocks)
+                for index, block in enumerate(blocks):
+                    if terminal(block):  # nothing after it is relayed, or waited for
+                        finished, blocks = True, blocks[: index + 1]
+                        break
                 yield blocks[0] if len(blocks) == 1 else b"".join(blocks)
+                if finished:
+                    break
         if not finished:
             raise UpstreamReset(f"{label} ended the stream before its final event", target=label)
     finally:

@@ -28,7 +28,9 @@ def retry_after(headers: Mapping[str, str], now: float | None = None) -> float |
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - (time.time() if now is None else now))
+        pass
+    try:  # an HTTP-date; anything else ("soon") is no advice at all
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - (time.time() if now is None else now))

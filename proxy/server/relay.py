@@ -21,7 +21,7 @@ from aiohttp import web
 from yarl import URL
 
 from proxy.errors import InvalidRequest, NotFound, PermissionDenied, UpstreamError
-from proxy.providers.openai import read_error_body, translated
+from proxy.providers.openai import read_error_body, redirect_refused, translated
 from proxy.server.auth import authenticate
 from proxy.server.headers import response_headers
 from proxy.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
@@ -83,6 +83,8 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
             timeout=provider.timeout,
         )
     async with upstream:
+        if 300 <= upstream.status < 400:
+            raise redirect_refused(upstream.status, label)
         relayed = provider.scrub.headers(response_headers(upstream.headers))
         relayed["x-hookgate-request-id"] = request[REQUEST_ID]
         relayed["x-hookgate-upstream"] = provider.name

@@ -15,34 +15,55 @@ import orjson
 class SSEDecoder:
     """Incrementally split bytes into complete event blocks (each with its blank line).
 
-    One pass over the bytes: a plain split on ``\n\n`` when the stream has no ``\r``
-    (every OpenAI-compatible server we know), else a regex over all three terminators.
+    A plain split on ``\n\n`` when the bytes have no ``\r`` (every OpenAI-compatible
+    server we know), else a regex over all three terminators. Linear in the bytes fed: a
+    chunk that completes no block is only scanned (with the 3 bytes before it, where a
+    terminator may begin) and kept, and the kept chunks are joined once, when a block
+    completes — one event of megabytes arriving in small reads costs no more per byte
+    than many small events.
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_kept", "_tail")
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._kept: list[bytes] = []
+        self._tail = b""
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add ``chunk``; return the blocks it completed, in order."""
-        buffer = self._buffer + chunk if self._buffer else chunk
+        if self._kept:
+            probe = self._tail + chunk
+            if not _has_boundary(probe):
+                self._kept.append(chunk)
+                self._tail = probe[-3:]
+                return []
+            self._kept.append(chunk)
+            buffer = b"".join(self._kept)
+        else:
+            buffer = chunk
         if b"\r" not in buffer:
             parts = buffer.split(b"\n\n")
-            self._buffer = parts.pop()
-            return [part + b"\n\n" for part in parts]
-        blocks: list[bytes] = []
-        start = 0
-        for match in _BOUNDARY.finditer(buffer):
-            blocks.append(buffer[start : match.end()])
-            start = match.end()
-        self._buffer = buffer[start:]
+            rest = parts.pop()
+            blocks = [part + b"\n\n" for part in parts]
+        else:
+            blocks = []
+            start = 0
+            for match in _BOUNDARY.finditer(buffer):
+                blocks.append(buffer[start : match.end()])
+                start = match.end()
+            rest = buffer[start:]
+        self._kept = [rest] if rest else []
+        self._tail = rest[-3:]
         return blocks
 
     @property
     def pending(self) -> bytes:
         """Bytes received after the last complete block."""
-        return self._buffer
+        return b"".join(self._kept)
+
+
+def _has_boundary(data: bytes) -> bool:
+    return b"\n\n" in data or (b"\r" in data and _BOUNDARY.search(data) is not None)
 
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -116,8 +137,11 @@ def is_event(block: bytes) -> bool:
 
 
 def is_done(block: bytes) -> bool:
-    """True for the chat/completions terminator ``data: [DONE]``."""
-    return b"[DONE]" in block and block.lstrip().startswith((b"data: [DONE]", b"data:[DONE]"))
+    """True for the chat/completions terminator: a block whose data is ``[DONE]``, with or
+    without ``id:``, ``event:`` or comment lines around it."""
+    if b"[DONE]" not in block:
+        return False
+    return block.strip() in (b"data: [DONE]", b"data:[DONE]") or parse(block).data == "[DONE]"
 
 
 RESPONSES_TERMINAL = frozenset(

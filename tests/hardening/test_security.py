@@ -8,11 +8,12 @@ import threading
 from collections.abc import Iterator
 
 import httpx
+import openai
 import orjson
 import pytest
 
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, openai_client
-from tests.fakes import FakeUpstream, send_raw
+from tests.fakes import FakeUpstream, Status, send_raw
 
 
 class Canary:
@@ -88,6 +89,25 @@ def test_no_request_field_or_header_can_redirect_the_proxy(
     upstream_port = httpx.URL(upstream.base_url).port
     assert upstream.requests, "the requests that were served went to the configured upstream"
     assert all(r.headers["host"] == f"127.0.0.1:{upstream_port}" for r in upstream.requests)
+
+
+def test_an_upstream_redirect_is_neither_followed_nor_relayed(
+    proxy_url: str, upstream: FakeUpstream, canary: Canary
+) -> None:
+    """A client SDK follows a relayed ``Location``: it would resend the prompt to a host
+    the upstream chose, past redaction, budgets and the audit log."""
+    elsewhere = {"location": f"http://127.0.0.1:{canary.port}/v1/chat/completions"}
+    client = openai_client(proxy_url)
+    for status in (301, 302, 307, 308):
+        upstream.push(Status(status, {}, elsewhere))
+        with pytest.raises(openai.APIStatusError) as info:
+            client.chat.completions.create(model="m", messages=[])
+        assert info.value.status_code == 502
+        assert "location" not in info.value.response.headers
+        upstream.relay_script.append(Status(status, {}, elsewhere))
+        relayed = httpx.get(f"{proxy_url}/files/file-1")
+        assert relayed.status_code == 502 and "location" not in relayed.headers
+    assert canary.connections == 0
 
 
 def test_relay_query_and_path_cannot_inject_headers(proxy_url: str, upstream: FakeUpstream) -> None:

@@ -64,6 +64,8 @@ def test_retry_after_forms() -> None:
     assert retry_after({"Retry-After": "3"}) == 3.0
     assert retry_after({"retry-after": "Sun, 22 Nov 2026 00:00:10 GMT"}, now=1795305600.0) == 10.0
     assert retry_after({}) is None
+    for junk in ("soon", "", "Mon, 99 Foo 2026", "1.5.2"):
+        assert retry_after({"retry-after": junk}) is None, junk
 
 
 class Clock:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -212,3 +213,44 @@ def test_client_gone_before_the_first_event_releases_the_reservation(
     reply = httpx.post(f"{url}/chat/completions", json={**body, "stream": False}, timeout=5)
     assert reply.status_code == 200, reply.text  # the abandoned reservation was released
     assert settled(db) == (pytest.approx(PER_REQUEST_USD), 1)
+
+
+@pytest.mark.parametrize("ending", ["client hangs up", "upstream cut", "id lines"])
+def test_a_stream_that_produced_output_is_charged_however_it_ends(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, ending: str
+) -> None:
+    """Reading a whole answer and leaving before ``[DONE]``, an upstream that fails after
+    its output, or a ``[DONE]`` block with an ``id:`` line: each once cost nothing."""
+    from proxy.budgets.tokens import count, prompt_tokens
+    from proxy.wire import synth
+    from tests.fakes import Events
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    text = "The whole answer, read before the stream ends."
+    events = list(synth.chat_stream("fixed-model", synth.Reply(text=text), include_usage=False))
+    done = events.pop()
+    assert done == b"data: [DONE]\n\n"
+    if ending == "client hangs up":
+        upstream.push(Events(events, end="hang"))  # the terminal event never comes
+    elif ending == "upstream cut":
+        upstream.push(Events(events))  # closes without it
+    else:
+        upstream.push(Events([b"id: %d\n" % i + e for i, e in enumerate([*events, done])]))
+    question = [{"role": "user", "content": "How are you today?"}]
+    body = {"model": "m", "messages": question, "stream": True}
+    with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=10) as response:
+        got = ""
+        for line in response.iter_lines():
+            data = line.removeprefix("data: ")
+            if line.startswith("data: {"):
+                chunk = json.loads(data)
+                got += "".join(c["delta"].get("content") or "" for c in chunk["choices"])
+                if any(c.get("finish_reason") for c in chunk["choices"]):
+                    break  # everything read; leave now
+    assert got == text
+    expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
+    deadline = time.monotonic() + 5  # the proxy settles as it sees the client go
+    while not settled(db)[1] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert settled(db) == (pytest.approx(expected * 0.001), 1)

@@ -185,6 +185,24 @@ def test_retry_after_is_honoured_on_the_same_target(
     assert 'hookgate_retries_total{reason="http_503",target="one/m1"} 1.0' in metrics
 
 
+def test_a_retry_after_beyond_the_cap_or_unreadable_moves_on_at_once(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("retries: 0", "retries: 2").replace("{", "{retry_after_max_s: 2, ", 1)
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    for asked in ("99999", "Fri, 01 Jan 2100 00:00:00 GMT"):
+        upstream.push(Status(429, {"error": {"message": "slow"}}, {"retry-after": asked}))
+        started = time.monotonic()
+        reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+        assert time.monotonic() - started < 1.5  # no wait for a retry it would not honour
+        assert reply.headers["x-hookgate-upstream"] == "two/m2"
+    # not a number nor a date: no advice, so the usual backoff and a retry (once a 500)
+    upstream.push(Status(429, {"error": {"message": "slow"}}, {"retry-after": "soon"}))
+    reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
+    assert reply.headers["x-hookgate-upstream"] == "one/m1"
+    assert reply.headers["x-hookgate-attempts"] == "2"
+
+
 def test_deadline_bounds_the_whole_request(
     make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
 ) -> None:

@@ -132,3 +132,17 @@ def test_error_event_is_well_formed(proxy_url: str, upstream: FakeUpstream) -> N
     assert last.event == "error"
     error = last.json()["error"]  # type: ignore[index]
     assert error["code"] == "upstream_reset" and error["type"] == "upstream_error"
+
+
+def test_the_stream_ends_at_done_even_if_the_upstream_keeps_its_connection_open(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    events = list(synth.chat_stream("m", synth.Reply(text="done then idle"), include_usage=False))
+    upstream.push(Events([*events, b": still here\n\n"], end="hang"))
+    started = time.monotonic()
+    body = {"model": "m", "messages": [], "stream": True}
+    response = httpx.post(f"{proxy_url}/chat/completions", json=body, timeout=10)
+    assert time.monotonic() - started < 5  # not the stall timeout
+    assert response.text.endswith("data: [DONE]\n\n")
+    assert "event: error" not in response.text and "still here" not in response.text
+    assert upstream.cancelled.wait(5)  # and the upstream connection was closed

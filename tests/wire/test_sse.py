@@ -22,6 +22,29 @@ def test_every_split_point_gives_the_same_blocks() -> None:
         assert decoder.pending == b""
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_any_feeding_gives_the_same_blocks(newline: bytes) -> None:
+    data = stream_bytes().replace(b"\n", newline)
+    whole = sse.SSEDecoder().feed(data)
+    assert b"".join(whole) == data and len(whole) > 5
+    one_by_one = sse.SSEDecoder()
+    assert [b for i in range(len(data)) for b in one_by_one.feed(data[i : i + 1])] == whole
+    for first in range(1, len(data), 7):
+        for second in range(first, len(data), 11):
+            decoder = sse.SSEDecoder()
+            got = decoder.feed(data[:first]) + decoder.feed(data[first:second])
+            assert got + decoder.feed(data[second:]) == whole, (first, second)
+            assert decoder.pending == b""
+
+
+def test_a_partial_block_is_pending() -> None:
+    decoder = sse.SSEDecoder()
+    assert decoder.feed(b"data: 1\n\ndata: ") == [b"data: 1\n\n"]
+    assert decoder.feed(b"2") == [] and decoder.feed(b"\n") == []
+    assert decoder.pending == b"data: 2\n"
+    assert decoder.feed(b"\n") == [b"data: 2\n\n"] and decoder.pending == b""
+
+
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
 def test_line_endings_and_fields(newline: bytes) -> None:
     block = (
@@ -45,6 +68,10 @@ def test_line_endings_and_fields(newline: bytes) -> None:
 def test_terminal_detection() -> None:
     assert sse.is_done(b"data: [DONE]\n\n") and sse.is_done(b"data:[DONE]\n\n")
     assert not sse.is_done(b'data: {"x": "[DONE]"}\n\n')
+    for framed in (b"id: 6\ndata: [DONE]\n\n", b"event: done\ndata: [DONE]\n\n",
+                   b": c\r\ndata:[DONE]\r\n\r\n", b"\ndata: [DONE]\n\n"):  # fmt: skip
+        assert sse.is_done(framed), framed
+    assert not sse.is_done(b"data: [DONE] later\n\n")
     assert sse.is_responses_terminal(b'data: {"type": "response.failed"}\n\n')
     assert not sse.is_responses_terminal(b"event: response.output_text.delta\ndata: {}\n\n")
     assert sse.encode({"a": 1}, event="error") == b'event: error\ndata: {"a":1}\n\n'
