@@ -16,8 +16,10 @@ YAML (every key optional)::
 
 In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
 its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
-``allow``/``deny`` exclude are removed from each request (and a ``tool_choice`` naming one is
-dropped), so the model is never offered them.
+``allow``/``deny`` exclude are removed from each request — function and custom tools by
+name, built-in tools by type (``web_search_preview``, ``code_interpreter``), legacy
+``functions`` too — and a ``tool_choice``/``function_call`` naming one is dropped (an
+``allowed_tools`` choice is narrowed), so the model is never offered them.
 
 On a limit, ``continue`` refuses further calls and lets the agent go on; ``end`` also ends
 the reply after the current turn; ``error`` aborts the reply with a 429 ``tool_call_limit``
@@ -107,21 +109,37 @@ class ToolGuardPolicy(Policy):
         return await next(call, ctx)
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
-        """Offer the model only the tools it may call (proxy, and in-process model calls)."""
-        tools = call.body.get("tools")
-        if not isinstance(tools, list) or not tools:
+        """Offer the model only the tools it may call (proxy, and in-process model calls).
+
+        Every shape a request can offer a tool in is filtered: ``tools`` (chat and
+        Responses; function, custom and built-in tools, the last matched by their type, e.g.
+        ``web_search_preview``), the legacy ``functions``, and a ``tool_choice`` or
+        ``function_call`` naming a removed tool (an ``allowed_tools`` choice is narrowed)."""
+        body = call.body
+        changed: dict[str, list[Any]] = {}
+        for field in ("tools", "functions"):
+            offered = body.get(field)
+            if isinstance(offered, list) and offered:
+                kept = [t for t in offered if self._name_refusal(_tool_name(t)) is None]
+                if len(kept) != len(offered):
+                    changed[field] = kept
+        if not changed:
             return await next(call, ctx)
-        kept = [t for t in tools if self._name_refusal(_tool_name(t)) is None]
-        if len(kept) == len(tools):
-            return await next(call, ctx)
-        body = {**call.body, "tools": kept}
-        if not kept:
-            body.pop("tools")
-            body.pop("tool_choice", None)
-            body.pop("parallel_tool_calls", None)
-        elif _tool_name(body.get("tool_choice")) not in {_tool_name(t) for t in kept} | {""}:
-            body.pop("tool_choice", None)
-        return await next(call.with_body(body), ctx)
+        new = {**body, **changed}
+        names = {_tool_name(t) for field in ("tools", "functions") for t in _list(new, field)}
+        for field, choice_field in (("tools", "tool_choice"), ("functions", "function_call")):
+            if field in changed and not changed[field]:
+                new.pop(field)
+                new.pop(choice_field, None)
+                if field == "tools":
+                    new.pop("parallel_tool_calls", None)
+            elif choice_field in new:
+                choice = _narrowed(new[choice_field], names)
+                if choice is None:
+                    new.pop(choice_field)
+                else:
+                    new[choice_field] = choice
+        return await next(call.with_body(new), ctx)
 
     def _name_refusal(self, name: str) -> str | None:
         if _listed(name, self.config.deny):
@@ -171,12 +189,46 @@ class ToolGuardPolicy(Policy):
 
 
 def _tool_name(tool: Any) -> str:
-    """The function name of a chat or Responses tool (or tool_choice); "" if none."""
+    """The name of a chat or Responses tool, a legacy function, or a tool choice: a
+    function's or custom tool's name, else a built-in tool's type; "" if none."""
     if not isinstance(tool, dict):
         return ""
-    function = tool.get("function")
-    name = function.get("name") if isinstance(function, dict) else tool.get("name")
-    return name if isinstance(name, str) else ""
+    for key in ("function", "custom"):
+        inner = tool.get(key)
+        if isinstance(inner, dict):
+            name = inner.get("name")
+            return name if isinstance(name, str) else ""
+    name = tool.get("name")
+    if isinstance(name, str):
+        return name
+    kind = tool.get("type")
+    return kind if isinstance(kind, str) and kind not in ("function", "custom") else ""
+
+
+def _list(body: dict[str, Any], field: str) -> list[Any]:
+    value = body.get(field)
+    return value if isinstance(value, list) else []
+
+
+def _narrowed(choice: Any, names: set[str]) -> Any:
+    """``choice`` (a ``tool_choice`` or ``function_call``) kept to the tools still offered;
+    None when it names only removed ones. Strings (``auto``, ``required``) stay."""
+    if not isinstance(choice, dict):
+        return choice
+    if choice.get("type") == "allowed_tools":
+        inner = choice.get("allowed_tools")  # chat nests it; Responses does not
+        holder = inner if isinstance(inner, dict) else choice
+        listed = holder.get("tools")
+        if not isinstance(listed, list):
+            return choice
+        kept = [t for t in listed if _tool_name(t) in names]
+        if not kept:
+            return None
+        if holder is choice:
+            return {**choice, "tools": kept}
+        return {**choice, "allowed_tools": {**holder, "tools": kept}}
+    name = _tool_name(choice)
+    return None if name and name not in names else choice
 
 
 def _listed(name: str, globs: tuple[str, ...]) -> bool:

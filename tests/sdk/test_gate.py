@@ -267,3 +267,53 @@ def test_tool_guard_in_the_proxy_offers_only_allowed_tools(make_proxy: Any, upst
         )  # type: ignore[call-overload]
         sent = upstream.last.json()
         assert "tools" not in sent and "tool_choice" not in sent
+
+
+def test_tool_guard_in_the_proxy_filters_every_shape_a_tool_is_offered_in(
+    make_proxy: Any, upstream: Any
+) -> None:
+    """Custom and built-in tools, legacy functions and allowed_tools choices, chat and
+    Responses: a denied tool reaches the upstream in none of them."""
+    import httpx
+
+    url = make_proxy("policies:\n  - tool_guard: {deny: ['delete_*', 'web_search*']}\n")
+    say = [{"role": "user", "content": "hi"}]
+    fn = {"type": "function", "function": {"name": "delete_all", "parameters": {}}}
+    keep = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    cases = [
+        # chat: a custom tool, and an allowed_tools choice naming a denied tool among others
+        ("chat/completions", {
+            "messages": say, "tools": [keep, {"type": "custom", "custom": {"name": "delete_x"}}],
+            "tool_choice": {"type": "allowed_tools", "allowed_tools": {
+                "mode": "required",
+                "tools": [fn, {"type": "function", "function": {"name": "search"}}],
+            }},
+        }),
+        # chat: the legacy functions API
+        ("chat/completions", {
+            "messages": say, "functions": [{"name": "delete_all"}, {"name": "lookup"}],
+            "function_call": {"name": "delete_all"},
+        }),
+        # Responses: flat function tools, a built-in tool by type, a choice naming one
+        ("responses", {
+            "input": "hi", "tools": [{"type": "function", "name": "delete_all"},
+                                     {"type": "web_search_preview"},
+                                     {"type": "function", "name": "search"}],
+            "tool_choice": {"type": "allowed_tools", "mode": "auto",
+                            "tools": [{"type": "function", "name": "delete_all"}]},
+        }),
+    ]  # fmt: skip
+    for path, body in cases:
+        reply = httpx.post(f"{url}/{path}", json={"model": "m", **body})
+        assert reply.status_code == 200, reply.text
+        sent = upstream.last.json()
+        text = str(sent)
+        assert "delete_" not in text and "web_search" not in text, sent
+        assert "search" in text or "lookup" in text
+    first, legacy, responses = (r.json() for r in upstream.requests[-3:])
+    assert first["tool_choice"]["allowed_tools"]["tools"] == [
+        {"type": "function", "function": {"name": "search"}}
+    ]
+    assert legacy["functions"] == [{"name": "lookup"}] and "function_call" not in legacy
+    assert [t["name"] for t in responses["tools"]] == ["search"]
+    assert "tool_choice" not in responses
