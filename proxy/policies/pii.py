@@ -2,8 +2,10 @@
 
 Request side (every text the model reads; see :mod:`proxy.redaction.texts`):
 ``convert_to_llm`` for chat ``messages`` and Responses ``input``, ``on_system_prompt`` for
-Responses ``instructions``, and ``on_model_call`` for a legacy completions ``prompt`` and,
-with ``embeddings: true``, an embeddings ``input``. Each distinct text is analyzed once and
+Responses ``instructions``, and ``on_model_call`` for the texts outside the messages
+(:func:`~proxy.redaction.texts.map_fields`: tool and schema descriptions, ``stop``,
+``user``, ...), a legacy completions ``prompt`` and, with ``embeddings: true``, an
+embeddings ``input``. Each distinct text is analyzed once and
 its redaction cached (bounded LRU): an agent resending its history pays only for its new
 text. Analysis runs on worker threads, never on the event loop.
 
@@ -119,15 +121,17 @@ class PiiPolicy(Policy):
         return await self._redact(ctx, messages, lambda fn: texts.map_messages(messages, fn))
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        body = call.body
+        mapped = await self._redact(ctx, body, lambda fn: texts.map_fields(body, fn))
         field = {"completions": "prompt", "embeddings": "input"}.get(call.api)
         if field == "input" and not self.config.embeddings:
             field = None
-        if field is not None and field in call.body:
-            value = call.body[field]
-            mapped = await self._redact(ctx, value, lambda fn: texts.map_prompt(value, fn))
-            if mapped is not value:
-                call = call.with_body({**call.body, field: mapped})
-        return await next(call, ctx)
+        if field is not None and field in mapped:
+            value = mapped[field]
+            prompt = await self._redact(ctx, value, lambda fn: texts.map_prompt(value, fn))
+            if prompt is not value:
+                mapped = {**mapped, field: prompt}
+        return await next(call if mapped is body else call.with_body(dict(mapped)), ctx)
 
     # response side --------------------------------------------------------------
 

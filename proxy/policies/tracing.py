@@ -112,7 +112,9 @@ class TracingPolicy(Policy):
         self.tracer = self.provider.get_tracer("hookgate")
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:
-        attributes = semconv.request_attributes(call.api, call.model, call.body, ctx.session_id)
+        attributes = semconv.request_attributes(
+            call.api, call.model, call.body, ctx.session_id, content=self.config.capture_content
+        )
         attributes["hookgate.request_id"] = ctx.request_id
         if ctx.agent:
             attributes["hookgate.agent"] = ctx.agent

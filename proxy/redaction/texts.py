@@ -3,9 +3,11 @@
 :func:`map_messages` applies a function to every string the model will read in chat
 ``messages`` or Responses ``input`` items, whatever the role: string content and the text
 of content-part arrays, refusals, tool-call arguments in the history, tool outputs, custom
-tool inputs. Tool-call arguments are JSON: their string leaves are mapped one by one and
-the JSON is re-encoded, so an entity is always a decoded value and the result stays valid
-JSON. Message ``name`` fields are left alone (the API allows only ``[a-zA-Z0-9_-]`` there).
+tool inputs, reasoning summaries. :func:`map_fields` covers the rest of a request body
+(tool and schema descriptions, ``stop``, ``user``, ...). Tool-call arguments are JSON:
+their string leaves are mapped one by one and the JSON is re-encoded, so an entity is
+always a decoded value and the result stays valid JSON. Message ``name`` fields are left
+alone (the API allows only ``[a-zA-Z0-9_-]`` there).
 
 :func:`map_response` applies a function to every string of a response body, telling it
 whether the string is JSON (an ``arguments`` field).
@@ -29,6 +31,8 @@ _TEXT_PARTS = {
     "input_text": "text",
     "output_text": "text",
     "refusal": "refusal",
+    "summary_text": "text",  # a Responses reasoning item sent back
+    "reasoning_text": "text",
 }
 _JSON_FIELDS = frozenset({"arguments"})
 
@@ -58,6 +62,79 @@ def map_prompt(prompt: Any, fn: TextFn) -> Any:
     return prompt
 
 
+def map_fields(body: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
+    """``body`` with ``fn`` applied to the texts outside the messages that reach the
+    upstream: what the model reads of tool definitions and output schemas (descriptions,
+    titles, enums, examples), ``prediction``, ``stop``, a completions ``suffix``, a
+    Responses ``prompt``'s variables and ``instructions`` given as items; and what
+    identifies a person to the provider (``user``, ``safety_identifier``, ``metadata``
+    values). Property names, tool names and ``type`` fields are left alone."""
+    changes: dict[str, Any] = {}
+
+    def put(field: str, mapped: Any) -> None:
+        if mapped is not body[field]:
+            changes[field] = mapped
+
+    for field in ("tools", "functions"):
+        if isinstance(body.get(field), list):
+            put(field, _each(body[field], lambda tool: _tool(tool, fn)))
+    for field in ("response_format", "text"):  # chat output schema; Responses text.format
+        if isinstance(body.get(field), Mapping):
+            put(field, _schema(body[field], fn))
+    prediction = body.get("prediction")
+    if isinstance(prediction, Mapping) and "content" in prediction:
+        content = _content(prediction["content"], fn)
+        put("prediction", prediction if content is prediction["content"] else
+            {**prediction, "content": content})  # fmt: skip
+    for field in ("stop", "suffix", "user", "safety_identifier"):
+        if field in body:
+            put(field, map_prompt(body[field], fn))
+    if isinstance(body.get("metadata"), Mapping):
+        put("metadata", map_leaves(body["metadata"], fn))
+    prompt = body.get("prompt")  # a Responses prompt template (completions: a string)
+    if isinstance(prompt, Mapping) and isinstance(prompt.get("variables"), Mapping):
+        variables = map_leaves(prompt["variables"], fn)
+        put("prompt", prompt if variables is prompt["variables"] else
+            {**prompt, "variables": variables})  # fmt: skip
+    if isinstance(body.get("instructions"), list):
+        put("instructions", map_messages(body["instructions"], fn))
+    return {**body, **changes} if changes else body
+
+
+_SCHEMA_TEXT = frozenset({"description", "title", "enum", "examples", "default", "const"})
+
+
+def _schema(value: Any, fn: TextFn) -> Any:
+    """The texts a model reads in a JSON schema (or a tool or format wrapping one)."""
+    if isinstance(value, list):
+        return _each(value, lambda item: _schema(item, fn))
+    if not isinstance(value, Mapping):
+        return value
+    fields = {
+        key: map_leaves(item, fn) if key in _SCHEMA_TEXT else _schema(item, fn)
+        for key, item in value.items()
+    }
+    return value if all(fields[k] is value[k] for k in value) else fields
+
+
+def _tool(tool: Any, fn: TextFn) -> Any:
+    """A chat, Responses or legacy tool definition: its descriptions and schema texts."""
+    if not isinstance(tool, Mapping):
+        return tool
+    fields = {
+        key: _schema(item, fn) if key in ("function", "custom", "parameters", "schema")
+        else fn(item) if key == "description" and isinstance(item, str)
+        else item
+        for key, item in tool.items()
+    }  # fmt: skip
+    return tool if all(fields[k] is tool[k] for k in tool) else fields
+
+
+def _each(items: list[Any], fn: Callable[[Any], Any]) -> list[Any]:
+    mapped = [fn(item) for item in items]
+    return items if all(a is b for a, b in zip(mapped, items, strict=True)) else mapped
+
+
 def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
     changes: dict[str, Any] = {}
 
@@ -65,7 +142,7 @@ def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
         if mapped is not message[field]:
             changes[field] = mapped
 
-    for field in ("content", "output"):  # chat/Responses messages; tool outputs
+    for field in ("content", "output", "summary"):  # messages; tool outputs; reasoning
         if field in message:
             put(field, _content(message[field], fn))
     for field in ("refusal", "input"):  # assistant refusal; custom tool call input

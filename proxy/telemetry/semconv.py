@@ -77,9 +77,16 @@ def span_name(api: str, model: str) -> str:
 
 
 def request_attributes(
-    api: str, model: str, body: Mapping[str, Any], conversation_id: str | None
+    api: str,
+    model: str,
+    body: Mapping[str, Any],
+    conversation_id: str | None,
+    *,
+    content: bool = False,
 ) -> dict[str, AttributeValue]:
-    """Attributes known before the call, read from the request body (no content)."""
+    """Attributes known before the call, read from the request body. Stop sequences are
+    text the client wrote (they may hold what redaction would hide: these attributes are
+    read before any policy ran), so they are recorded only with ``content``."""
     attributes: dict[str, AttributeValue] = {OPERATION_NAME: OPERATIONS[api], REQUEST_MODEL: model}
     if conversation_id:
         attributes[CONVERSATION_ID] = conversation_id
@@ -95,7 +102,7 @@ def request_attributes(
         attributes[REQUEST_SEED] = body["seed"]
     if _is_int(body.get("n")) and body["n"] != 1:
         attributes[REQUEST_CHOICE_COUNT] = body["n"]
-    stop = body.get("stop")
+    stop = body.get("stop") if content else None
     if isinstance(stop, str):
         attributes[REQUEST_STOP_SEQUENCES] = [stop]
     elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
@@ -189,7 +196,8 @@ def _output_type(body: Mapping[str, Any]) -> str | None:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An int a span attribute can hold (OTLP integers are 64-bit)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def reply_attributes(turns: int, tool_calls: int, usage: Usage) -> dict[str, AttributeValue]:

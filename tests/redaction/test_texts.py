@@ -43,7 +43,10 @@ RESPONSES: list[dict[str, Any]] = [
     {"type": "function_call", "call_id": "c", "name": "f", "arguments": '{"q": "arg M"}'},
     {"type": "function_call_output", "call_id": "c", "output": "output N"},
     {"type": "custom_tool_call", "call_id": "d", "name": "sh", "input": "custom O"},
-    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "skip"}]},
+    # a reasoning item sent back: its summary was restored for the client, so it is
+    # redacted again (the same placeholders, so the upstream sees what it wrote)
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "sum P"}]},
+    {"type": "reasoning", "id": "rs_2", "encrypted_content": "opaque"},
 ]
 
 
@@ -78,10 +81,11 @@ def test_chat_messages_every_role_and_shape() -> None:
 
 
 def test_responses_items() -> None:
-    assert _seen(RESPONSES) == ["input K", "out L", "arg M", "output N", "custom O"]
+    assert _seen(RESPONSES) == ["input K", "out L", "arg M", "output N", "custom O", "sum P"]
     mapped = map_messages(RESPONSES, _upper)
     assert orjson.loads(mapped[2]["arguments"]) == {"q": "ARG M"}
-    assert mapped[5] is RESPONSES[5]
+    assert mapped[5]["summary"][0]["text"] == "SUM P"
+    assert mapped[6] is RESPONSES[6]
 
 
 def test_prompts_and_responses() -> None:

@@ -151,6 +151,51 @@ def test_every_role_and_shape_is_redacted(client: openai.OpenAI, upstream: FakeU
     )
 
 
+def test_texts_outside_the_messages_are_redacted_too(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """Tool and schema descriptions, enums, prediction, stop, suffix, Responses prompt
+    variables, instructions as items, reasoning summaries, and user/metadata ids."""
+    url = pii_proxy(make_proxy)
+    email, person, phone = PII["EMAIL_ADDRESS"], PII["PERSON"], PII["PHONE_NUMBER"]
+    schema = {"type": "object", "properties": {"to": {"type": "string", "enum": [email],
+              "description": f"Always {person}"}}}  # fmt: skip
+    say = [{"role": "user", "content": "hi"}]
+    chat = {
+        "messages": say,
+        "tools": [{"type": "function", "function": {
+            "name": "send", "description": f"Mails {email}", "parameters": schema}}],
+        "functions": [{"name": "call", "description": f"Calls {phone}"}],
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "r", "description": f"For {person}", "schema": schema}},
+        "prediction": {"type": "content", "content": f"Dear {person},"},
+        "stop": [f"Regards, {person}"], "user": email, "safety_identifier": email,
+        "metadata": {"customer": email},
+    }  # fmt: skip
+    responses = {
+        "input": [
+            {"type": "reasoning", "id": "rs_1", "summary": [
+                {"type": "summary_text", "text": f"The user {person} wants mail."}]},
+            {"role": "user", "content": "hi"},
+        ],
+        "instructions": [{"role": "developer", "content": f"Reply to {email}"}],
+        "prompt": {"id": "pmpt_1", "variables": {"customer": person, "mail": email}},
+        "tools": [{"type": "function", "name": "send", "description": f"Mails {email}",
+                   "parameters": schema}],
+        "text": {"format": {"type": "json_schema", "name": "r", "schema": schema}},
+    }  # fmt: skip
+    completions = {"prompt": "Write to", "suffix": f" -- {person}, {phone}"}
+    for path, body in (("chat/completions", chat), ("responses", responses),
+                       ("completions", completions)):  # fmt: skip
+        reply = httpx.post(f"{url}/{path}", json={"model": "m", **body}, timeout=30)
+        assert reply.status_code == 200, reply.text
+        assert_clean(sent(upstream))
+        assert placeholders(sent(upstream)), path
+    first = orjson.loads(upstream.requests[-3].body)
+    assert first["tools"][0]["function"]["name"] == "send"  # names and types are kept
+    assert first["tools"][0]["function"]["parameters"]["properties"]["to"]["type"] == "string"
+
+
 def test_placeholders_are_stable_across_turns_and_never_shared(
     client: openai.OpenAI, upstream: FakeUpstream
 ) -> None:
