@@ -185,7 +185,10 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         stream = False  # embeddings never stream; the field goes upstream as sent
     return ModelCall(
         api=api,
-        payload=JsonBody.parsed(raw, body),
+        # Sent re-encoded, never as received: the upstream gets exactly what the policies
+        # checked. (Raw bytes with a duplicate key, {"messages": [PII], "messages": []},
+        # were checked as the last one and sent with both.)
+        payload=JsonBody.from_data(body),
         model=model,
         stream=stream,
         targets=runtime.router.targets(model),

@@ -121,13 +121,18 @@ def test_policy_block_is_an_openai_error(make_proxy: ProxyFactory, upstream: Fak
     )
 
 
-def test_no_policy_changes_means_original_bytes(
+def test_the_upstream_gets_what_the_policies_checked_not_the_bytes_sent(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
+    """A duplicate key is read as its last value; relaying the bytes as sent would carry the
+    first one past every policy (to an upstream that keeps the first, or into its logs)."""
     url = make_proxy("policies:\n  - tests.policies_for_tests:BlockWord: {word: forbidden}\n")
-    raw = b'{"model": "m",   "messages": [], "odd_spacing": true}'
-    httpx.post(f"{url}/chat/completions", content=raw)
-    assert upstream.last.body == raw
+    raw = (
+        b'{"model": "m",   "messages": [{"role": "user", "content": "forbidden"}],'
+        b' "messages": [], "odd_spacing": true}'
+    )
+    assert httpx.post(f"{url}/chat/completions", content=raw).status_code == 200
+    assert upstream.last.body == b'{"model":"m","messages":[],"odd_spacing":true}'
 
 
 def test_system_prompt_policy_chat_and_content_parts(

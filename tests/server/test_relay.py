@@ -28,7 +28,9 @@ def test_chat_completion_round_trip(proxy_url: str, upstream: FakeUpstream) -> N
     assert upstream.last.path == "/v1/chat/completions"
 
 
-def test_unchanged_body_goes_upstream_byte_for_byte(proxy_url: str, upstream: FakeUpstream) -> None:
+def test_the_upstream_gets_the_body_as_checked_with_every_unknown_field(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
     raw = (
         b'{"model":"m","messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,'
         b'"reasoning":{"effort":"high"},"include":["a"],"future_field":{"n":[1,2.50,"\\u00e9"]}}'
@@ -37,7 +39,14 @@ def test_unchanged_body_goes_upstream_byte_for_byte(proxy_url: str, upstream: Fa
         f"{proxy_url}/chat/completions", content=raw, headers={"content-type": "application/json"}
     )
     assert response.status_code == 200
-    assert upstream.last.body == raw
+    assert orjson.loads(upstream.last.body) == orjson.loads(raw)
+    # a duplicate key is sent once, with the value every policy saw (the last)
+    twice = b'{"model":"m","messages":[{"role":"user","content":"hidden"}],"messages":[]}'
+    response = httpx.post(
+        f"{proxy_url}/chat/completions", content=twice, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    assert upstream.last.body == b'{"model":"m","messages":[]}'
 
 
 def test_alias_rewrites_model_and_keeps_unknown_fields(
