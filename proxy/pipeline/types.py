@@ -110,6 +110,8 @@ class ModelCall:
     targets: tuple[Target, ...]
     headers: Mapping[str, str] = field(default_factory=dict)
     """Client headers that will be forwarded upstream (already filtered)."""
+    query: str = ""
+    """The client's query string, as sent (``api-version=...``), forwarded upstream."""
 
     @property
     def body(self) -> Mapping[str, Any]:

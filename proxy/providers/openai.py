@@ -112,9 +112,12 @@ class OpenAIProvider:
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
 
-    def url(self, path: str) -> URL:
-        """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``)."""
-        return self.base_url.with_path(self.base_url.path + path, encoded=True)
+    def url(self, path: str, query: str = "") -> URL:
+        """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``,
+        percent-encoded) and ``query`` (encoded), after any query ``base_url`` has."""
+        url = self.base_url.with_path(self.base_url.path + path, encoded=True)
+        joined = "&".join(q for q in (self.base_url.raw_query_string, query) if q)
+        return URL(f"{url}?{joined}", encoded=True) if joined else url
 
     def headers(self, forwarded: Mapping[str, str]) -> dict[str, str]:
         """``forwarded`` client headers plus this provider's own (its key wins)."""
@@ -126,7 +129,7 @@ class OpenAIProvider:
         headers["content-type"] = "application/json"
         with translated(label):
             response = await self._session().post(
-                self.url(API_PATHS[call.api]),
+                self.url(API_PATHS[call.api], call.query),
                 data=call.payload.to_bytes(),
                 headers=headers,
                 timeout=self.timeout,

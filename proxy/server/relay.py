@@ -18,7 +18,6 @@ import logging
 from urllib.parse import unquote
 
 from aiohttp import web
-from yarl import URL
 
 from proxy.errors import InvalidRequest, NotFound, PermissionDenied, UpstreamError
 from proxy.providers.openai import read_error_body, redirect_refused, translated
@@ -63,7 +62,7 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
     suffix = request.rel_url.raw_path.removeprefix("/v1")
     if (problem := path_problem(suffix)) is not None:
         raise InvalidRequest(f"The request path {problem}.", code="invalid_path")
-    url = URL(str(provider.url(suffix)) + _query(request), encoded=True)
+    url = provider.url(suffix, request.rel_url.raw_query_string)
     headers = provider.headers(runtime.forward(request.headers))
     for name in _BODY_HEADERS:
         if name in request.headers:
@@ -139,8 +138,3 @@ def path_problem(raw: str) -> str | None:
 
 
 _MODEL_PATHS = ("/chat/completions", "/responses", "/completions", "/embeddings", "/models")
-
-
-def _query(request: web.Request) -> str:
-    query = request.rel_url.raw_query_string
-    return f"?{query}" if query else ""

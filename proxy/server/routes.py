@@ -193,6 +193,7 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         stream=stream,
         targets=runtime.router.targets(model),
         headers=runtime.forward(request.headers),
+        query=request.rel_url.raw_query_string,
     )
 
 

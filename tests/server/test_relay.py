@@ -244,6 +244,22 @@ def test_generic_relay_upload_and_download(proxy_url: str, upstream: FakeUpstrea
     assert c.files.content(created.id).read() == payload
 
 
+def test_query_strings_reach_the_upstream(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    """A base_url's own query (Azure's api-version) and the client's, on every route."""
+    url = make_proxy(loaded=load_text(config_text(f"{upstream.base_url}?api-version=2024-10-21")))
+    client = openai.OpenAI(
+        base_url=url, api_key=CLIENT_KEY, max_retries=0, default_query={"trace": "a b"}
+    )
+    client.chat.completions.create(model="m", messages=[])
+    client.embeddings.create(model="m", input="x")
+    client.files.list()
+    assert [(r.path, r.query) for r in upstream.requests] == [
+        ("/v1/chat/completions", "api-version=2024-10-21&trace=a+b"),
+        ("/v1/embeddings", "api-version=2024-10-21&trace=a+b"),
+        ("/v1/files", "api-version=2024-10-21&trace=a+b"),
+    ]
+
+
 def test_generic_relay_compressed_bodies_arrive_whole(
     make_proxy: ProxyFactory, loop_thread: LoopThread
 ) -> None:
