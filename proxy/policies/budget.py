@@ -140,7 +140,7 @@ class BudgetPolicy(Policy):
             scope = refusal.counter.limit.scope
             observation.attributes["hookgate.budget.decision"] = f"refused:{scope}"
             observation.refusals.append((self.name, scope))
-            raise _refused(refusal)
+            raise _refused(refusal, usd, tokens)
         observation.attributes["hookgate.budget.decision"] = "reserved"
         ctx.state[self.name] = (tokens, charged)
         await self._remaining_headers(ctx, charged)
@@ -228,11 +228,19 @@ class BudgetPolicy(Policy):
             ctx.response_headers["x-hookgate-budget-remaining-tokens"] = str(tokens)
 
 
-def _refused(refusal: Refusal) -> BudgetExceeded:
+def _refused(refusal: Refusal, usd: float, tokens: int) -> BudgetExceeded:
     limit = refusal.counter.limit
     where = f"{limit.scope} '{refusal.counter.value}'"
     window = "" if limit.window == "total" else f" per {limit.window}"
     cap = f"${limit.usd:g}" if refusal.unit == "usd" else f"{limit.tokens} tokens"
+    asked = f"${usd:.6g}" if refusal.unit == "usd" else f"{tokens} tokens"
+    capacity = limit.usd if refusal.unit == "usd" else limit.tokens
+    if capacity is not None and (usd if refusal.unit == "usd" else tokens) > capacity:
+        return BudgetExceeded(
+            f"Budget exceeded: this request's worst case ({asked}: its prompt plus its "
+            f"max_tokens, or the budget's default_max_output_tokens) is more than the whole "
+            f"{cap}{window} of {where}; ask for fewer output tokens."
+        )
     if refusal.exhausted:
         return BudgetExceeded(f"Budget exceeded: {where} has spent its {cap}{window}.")
     return BudgetExceeded(

@@ -168,12 +168,43 @@ class OpenAIProvider:
                 ) from None
             if not isinstance(data, dict):
                 raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+            if _is_error_only(data):  # some gateways answer 200 {"error": ...}
+                raise UpstreamStatusError(
+                    502, self.scrub.body(raw), self.scrub.headers(relayed), target=label
+                )
             return ModelResponse(
                 response.status, relayed, target, payload=JsonBody.parsed(raw, data)
             )
         finally:
             if not handed_off:
                 response.release()
+
+
+def _is_error_only(data: Mapping[str, object]) -> bool:
+    """An error object where a result should be: ``{"error": {...}}`` with no choices,
+    output or data (a failed Responses object, with its ``output``, is a result)."""
+    return (
+        isinstance(data.get("error"), dict)
+        and "choices" not in data
+        and "output" not in data
+        and "data" not in data
+    )
+
+
+def _error_event(block: bytes) -> bytes | None:
+    """The OpenAI error body of an error event (``data: {"error": ...}``, or a Responses
+    ``error`` event), else None."""
+    if b"error" not in block:
+        return None
+    data = sse.json_of(block)
+    if not isinstance(data, dict):
+        return None
+    if _is_error_only(data):
+        return orjson.dumps(data)
+    if data.get("type") == "error":  # Responses: {"type": "error", "code", "message", ...}
+        fields = ("message", "type", "param", "code")
+        return orjson.dumps({"error": {k: data.get(k) for k in fields} | {"type": "error"}})
+    return None
 
 
 def _terminal_check(call: ModelCall) -> Callable[[bytes], bool]:
@@ -208,14 +239,20 @@ async def _events(
 ) -> AsyncGenerator[bytes, None]:
     decoder = sse.SSEDecoder()
     finished = False
+    first = True
     try:
         with translated(label):
             async for chunk in response.content.iter_any():
-                blocks = decoder.feed(chunk)
+                blocks = decoder.feed(chunk.removeprefix(b"\xef\xbb\xbf") if first else chunk)
                 if not blocks:
                     continue
                 if not all(sse.is_event(block) for block in blocks):
                     raise UpstreamBadResponse(f"{label} sent bytes that are not SSE", target=label)
+                if first and (error := _error_event(blocks[0])) is not None:
+                    # nothing has reached the client: an error now is a failed attempt
+                    # (a fallback moves on), not a stream that fails after a 200
+                    raise UpstreamStatusError(502, error, {}, target=label)
+                first = False
                 for index, block in enumerate(blocks):
                     if terminal(block):  # nothing after it is relayed, or waited for
                         finished, blocks = True, blocks[: index + 1]

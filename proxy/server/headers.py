@@ -36,6 +36,7 @@ _RESPONSE_DROP = frozenset(
         "keep-alive",
         "proxy-authenticate",
         "proxy-authorization",
+        "proxy-connection",
         "te",
         "trailer",
         "trailers",

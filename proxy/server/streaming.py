@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Mapping
 
+import aiohttp
 from aiohttp import web
 
 from proxy.errors import UpstreamError, error_type
@@ -51,6 +52,8 @@ async def relay_stream(
 ) -> web.StreamResponse:
     """Write ``stream`` to the client; always closes ``stream``; fills ``outcome``."""
     out = web.StreamResponse(status=status, headers={**headers, **_STREAM_HEADERS})
+    if request.version < aiohttp.HttpVersion11:
+        out.force_close()  # HTTP/1.0 has no chunking: the end of the stream is the close
     rewriter = rewriter_for(api, transform) if transform is not None else None
     iterator = aiter(stream)
     try:

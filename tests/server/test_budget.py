@@ -42,12 +42,18 @@ def test_limit_is_enforced_with_headers(
             remaining.append(float(reply.headers["x-hookgate-budget-remaining-usd"]))
     assert refused.value.code == "budget_exceeded"
     assert "model 'm'" in refused.value.message and "$0.05" in refused.value.message
+    assert "has spent its $0.05" in refused.value.message
+    with pytest.raises(openai.RateLimitError) as never:  # a worst case beyond the whole limit
+        client.chat.completions.create(model="m", messages=[], max_tokens=1000)
+    assert (
+        "worst case ($1.0" in never.value.message and "fewer output tokens" in never.value.message
+    )
     assert remaining == sorted(remaining, reverse=True)
     usd, count = settled(db)
     assert count == len(upstream.requests) and usd == pytest.approx(count * PER_REQUEST_USD)
     assert usd <= 0.05
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
-    assert 'hookgate_refusals_total{policy="budget",scope="model"} 1.0' in metrics
+    assert 'hookgate_refusals_total{policy="budget",scope="model"} 2.0' in metrics
     assert 'hookgate_budget_remaining_usd{scope="model",value="m",window="total"}' in metrics
 
 

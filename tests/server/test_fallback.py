@@ -61,6 +61,7 @@ MOVES_ON: dict[str, list[Step]] = {
     "stall_before_headers": [Hang()],
     "malformed_json": [Raw(b'{"choices": [')],
     "not_json_object": [Raw(b"[1, 2]")],
+    "200_with_an_error": [Status(200, {"error": {"message": "quota", "type": "server_error"}})],
 }
 
 
@@ -91,6 +92,9 @@ STREAM_BEFORE_FIRST_BYTE: dict[str, list[Step]] = {
     "500": [Status(500, {"error": {"message": "boom"}})],
     "stall_before_first_event": [Events([], end="hang")],
     "invalid_sse": [Events([b"this is not an event stream\n\n"])],
+    "error_event_first": [
+        Events([b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n'])
+    ],
 }
 
 
@@ -103,6 +107,27 @@ def test_stream_failure_before_first_byte_falls_back(
     stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert text == "Hello from the fake upstream."
+
+
+def test_a_stream_that_opens_with_a_byte_order_mark_is_a_stream(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    events = list(synth.chat_stream("m1", synth.Reply(text="with a BOM"), include_usage=False))
+    upstream.push(Events([b"\xef\xbb\xbf" + events[0], *events[1:]]))
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "with a BOM"
+    assert backup.requests == []
+
+
+def test_an_error_before_any_output_is_an_error_status_without_a_fallback(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy()
+    upstream.push(Events([b'data: {"error": {"message": "overloaded", "type": "x"}}\n\n']))
+    with pytest.raises(openai.APIStatusError) as info:
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert info.value.status_code == 502 and "overloaded" in info.value.message
 
 
 def test_stream_failure_after_first_byte_is_reported_not_hidden(

@@ -11,7 +11,7 @@ import pytest
 from proxy.config.loader import LoadedConfig, load_text
 from proxy.wire import sse, synth
 from tests.conftest import TEST_STORE, ProxyFactory, openai_client
-from tests.fakes import Events, FakeUpstream, Hang, Raw
+from tests.fakes import Events, FakeUpstream, Hang, Raw, send_raw
 
 
 def single_provider(base_url: str, settings: str = "") -> LoadedConfig:
@@ -146,3 +146,17 @@ def test_the_stream_ends_at_done_even_if_the_upstream_keeps_its_connection_open(
     assert response.text.endswith("data: [DONE]\n\n")
     assert "event: error" not in response.text and "still here" not in response.text
     assert upstream.cancelled.wait(5)  # and the upstream connection was closed
+
+
+def test_an_http_1_0_client_sees_the_stream_end(proxy_url: str) -> None:
+    """HTTP/1.0 has no chunked encoding: a stream's end is the connection's close, even if
+    the client asked to keep it alive."""
+    body = b'{"model": "m", "messages": [], "stream": true}'
+    head = (
+        b"POST /v1/chat/completions HTTP/1.0\r\nConnection: keep-alive\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    started = time.monotonic()
+    reply = send_raw(proxy_url, head + body, timeout=10)
+    assert time.monotonic() - started < 5  # closed by the proxy, not by the timeout
+    assert reply.startswith(b"HTTP/1.0 200") and reply.rstrip().endswith(b"data: [DONE]")
