@@ -224,7 +224,13 @@ class Analyzer:
         self._tech = _tech_names() if settings.tech_names else frozenset()
 
     def analyze(self, text: str) -> tuple[Finding, ...]:
-        """The entities in ``text``, in order, after hookgate's filters."""
+        """The entities in ``text``, in order, after hookgate's filters.
+
+        The text is analyzed with look-alike characters folded (:data:`_FOLD`: fullwidth
+        forms, other spaces and hyphens), one for one, so an e-mail with a fullwidth at
+        sign or an SSN with non-breaking hyphens is found and the spans still index
+        ``text``."""
+        text = text.translate(_FOLD)
         results = self._engine.analyze(
             text=text,
             language=self.settings.language,
@@ -340,6 +346,15 @@ _LATIN = re.compile(r"[a-z\u00c0-\u024f'-]+")
 
 _analyzers: dict[str, Analyzer] = {}
 _lock = threading.Lock()
+
+
+_FOLD: dict[int, int | str] = {
+    **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},  # fullwidth ASCII
+    **dict.fromkeys((0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "),
+    **dict.fromkeys((*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63), "-"),
+    0x2024: ".",  # one dot leader
+}
+"""Look-alikes folded, one character for one (so offsets hold), before analysis."""
 
 
 def analyzer_for(settings: AnalyzerSettings) -> Analyzer:

@@ -40,6 +40,10 @@ FOUND = [
      "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
     ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
      "SECRET", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    # look-alike characters: a fullwidth at sign, non-breaking hyphens and spaces
+    ("mail ana.lima\uff20example.com", "EMAIL_ADDRESS", "ana.lima\uff20example.com"),
+    ("SSN 512\u201134\u20117890", "US_SSN", "512\u201134\u20117890"),
+    ("card 4111\u00a01111\u00a01111\u00a01111", "CREDIT_CARD", "4111\u00a01111\u00a01111\u00a01111"),
     ("pem:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbCd==\n-----END RSA PRIVATE KEY-----\n",
      "SECRET", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbCd==\n-----END RSA PRIVATE KEY-----"),
 ]  # fmt: skip
