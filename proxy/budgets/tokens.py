@@ -25,6 +25,15 @@ PER_MESSAGE_OVERHEAD = 4
 """Tokens a chat format adds per message (role, separators), as OpenAI documents."""
 REPLY_PRIMING = 3
 """Tokens every chat reply is primed with."""
+IMAGE_TOKENS = 1600
+"""Tokens an image input is estimated at. The most OpenAI bills one image for its
+tile-based models at ``detail: high`` is 1,445 tokens (gpt-4o: 8 tiles of 170 plus 85);
+patch-based models cap an image at 1,536 patches. Models that weight image tokens (the
+gpt-4o-mini family bills about 33 times the tokens at a matching lower price) need a larger value:
+see the budget policy's ``image_tokens``."""
+_MEDIA_PARTS = frozenset({"image_url", "input_image"})
+_NOT_TEXT = frozenset({"image_url", "type", "role", "id", "tool_call_id", "file_data", "data"})
+"""Keys whose values are not text the model reads as tokens (URLs, base64 payloads)."""
 
 
 @functools.cache
@@ -53,21 +62,26 @@ def count(model: str, text: str) -> int:
     return _count(encoding_for(model).name, text) if text else 0
 
 
-def prompt_tokens(api: str, model: str, body: Mapping[str, Any]) -> int:
-    """An estimate of the prompt's tokens: every text the model reads, plus framing."""
+def prompt_tokens(
+    api: str, model: str, body: Mapping[str, Any], image_tokens: int = IMAGE_TOKENS
+) -> int:
+    """An estimate of the prompt's tokens: every text the model reads, plus framing, plus
+    ``image_tokens`` per image part. Base64 payloads (files, audio) are not text and
+    are not counted; their tokens are charged when the call settles."""
     texts: list[str] = []
+    images = [0]
     if api == "chat.completions":
-        _collect(body.get("messages"), texts)
+        _collect(body.get("messages"), texts, images)
         overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
     elif api == "responses":
-        _collect(body.get("instructions"), texts)
-        _collect(body.get("input"), texts)
+        _collect(body.get("instructions"), texts, images)
+        _collect(body.get("input"), texts, images)
         overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
     else:
-        _collect(body.get("prompt", body.get("input")), texts)
+        _collect(body.get("prompt", body.get("input")), texts, images)
         overhead = 0
-    _collect(body.get("tools"), texts)
-    return sum(count(model, text) for text in texts) + overhead
+    _collect(body.get("tools"), texts, images)
+    return sum(count(model, text) for text in texts) + overhead + images[0] * image_tokens
 
 
 def max_output_tokens(body: Mapping[str, Any], default: int) -> int:
@@ -83,14 +97,17 @@ def max_output_tokens(body: Mapping[str, Any], default: int) -> int:
     return ceiling * (n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1)
 
 
-def _collect(value: Any, texts: list[str]) -> None:
-    """Gather the strings of a JSON value (message contents, tool schemas, arguments)."""
+def _collect(value: Any, texts: list[str], images: list[int]) -> None:
+    """Gather the strings of a JSON value (message contents, tool schemas, arguments), and
+    count its image parts in ``images[0]``."""
     if isinstance(value, str):
         texts.append(value)
     elif isinstance(value, Mapping):
+        if value.get("type") in _MEDIA_PARTS:
+            images[0] += 1
         for key, item in value.items():
-            if key not in ("image_url", "type", "role", "id", "tool_call_id"):
-                _collect(item, texts)
+            if key not in _NOT_TEXT:
+                _collect(item, texts, images)
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         for item in value:
-            _collect(item, texts)
+            _collect(item, texts, images)

@@ -8,6 +8,7 @@ YAML::
           - {scope: reply, tokens: 20000}          # window defaults to total
           - {scope: key, window: month, usd: 10, tokens: 2000000}
         default_max_output_tokens: 4096   # worst case when a request sets no max
+        image_tokens: 1600                # prompt tokens reserved per image part
         unpriced: refuse                  # or allow (then only token limits apply)
         on_store_error: refuse            # store down: refuse (503) or allow unchecked
 
@@ -82,6 +83,9 @@ class BudgetConfig(BaseModel):
 
     limits: list[LimitConfig]
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    image_tokens: Annotated[int, Field(ge=0)] = token_estimates.IMAGE_TOKENS
+    """Prompt tokens reserved per image part (see ``proxy.budgets.tokens.IMAGE_TOKENS``;
+    raise it for models that weight image tokens, e.g. ~50000 for gpt-4o-mini)."""
     unpriced: Literal["refuse", "allow"] = "refuse"
     on_store_error: Literal["refuse", "allow"] = "refuse"
     """When the store cannot be read to check a limit: ``refuse`` the request (503, fail
@@ -163,7 +167,9 @@ class BudgetPolicy(Policy):
         return response
 
     def _worst_case(self, call: ModelCall) -> tuple[float, int]:
-        prompt = token_estimates.prompt_tokens(call.api, call.model, call.body)
+        prompt = token_estimates.prompt_tokens(
+            call.api, call.model, call.body, self.config.image_tokens
+        )
         output = token_estimates.max_output_tokens(call.body, self.config.default_max_output_tokens)
         worst = Usage(input_tokens=prompt, output_tokens=output)
         costs = [self.pricing.cost(t.model or call.model, worst) for t in call.targets]
@@ -177,7 +183,9 @@ class BudgetPolicy(Policy):
         return max((c for c in costs if c is not None), default=0.0), prompt + output
 
     def _estimate_usage(self, call: ModelCall, text: str) -> Usage:
-        prompt = token_estimates.prompt_tokens(call.api, call.model, call.body)
+        prompt = token_estimates.prompt_tokens(
+            call.api, call.model, call.body, self.config.image_tokens
+        )
         return Usage(input_tokens=prompt, output_tokens=token_estimates.count(call.model, text))
 
     async def _settle(
