@@ -243,7 +243,10 @@ async def _events(
     try:
         with translated(label):
             async for chunk in response.content.iter_any():
-                blocks = decoder.feed(chunk.removeprefix(b"\xef\xbb\xbf") if first else chunk)
+                try:
+                    blocks = decoder.feed(chunk.removeprefix(b"\xef\xbb\xbf") if first else chunk)
+                except sse.EventTooLarge as exc:
+                    raise UpstreamBadResponse(f"{label}: {exc}", target=label) from None
                 if not blocks:
                     continue
                 if not all(sse.is_event(block) for block in blocks):

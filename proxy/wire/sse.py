@@ -11,6 +11,15 @@ from dataclasses import dataclass
 
 import orjson
 
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""The largest event accepted. A Responses ``response.completed`` repeats the whole
+response (generated images included, in base64), so this is generous; it exists so that
+an upstream that never ends an event cannot grow the proxy's memory without bound."""
+
+
+class EventTooLarge(ValueError):
+    """An event grew past :attr:`SSEDecoder.max_event_bytes` without ending."""
+
 
 class SSEDecoder:
     """Incrementally split bytes into complete event blocks (each with its blank line).
@@ -23,18 +32,24 @@ class SSEDecoder:
     than many small events.
     """
 
-    __slots__ = ("_kept", "_tail")
+    __slots__ = ("_kept", "_kept_bytes", "_tail", "max_event_bytes")
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._kept: list[bytes] = []
+        self._kept_bytes = 0
         self._tail = b""
+        self.max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """Add ``chunk``; return the blocks it completed, in order."""
+        """Add ``chunk``; return the blocks it completed, in order. Raises
+        :class:`EventTooLarge` when an unfinished block outgrows ``max_event_bytes``."""
         if self._kept:
             probe = self._tail + chunk
             if not _has_boundary(probe):
                 self._kept.append(chunk)
+                self._kept_bytes += len(chunk)
+                if self._kept_bytes > self.max_event_bytes:
+                    raise EventTooLarge(f"an event grew past {self.max_event_bytes} bytes")
                 self._tail = probe[-3:]
                 return []
             self._kept.append(chunk)
@@ -53,6 +68,7 @@ class SSEDecoder:
                 start = match.end()
             rest = buffer[start:]
         self._kept = [rest] if rest else []
+        self._kept_bytes = len(rest)
         self._tail = rest[-3:]
         return blocks
 

@@ -75,3 +75,14 @@ def test_terminal_detection() -> None:
     assert sse.is_responses_terminal(b'data: {"type": "response.failed"}\n\n')
     assert not sse.is_responses_terminal(b"event: response.output_text.delta\ndata: {}\n\n")
     assert sse.encode({"a": 1}, event="error") == b'event: error\ndata: {"a":1}\n\n'
+
+
+def test_an_event_that_never_ends_is_refused_not_buffered_forever() -> None:
+    decoder = sse.SSEDecoder(max_event_bytes=1000)
+    assert decoder.feed(b"data: 1\n\ndata: ") == [b"data: 1\n\n"]
+    with pytest.raises(sse.EventTooLarge):
+        for _ in range(20):
+            decoder.feed(b"x" * 100)
+    big = sse.SSEDecoder(max_event_bytes=1000)
+    assert big.feed(b"data: " + b"y" * 900) == []
+    assert big.feed(b"y" * 50 + b"\n\n") == [b"data: " + b"y" * 950 + b"\n\n"]  # under: fine
