@@ -224,10 +224,11 @@ class SQLiteStore:
             ]  # fmt: skip
             try:
                 await self._run(functools.partial(_insert_usage, rows=rows))
-            except StoreUnavailable as exc:
+            except Exception as exc:  # never leave a settling request waiting
+                error = exc if isinstance(exc, StoreUnavailable) else _refused_rows(exc)
                 for _, future in batch:
                     if not future.done():
-                        future.set_exception(exc)
+                        future.set_exception(error)
             else:
                 for _, future in batch:
                     if not future.done():
@@ -269,11 +270,12 @@ class SQLiteStore:
             rows = [tuple(getattr(r, name) for name in AUDIT_FIELDS) for r, _ in batch]
             try:
                 await self._run(functools.partial(_insert_audit, rows=rows))
-            except StoreUnavailable as exc:
-                log.error("audit: %d records not written: %s", len(batch), exc.message)
+            except Exception as exc:  # never leave a waiter hanging, nor the flusher dead
+                error = exc if isinstance(exc, StoreUnavailable) else _refused_rows(exc)
+                log.error("audit: %d records not written: %s", len(batch), error.message)
                 for _, future in batch:
                     if future is not None and not future.done():
-                        future.set_exception(exc)
+                        future.set_exception(error)
             else:
                 for _, future in batch:
                     if future is not None and not future.done():
@@ -361,6 +363,13 @@ def _migrate(db: sqlite3.Connection) -> None:
         for column, declaration in columns.items():
             if column not in present:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+
+def _refused_rows(exc: Exception) -> StoreUnavailable:
+    """A batch the database would not take for a reason of its own rows (a value
+    sqlite3 cannot bind): reported like an outage, so callers' handling applies."""
+    log.exception("store: a batch of rows was refused")
+    return StoreUnavailable(f"rows refused: {type(exc).__name__}")
 
 
 def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:

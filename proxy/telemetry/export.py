@@ -203,7 +203,12 @@ class SpanShipper(SpanProcessor):
             frame: list[Record] = []
             while self._queue and len(frame) < FRAME_RECORDS:
                 frame.append(self._queue.popleft())
-            if not self._send(orjson.dumps(frame)):
+            try:
+                payload = orjson.dumps(frame)
+            except TypeError as exc:  # a value orjson cannot encode: lose this frame only
+                log.error("tracing: %d spans could not be encoded: %s", len(frame), exc)
+                payload = None
+            if payload is None or not self._send(payload):
                 with self._lock:
                     self._dropped += len(frame)
         self._idle.set()

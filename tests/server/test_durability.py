@@ -96,3 +96,23 @@ async def test_committed_rows_reach_the_database_file_without_a_close(tmp_path: 
     with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
         assert copy.execute("SELECT COUNT(*) FROM usage").fetchone() == (20,)
     await store.close()
+
+
+async def test_a_row_the_database_refuses_fails_its_batch_and_hangs_no_one(
+    tmp_path: Path,
+) -> None:
+    """Once, a value sqlite3 cannot bind (a lone surrogate) raised out of the group commit:
+    every request waiting on that batch hung, and the writer was dead for the next ones."""
+    from proxy.errors import StoreUnavailable
+
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'hookgate.db'}")
+    bad = UsageRow(time.time(), "bad", "m", 10, 5, 0.01, agent="\udcff")
+    good = [UsageRow(time.time(), f"r{i}", "m", 10, 5, 0.01) for i in range(5)]
+    results = await asyncio.wait_for(
+        asyncio.gather(*(store.record_usage(r) for r in [bad, *good]), return_exceptions=True),
+        5,
+    )
+    assert all(isinstance(r, StoreUnavailable) for r in results)  # the batch failed, loudly
+    await asyncio.wait_for(store.record_usage(good[0]), 5)  # and the writer goes on
+    assert settled(tmp_path / "hookgate.db")[1] == 1
+    await store.close()
