@@ -103,7 +103,8 @@ def _collect(value: Any, texts: list[str], images: list[int]) -> None:
     if isinstance(value, str):
         texts.append(value)
     elif isinstance(value, Mapping):
-        if value.get("type") in _MEDIA_PARTS:
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in _MEDIA_PARTS:  # (a client may send any JSON)
             images[0] += 1
         for key, item in value.items():
             if key not in _NOT_TEXT:

@@ -167,7 +167,8 @@ def _content(content: Any, fn: TextFn) -> Any:
         return content
     out: list[Any] | None = None
     for i, part in enumerate(content):
-        field = _TEXT_PARTS.get(part.get("type", "")) if isinstance(part, Mapping) else None
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        field = _TEXT_PARTS.get(kind) if isinstance(kind, str) else None
         if field is None or not isinstance(part.get(field), str):
             continue
         mapped = fn(part[field])

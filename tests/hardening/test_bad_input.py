@@ -176,6 +176,10 @@ NASTY_BODIES: dict[str, bytes] = {
         b'"x", {"function": {"name": null, "arguments": {"a": 1}}}]}]}'
     ),
     "tools garbage": b'{"model": "m", "tools": [1, {"function": "x"}], "tool_choice": 5}',
+    "unhashable types": (  # found by the generated requests below: a 500 once
+        b'{"model": "m", "tools": [{"type": []}], "tool_choice": {"type": {}}, "messages": '
+        b'[{"role": "user", "content": [{"type": []}]}], "input": [{"type": [1]}]}'
+    ),
     "stream_options garbage": b'{"model": "m", "stream": true, "stream_options": [1]}',
     "responses input object": b'{"model": "m", "input": {"role": "user"}, "instructions": 3}',
     "over the body limit": b'{"model": "m", "pad": "' + b"x" * (MAX_BODY + 10) + b'"}',

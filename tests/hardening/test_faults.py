@@ -91,13 +91,14 @@ def _storm(clients: list[openai.OpenAI], rng: random.Random) -> list[float]:
             started = time.monotonic()
             try:
                 if stream:
-                    events = client.chat.completions.create(
+                    # closed however it ends: a stream the SDK raised from mid-way and left
+                    # open was a socket the garbage collector found unclosed (a flaky failure)
+                    with client.chat.completions.create(
                         model="m", messages=[{"role": "user", "content": "hi"}], stream=True
-                    )
-                    for n, _ in enumerate(events):
-                        if leave_early and n == 0:
-                            break  # the client goes away mid-stream
-                    events.close()
+                    ) as events:
+                        for n, _ in enumerate(events):
+                            if leave_early and n == 0:
+                                break  # the client goes away mid-stream
                 else:
                     client.chat.completions.create(
                         model="m", messages=[{"role": "user", "content": "hi"}]
