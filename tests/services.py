@@ -107,14 +107,22 @@ class RedisServer:
     """A real ``redis-server`` on a free loopback port, with append-only durability."""
 
     def __init__(self, directory: Path) -> None:
-        binary = require("redis-server")
+        self.directory = directory
         self.port = free_port()
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
-             "--appendonly", "yes", "--save", ""],
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = self._start()
+
+    def restart(self) -> None:
+        """Stop, then start again on the same port and data (its append-only file)."""
+        self.stop()
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [require("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.directory), "--appendonly", "yes", "--save", ""],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         deadline = time.monotonic() + 15
         while True:
             try:
@@ -124,9 +132,10 @@ class RedisServer:
                         break
             except OSError:
                 pass
-            assert self.process.poll() is None, "redis-server exited"
+            assert process.poll() is None, "redis-server exited"
             assert time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)
+        return process
 
     def stop(self) -> None:
         self.process.terminate()

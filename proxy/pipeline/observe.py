@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
 Attributes = Mapping[str, AttributeValue]
@@ -123,6 +123,9 @@ class Observation:
     upstream: UpstreamAddress | None = None
     upstream_s: float = 0.0
     capture_output: bool = False
+    sent_body: Mapping[str, Any] | None = None
+    """The body of the latest upstream attempt as sent, after every policy (so redacted):
+    what content capture records as the model's input. Held by reference."""
     stream_facts: ResponseFacts | None = None
     """Facts of the upstream stream of the attempt that answered, read from its events
     as they arrive, before any policy wraps or rewrites the stream."""

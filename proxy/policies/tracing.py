@@ -112,9 +112,7 @@ class TracingPolicy(Policy):
         self.tracer = self.provider.get_tracer("hookgate")
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:
-        attributes = semconv.request_attributes(
-            call.api, call.model, call.body, ctx.session_id, content=self.config.capture_content
-        )
+        attributes = semconv.request_attributes(call.api, call.model, call.body, ctx.session_id)
         attributes["hookgate.request_id"] = ctx.request_id
         if ctx.agent:
             attributes["hookgate.agent"] = ctx.agent
@@ -135,19 +133,17 @@ class TracingPolicy(Policy):
         observation.capture_output = self.config.capture_content and call.stream
         state: dict[str, str] = {}
         ctx.state[self.name] = state
-        observation.on_finish.append(lambda outcome: self._finish(span, spans, outcome, ctx))
+        api = call.api
+        observation.on_finish.append(lambda outcome: self._finish(span, spans, outcome, ctx, api))
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
-        """With content capture: record what the model saw and said, redacted as it was."""
-        if not self.config.capture_content:
-            return await next(call, ctx)
-        state = ctx.state[self.name]
-        messages = prompts.messages_of(call.api, call.body)
-        if messages is not None:
-            state["input"] = semconv.input_messages(messages)
+        """With content capture: record what the model said, before outer policies
+        rewrite it (what it saw is read in :meth:`_finish` from the body as sent)."""
         response = await next(call, ctx)
-        if response.payload is not None and response.status < 300:
-            state["output"] = "".join(facts_of(call.api, response.body, collect_text=True).text)
+        if self.config.capture_content and response.payload is not None and response.status < 300:
+            ctx.state[self.name]["output"] = "".join(
+                facts_of(call.api, response.body, collect_text=True).text
+            )
         return response
 
     async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
@@ -214,13 +210,21 @@ class TracingPolicy(Policy):
         span.end()
         return result
 
-    def _finish(self, span: CallSpan, spans: OtelSpans, outcome: Outcome, ctx: Context) -> None:
+    def _finish(
+        self, span: CallSpan, spans: OtelSpans, outcome: Outcome, ctx: Context, api: str
+    ) -> None:
         observation = ctx.observation
         attributes = semconv.outcome_attributes(outcome, observation.upstream)
         attributes.update(observation.attributes)
         state = ctx.state[self.name]
-        if "input" in state:
-            attributes[semconv.INPUT_MESSAGES] = state["input"]
+        sent = observation.sent_body
+        if self.config.capture_content and sent is not None:
+            messages = prompts.messages_of(api, sent)
+            if messages is not None:
+                attributes[semconv.INPUT_MESSAGES] = semconv.input_messages(messages)
+            stop = semconv.stop_sequences(sent)
+            if stop is not None:
+                attributes[semconv.REQUEST_STOP_SEQUENCES] = stop
         text = outcome.output_text if outcome.output_text is not None else state.get("output")
         if text:
             attributes[semconv.OUTPUT_MESSAGES] = semconv.output_messages(

@@ -111,6 +111,7 @@ class Upstreams:
         if target.model is not None and call.body.get("model") != target.model:
             call = call.with_body({**call.body, "model": target.model})
         observation = ctx.observation
+        observation.sent_body = call.body
         address = observation.upstream = provider.address
         if observation.spans is not None:
             call = call.with_headers({**call.headers, **observation.spans.trace_headers()})

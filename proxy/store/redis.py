@@ -6,6 +6,12 @@ record) and release are each atomic across replicas. A reservation carries an ex
 one left by a crashed replica is released by the next reserve after it expires.
 Usage records go to the stream ``hg:usage`` in the same script that settles them.
 
+A command that fails on a lost connection (a Redis restart leaves every pooled
+connection dead) is retried on a fresh one, twice at most, so a restart costs no
+request. Reserve and settle are idempotent under such a retry (a reservation is taken
+once; a settlement leaves a marker for a minute and a second one is a no-op), so a
+reply lost with its connection never charges twice.
+
 Durability of settled spend is Redis's: run it with ``appendonly yes`` (and
 ``appendfsync everysec`` or ``always``). The scripts touch keys they compute, so use a
 single Redis (or a primary with replicas), not Redis Cluster.
@@ -21,7 +27,9 @@ from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError, RedisError
 
 from proxy.budgets.ledger import Ledger, Refusal
 from proxy.budgets.limits import Counter
@@ -34,6 +42,9 @@ log = logging.getLogger("hookgate")
 
 RESERVATION_TTL_S = 900.0
 """A reservation older than this is taken for one of a crashed replica and released."""
+
+RETRIES = 2
+"""Retries of a command whose connection was lost (see the module docstring)."""
 
 WINDOW_S = {"minute": 60, "hour": 3600, "day": 86400, "month": 31 * 86400}
 
@@ -55,6 +66,7 @@ RESERVE = (
     _RELEASE
     + """
 local now, rid, usd, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('EXISTS', 'hg:res:' .. rid) == 1 then return {0} end
 for _, old in ipairs(redis.call('ZRANGEBYSCORE', 'hg:resq', '-inf', now, 'LIMIT', 0, 64)) do
   release(old)
 end
@@ -85,6 +97,7 @@ return {0}
 SETTLE = (
     _RELEASE
     + """
+if not redis.call('SET', 'hg:settled:' .. ARGV[1], 1, 'NX', 'PX', 60000) then return 0 end
 release(ARGV[1])
 local usd, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
 for _, key in ipairs(KEYS) do
@@ -121,7 +134,8 @@ class RedisStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.client = aioredis.Redis.from_url(url, decode_responses=True)
+        retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), RETRIES, (ConnectionError,))
+        self.client = aioredis.Redis.from_url(url, decode_responses=True, retry=retry)
         self._reserve = self.client.register_script(RESERVE)
         self._settle = self.client.register_script(SETTLE)
         self._release = self.client.register_script(RELEASE)

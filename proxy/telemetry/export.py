@@ -368,7 +368,11 @@ def main() -> None:
     # Yield the CPU to the proxy: where they share a core, a request never waits behind
     # an export batch; under saturation the queue fills and spans are dropped (counted).
     os.nice(NICENESS)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # The report pipe is stdout's descriptor, kept apart: whatever else writes to stdout
+    # (the console exporter, a library's print) goes to stderr, the proxy's log, and so
+    # can never be read as a failure count.
+    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     first = _read_frame(stdin)
     if first is None:
         return

@@ -81,12 +81,9 @@ def request_attributes(
     model: str,
     body: Mapping[str, Any],
     conversation_id: str | None,
-    *,
-    content: bool = False,
 ) -> dict[str, AttributeValue]:
-    """Attributes known before the call, read from the request body. Stop sequences are
-    text the client wrote (they may hold what redaction would hide: these attributes are
-    read before any policy ran), so they are recorded only with ``content``."""
+    """Attributes known before the call, read from the request body before any policy ran:
+    so none of them is text the client wrote (see :func:`stop_sequences`)."""
     attributes: dict[str, AttributeValue] = {OPERATION_NAME: OPERATIONS[api], REQUEST_MODEL: model}
     if conversation_id:
         attributes[CONVERSATION_ID] = conversation_id
@@ -102,15 +99,21 @@ def request_attributes(
         attributes[REQUEST_SEED] = body["seed"]
     if _is_int(body.get("n")) and body["n"] != 1:
         attributes[REQUEST_CHOICE_COUNT] = body["n"]
-    stop = body.get("stop") if content else None
-    if isinstance(stop, str):
-        attributes[REQUEST_STOP_SEQUENCES] = [stop]
-    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-        attributes[REQUEST_STOP_SEQUENCES] = list(stop)
     output_type = _output_type(body)
     if output_type is not None:
         attributes[OUTPUT_TYPE] = output_type
     return attributes
+
+
+def stop_sequences(body: Mapping[str, Any]) -> list[str] | None:
+    """The request's stop sequences, or None. They are text the client wrote: record them
+    only as content, from the body as the model sees it (after redaction)."""
+    stop = body.get("stop")
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, list) and stop and all(isinstance(s, str) for s in stop):
+        return list(stop)
+    return None
 
 
 def outcome_attributes(

@@ -335,10 +335,15 @@ def test_telemetry_has_counts_never_values(
     )
     with openai_client(url) as c:
         upstream.push(Echo())
-        c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
+        c.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": MESSAGE}],
+            stop=["END", f"write to {PII['EMAIL_ADDRESS']}"],
+        )
     spans = receiver.wait_for(2)
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
-    line = 'hookgate_pii_entities_total{action="pseudonymize",entity_type="EMAIL_ADDRESS"} 1.0'
+    # the e-mail address is sent twice (message and stop sequence): each occurrence counts
+    line = 'hookgate_pii_entities_total{action="pseudonymize",entity_type="EMAIL_ADDRESS"} 2.0'
     assert line in metrics
     guard = next(s for s in spans if s.name == "apply_guardrail pii")
     request = next(s for s in spans if s.name.startswith("chat"))
@@ -349,6 +354,8 @@ def test_telemetry_has_counts_never_values(
     assert json.loads(records[-1]["findings"])["PERSON:pseudonymize"] == 1
     exported = " ".join(str(s.attributes) for s in spans)
     assert PATTERN.search(exported)  # captured content is what the model saw
+    (stop_end, stop_mail) = request.attributes["gen_ai.request.stop_sequences"]
+    assert stop_end == "END" and PATTERN.fullmatch(stop_mail.removeprefix("write to "))
     for where in (metrics, exported, json.dumps(records), caplog.text):
         assert_clean(where)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,6 +120,27 @@ async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServe
     await store.close()
 
 
+async def test_reserve_and_settle_repeated_by_a_retry_count_once(
+    redis_server: RedisServer,
+) -> None:
+    from proxy.budgets.limits import Counter, Limit
+    from proxy.store.base import UsageRow
+    from proxy.store.redis import RedisLedger, RedisStore
+
+    store = RedisStore(redis_server.url)
+    ledger = RedisLedger(store)
+    counter = [Counter(Limit("team", "total", 1.0, None), "payments", 0.0)]
+    for _ in range(2):  # the reply to the first was lost with its connection
+        assert await ledger.reserve("r1", counter, 0.6, 10) is None
+    assert await ledger.remaining(counter) == (pytest.approx(0.4), None)
+    row = UsageRow(time.time(), "r1", "m", 3, 4, 0.25, team="payments")
+    for _ in range(2):
+        await ledger.settle("r1", counter, row)
+    assert await ledger.remaining(counter) == (pytest.approx(0.75), None)
+    assert await store.usage_total("team", "payments", 0) == (pytest.approx(0.25), 7)
+    await store.close()
+
+
 async def test_the_deployment_secret_is_created_once_and_shared(
     redis_server: RedisServer,
 ) -> None:
@@ -131,3 +153,37 @@ async def test_the_deployment_secret_is_created_once_and_shared(
     assert await first.secret("other") != secret
     await first.close()
     await second.close()
+
+
+def test_a_redis_restart_loses_no_request_and_no_spend(
+    loop_thread: LoopThread, upstream: FakeUpstream, redis_server: RedisServer
+) -> None:
+    text = config_text(
+        upstream.base_url,
+        f"store: '{redis_server.url}'\n{PRICE}keys: {{required: true, admin_key: {ADMIN}}}\n"
+        "policies:\n  - budget: {limits: [{scope: team, usd: 1.0}]}\n",
+        models='  "*": [{provider: up, model: fixed-model}]',
+    )
+    server = loop_thread.run(RunningApp(create_app(load_text(text))).start())
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    try:
+        key = httpx.post(f"{server.url}/admin/keys", json={"team": "t"}, headers=admin).json()
+        question = [{"role": "user", "content": "How are you today?"}]
+        with openai.OpenAI(base_url=f"{server.url}/v1", api_key=key["key"], max_retries=0) as c:
+            for restart in (False, True, True):
+                if restart:  # every pooled connection to the old process is now dead
+                    redis_server.restart()
+                for stream in (False, True):
+                    response = c.chat.completions.create(
+                        model="m", messages=question, max_tokens=5, stream=stream
+                    )  # type: ignore[call-overload]
+                    if stream:
+                        assert [chunk for chunk in response]
+                    else:
+                        assert response.choices
+        spend = httpx.get(f"{server.url}/admin/spend", headers=admin).json()["data"]
+        assert spend[0]["requests"] == 6
+        assert spend[0]["usd"] == pytest.approx(6 * PER_REQUEST_USD)
+        assert httpx.get(f"{server.url}/readyz").json()["status"] == "ready"
+    finally:
+        loop_thread.run(server.stop())

@@ -164,6 +164,24 @@ def test_dead_exporter_never_fails_requests_and_drops_are_counted(
     assert len(failures) == 1, failures
 
 
+def test_console_exporter_prints_spans_to_the_log_and_drops_none(
+    make_proxy: ProxyFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    url = make_proxy("policies:\n  - tracing: {exporter: console, schedule_delay_ms: 20}\n")
+    client = openai_client(url)
+    for _ in range(5):
+        assert client.chat.completions.create(model="m", messages=[]).choices
+    printed = ""
+    deadline = time.monotonic() + 10
+    while printed.count('"name": "chat m"') < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        printed += capfd.readouterr().err
+    assert printed.count('"name": "chat m"') == 5
+    client.chat.completions.create(model="m", messages=[])  # brings the worker's reports in
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    assert "hookgate_trace_spans_dropped_total 0.0" in metrics
+
+
 def test_each_fallback_attempt_is_a_child_span(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, refused_port: int
 ) -> None:
