@@ -18,3 +18,13 @@ def settled(db: Path) -> tuple[float, int]:
             "SELECT COALESCE(SUM(cost_usd), 0), COUNT(*) FROM usage"
         ).fetchone()
     return float(usd), int(count)
+
+
+def audited(db: Path) -> tuple[float, int, int]:
+    """``(USD, tokens, records)`` the audit log of a SQLite store says were spent."""
+    with sqlite3.connect(db) as connection:
+        usd, tokens, count = connection.execute(
+            "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0),"
+            " COUNT(*) FROM audit"
+        ).fetchone()
+    return float(usd), int(tokens), int(count)

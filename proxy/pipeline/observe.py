@@ -27,6 +27,17 @@ class Usage:
     reasoning_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What a budget settled for a request. ``estimated`` when the response reported no
+    usage (a cut or abandoned stream, an upstream that ignores ``include_usage``) and the
+    tokens were counted by the proxy; ``cost_usd`` is None for an unpriced model."""
+
+    usage: Usage
+    cost_usd: float | None
+    estimated: bool
+
+
 @dataclass(slots=True)
 class ResponseFacts:
     """What telemetry reports about a response (read by :mod:`proxy.wire.usage`)."""
@@ -150,6 +161,9 @@ class Observation:
     pii: dict[tuple[str, str], int] = field(default_factory=dict)
     """``(entity_type, action)`` → occurrences the pii policy handled in this request
     (every occurrence sent upstream, history included). Counts only, never values."""
+    charge: Charge | None = None
+    """Set by the budget policy as it settles: the audit log, metrics and the span then
+    report the spend the ledger holds, estimate included (see :class:`Charge`)."""
     spans_dropped: int = 0
     """Spans the tracing exporter dropped (full queue), reported for the metrics."""
 

@@ -46,7 +46,7 @@ from proxy.budgets.pricing import Pricing
 from proxy.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
 from proxy.ids import UniqueIds
 from proxy.pipeline.hooks import Next, Policy
-from proxy.pipeline.observe import Usage
+from proxy.pipeline.observe import Charge, Usage
 from proxy.pipeline.services import Services
 from proxy.pipeline.types import Context, EventStream, ModelCall, ModelResponse
 from proxy.store.base import UsageRow
@@ -162,7 +162,7 @@ class BudgetPolicy(Policy):
         if response.status >= 300:
             await self.ledger.release(reservation)
             return response
-        usage = usage_of(response.body.get("usage")) or self._estimate_usage(call, "")
+        usage = usage_of(response.body.get("usage"))
         await self._settle(reservation, call, ctx, response.target.model or call.model, usage)
         return response
 
@@ -189,9 +189,22 @@ class BudgetPolicy(Policy):
         return Usage(input_tokens=prompt, output_tokens=token_estimates.count(call.model, text))
 
     async def _settle(
-        self, reservation: str, call: ModelCall, ctx: Context, model: str, usage: Usage
+        self,
+        reservation: str,
+        call: ModelCall,
+        ctx: Context,
+        model: str,
+        usage: Usage | None,
+        text: str = "",
     ) -> None:
-        cost = self.pricing.cost(model, usage) or 0.0
+        """Charge ``usage`` (the response's own), else an estimate: the prompt's tokens and
+        those of ``text``, the output seen."""
+        estimated = usage is None
+        if usage is None:
+            usage = self._estimate_usage(call, text)
+        priced = self.pricing.cost(model, usage)
+        cost = priced or 0.0
+        ctx.observation.charge = Charge(usage, priced, estimated)
         reserved, charged = ctx.state[self.name]
         if usage.input_tokens + usage.output_tokens > reserved:
             log.warning(
@@ -303,10 +316,10 @@ async def _metered(
 
     async def settle() -> None:
         facts = ctx.observation.stream_facts
-        usage = (facts.usage if facts else None) or policy._estimate_usage(
-            call, _streamed_text(call.api, seen)
-        )
-        await policy._settle(reservation, call, ctx, response.target.model or call.model, usage)
+        usage = facts.usage if facts else None
+        text = "" if usage is not None else _streamed_text(call.api, seen)
+        model = response.target.model or call.model
+        await policy._settle(reservation, call, ctx, model, usage, text)
 
     try:
         async for events in stream:
@@ -323,13 +336,14 @@ async def _metered(
                 yield b"".join(blocks)
     finally:
         try:
+            # shielded: the client's cancellation must not cancel the charge (or the
+            # release) as well
             if settled:
                 pass
             elif seen:
-                # shielded: the client's cancellation must not cancel the charge as well
                 await asyncio.shield(settle())
             else:
-                await policy.ledger.release(reservation)
+                await asyncio.shield(policy.ledger.release(reservation))
         finally:
             await stream.aclose()
 

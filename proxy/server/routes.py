@@ -211,14 +211,22 @@ def _finish(
 ) -> float | None:
     """Hand the outcome to finish callbacks and metrics; telemetry never fails a request.
 
-    Returns the request's cost in USD (None when unknown)."""
+    Returns the request's cost in USD (None when unknown). Where a budget charged the
+    request, usage and cost are what it charged, so every report agrees with the ledger:
+    a stream cut before its usage chunk is reported at the estimate it was charged."""
+    charge = ctx.observation.charge
+    if charge is not None and charge.estimated and outcome.usage is None:
+        outcome.usage = charge.usage
+        ctx.observation.attributes["hookgate.usage.estimated"] = True
     for callback in ctx.observation.on_finish:
         try:
             callback(outcome)
         except Exception:
             log.exception("a finish callback failed (request %s)", ctx.request_id)
     cost = None
-    if outcome.usage is not None and outcome.target is not None:
+    if charge is not None:
+        cost = charge.cost_usd
+    elif outcome.usage is not None and outcome.target is not None:
         cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
     shown = runtime.config.server.metric_labels
     identity = (

@@ -16,7 +16,7 @@ import pytest
 from proxy.config.loader import load_text
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream
-from tests.spend import PER_REQUEST_USD, PRICE, settled
+from tests.spend import PER_REQUEST_USD, PRICE, audited, settled
 
 
 def budget_config(upstream: FakeUpstream, db: Path, limits: str, extra: str = "") -> str:
@@ -200,6 +200,15 @@ def test_stream_without_usage_is_charged_by_its_text(
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
     expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
+    assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
+
+
+def _audit_settles(db: Path) -> tuple[float, int, int]:
+    """The audit log's spend, once its record is written (off the response path)."""
+    deadline = time.monotonic() + 5
+    while not audited(db)[2] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return audited(db)
 
 
 def test_client_gone_before_the_first_event_releases_the_reservation(
@@ -260,3 +269,5 @@ def test_a_stream_that_produced_output_is_charged_however_it_ends(
     while not settled(db)[1] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
+    # the audit log (what `hookgate spend` reads) says what the budget charged
+    assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
