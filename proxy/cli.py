@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from proxy import __version__
 from proxy.config.durations import parse_duration
 from proxy.config.loader import ConfigError, LoadedConfig, load_file
 from proxy.config.schema import Config
+from proxy.errors import StoreUnavailable
 from proxy.pipeline import registry
 from proxy.store.base import Store, open_store
 
@@ -181,9 +183,23 @@ def _store_command(
             for line in exc.lines:
                 print(line, file=sys.stderr)
             return 1
-        return asyncio.run(_with_store(loaded.config.store, args, work))
+        try:
+            return asyncio.run(_with_store(loaded.config.store, args, work))
+        except StoreUnavailable as exc:  # one line, never a traceback
+            print(f"hookgate: {exc.message}", file=sys.stderr)
+            return 1
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                option = _OPTIONS.get(str(error["loc"][0]), str(error["loc"][0]))
+                print(f"hookgate: {option}: {error['msg']}", file=sys.stderr)
+            return 2
 
     return run
+
+
+_OPTIONS = {"team": "--team", "user": "--user", "name": "--name", "models": "--models",
+            "expires_in_s": "--expires"}  # fmt: skip
+"""``NewKey`` fields by the option that sets them, for error messages."""
 
 
 async def _with_store(
@@ -216,7 +232,7 @@ async def _keys_command(args: argparse.Namespace, store: Store) -> int:
                 print(orjson.dumps(public(record)).decode())
                 continue
             state = record.usable(time.time()) or "active"
-            allowed = ",".join(record.models) or "*"
+            allowed = ",".join(record.models) or "(any)"
             print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
                   f"models={allowed}  {state}")  # fmt: skip
         return 0

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from proxy.config.durations import parse_duration
 from proxy.errors import InvalidRequest, NotFound
@@ -22,17 +22,40 @@ from proxy.server.keys import HOLDER, STORE
 from proxy.store import keys
 from proxy.store.keys import KeyRecord
 
+MAX_EXPIRY_S = 100 * 365 * 86400.0
+"""The longest a key may be made to live; leave ``expires_in_s`` out for a key that never
+expires (an infinite or absurd number must not mean that by accident)."""
+
+
+def _printable(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("must be printable text, without control characters")
+    return text
+
+
+def _a_model_name(model: str) -> str:
+    if model == "*":
+        raise ValueError("'*' is not a model name: leave models out for a key that may call any")
+    return model
+
+
+Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
+"""A team, user or key name: it reaches the audit log and, for teams, metric labels."""
+
 
 class NewKey(BaseModel):
     """A key to create (the admin API body and ``hookgate keys create``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    team: Annotated[str, Field(min_length=1)]
-    user: str | None = None
-    name: str | None = None
-    models: list[str] = Field(default_factory=list)
-    expires_in_s: Annotated[float, Field(gt=0)] | None = None
+    team: Label
+    user: Label | None = None
+    name: Label | None = None
+    models: Annotated[
+        list[Annotated[Label, AfterValidator(_a_model_name)]], Field(max_length=1000)
+    ] = Field(default_factory=list)
+    """The model names (aliases) the key may call; empty: any."""
+    expires_in_s: Annotated[float, Field(gt=0, le=MAX_EXPIRY_S, strict=True)] | None = None
 
 
 def make_key(spec: NewKey, now: float) -> tuple[str, KeyRecord]:

@@ -170,12 +170,12 @@ class RedisStore:
         return None if raw is None else _key_record(orjson.loads(raw))
 
     async def keys(self) -> list[KeyRecord]:
-        records = []
-        async for name in self.client.scan_iter(match="hg:key:*"):
-            record = await self._key(name.removeprefix("hg:key:"))
-            if record is not None:
-                records.append(record)
-        return sorted(records, key=lambda r: r.created_at)
+        names = await self._call(self._scan("hg:key:*"))
+        records = [await self._key(name.removeprefix("hg:key:")) for name in names]
+        return sorted((r for r in records if r is not None), key=lambda r: r.created_at)
+
+    async def _scan(self, match: str) -> list[str]:
+        return [name async for name in self.client.scan_iter(match=match)]
 
     async def revoke_key(self, key_id: str, at: float) -> bool:
         record = await self._key(key_id)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -110,13 +111,34 @@ def test_admin_api_guards_and_never_shows_secrets(
         httpx.get(f"{base}/admin/keys", headers={"authorization": f"Bearer {key}"}).status_code
         == 401
     )
-    assert admin(keyed, "POST", "/keys", json={"team": ""}).status_code == 400
     assert admin(keyed, "DELETE", "/keys/hgk_nope").status_code == 404
     plain = make_proxy()  # no admin key configured: the admin API is off
     response = httpx.get(
         plain.removesuffix("/v1") + "/admin/keys", headers={"authorization": "Bearer x"}
     )
     assert response.status_code == 403 and response.json()["error"]["code"] == "admin_disabled"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"team": ""},
+        {"team": "a\x00b"},
+        {"team": "t" * 5000},
+        {"team": "t", "user": "line\nbreak"},
+        {"team": "t", "models": ["*"]},  # would read as "any model" in a listing, and be none
+        {"team": "t", "models": [""]},
+        {"team": "t", "expires_in_s": True},  # not one second
+        {"team": "t", "expires_in_s": 1e300},  # not "never"
+        {"team": "t", "expires_in_s": 0},
+        {"team": "t", "expires_in_s": "30d"},
+    ],
+)
+def test_a_key_that_cannot_mean_what_it_says_is_refused(keyed: str, body: dict[str, Any]) -> None:
+    response = admin(keyed, "POST", "/keys", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert admin(keyed, "GET", "/keys").json()["data"] == []
 
 
 def test_admin_spend_report(keyed: str) -> None:
@@ -129,7 +151,8 @@ def test_admin_spend_report(keyed: str) -> None:
     assert report["data"][0]["team"] == "payments" and report["data"][0]["requests"] == 3
     assert report["data"][0]["tokens"] == 45
     assert admin(keyed, "GET", "/spend", params={"by": "password"}).status_code == 400
-    assert admin(keyed, "GET", "/spend", params={"since": "soon"}).status_code == 400
+    for since in ("soon", "nan", "inf", "1e400d", "-1h"):
+        assert admin(keyed, "GET", "/spend", params={"since": since}).status_code == 400
 
 
 def test_keys_off_means_anonymous(proxy_url: str) -> None:
@@ -167,6 +190,33 @@ def test_cli_create_list_revoke_against_a_running_proxy(
         with pytest.raises(openai.AuthenticationError):
             c.chat.completions.create(model="fast", messages=[])
     assert cli("revoke", "hgk_missing").returncode == 1
+    refused = cli("create", "--team", "t", "--models", "*", "--expires", "1e400d")
+    assert refused.returncode == 1 and refused.stderr.startswith("not a duration: '1e400d'")
+    refused = cli("create", "--team", "t\x7f", "--models", "*")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines() == [
+        "hookgate: --team: Value error, must be printable text, without control characters",
+        "hookgate: --models: Value error, '*' is not a model name: leave models out for a key "
+        "that may call any",
+    ]
+    assert cli("create", "--team", "open").returncode == 0
+    assert "team=open  user=-  models=(any)  active" in cli("list").stdout
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["spend"], ["audit", "export"]])
+def test_cli_with_its_store_down_says_so_in_one_line(
+    command: list[str], tmp_path: Path, refused_port: int
+) -> None:
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        f"store: 'redis://127.0.0.1:{refused_port}/0'\n"
+        'providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n'
+    )
+    command = [sys.executable, "-m", "proxy", *command, "--config", str(config)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"hookgate: store redis://127.0.0.1:{refused_port}/0: ")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def test_store_outage_is_503(
