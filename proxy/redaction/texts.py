@@ -3,8 +3,11 @@
 :func:`map_messages` applies a function to every string the model will read in chat
 ``messages`` or Responses ``input`` items, whatever the role: string content and the text
 of content-part arrays, refusals, tool-call arguments in the history, tool outputs, custom
-tool inputs, reasoning summaries. :func:`map_fields` covers the rest of a request body
-(tool and schema descriptions, ``stop``, ``user``, ...). Tool-call arguments are JSON:
+tool inputs, reasoning summaries and an assistant's ``reasoning_content``. :func:`map_fields`
+covers the rest of a request body (tool and schema descriptions, ``stop``, ``user``,
+``prompt_cache_key``, ...). Left alone on purpose: texts whose meaning a placeholder would
+change, the model reading them as rules rather than prose (a JSON schema ``pattern``, a
+custom tool's grammar ``definition``). Tool-call arguments are JSON:
 their string leaves are mapped one by one and the JSON is re-encoded, so an entity is
 always a decoded value and the result stays valid JSON. Message ``name`` fields are left
 alone (the API allows only ``[a-zA-Z0-9_-]`` there).
@@ -86,7 +89,7 @@ def map_fields(body: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
         content = _content(prediction["content"], fn)
         put("prediction", prediction if content is prediction["content"] else
             {**prediction, "content": content})  # fmt: skip
-    for field in ("stop", "suffix", "user", "safety_identifier"):
+    for field in ("stop", "suffix", "user", "safety_identifier", "prompt_cache_key"):
         if field in body:
             put(field, map_prompt(body[field], fn))
     if isinstance(body.get("metadata"), Mapping):
@@ -145,7 +148,9 @@ def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
     for field in ("content", "output", "summary"):  # messages; tool outputs; reasoning
         if field in message:
             put(field, _content(message[field], fn))
-    for field in ("refusal", "input"):  # assistant refusal; custom tool call input
+    # assistant refusal; custom tool call input; an assistant's reasoning sent back as
+    # history (``reasoning_content``, ``reasoning``: providers with OpenAI-style reasoning)
+    for field in ("refusal", "input", "reasoning_content", "reasoning"):
         if isinstance(message.get(field), str):
             put(field, fn(message[field]))
     if isinstance(message.get("arguments"), str):  # Responses function_call item

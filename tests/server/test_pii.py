@@ -155,12 +155,18 @@ def test_texts_outside_the_messages_are_redacted_too(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
     """Tool and schema descriptions, enums, prediction, stop, suffix, Responses prompt
-    variables, instructions as items, reasoning summaries, and user/metadata ids."""
+    variables, instructions as items, reasoning summaries and reasoning sent back, and
+    user/metadata/cache ids."""
     url = pii_proxy(make_proxy)
     email, person, phone = PII["EMAIL_ADDRESS"], PII["PERSON"], PII["PHONE_NUMBER"]
     schema = {"type": "object", "properties": {"to": {"type": "string", "enum": [email],
               "description": f"Always {person}"}}}  # fmt: skip
-    say = [{"role": "user", "content": "hi"}]
+    say = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Done.", "reasoning_content": f"Mail {email} now."},
+        {"role": "assistant", "content": "Done.", "reasoning": f"Ask {person} first."},
+        {"role": "user", "content": "thanks"},
+    ]
     chat = {
         "messages": say,
         "tools": [{"type": "function", "function": {
@@ -170,7 +176,7 @@ def test_texts_outside_the_messages_are_redacted_too(
             "name": "r", "description": f"For {person}", "schema": schema}},
         "prediction": {"type": "content", "content": f"Dear {person},"},
         "stop": [f"Regards, {person}"], "user": email, "safety_identifier": email,
-        "metadata": {"customer": email},
+        "metadata": {"customer": email}, "prompt_cache_key": f"user-{email}",
     }  # fmt: skip
     responses = {
         "input": [
