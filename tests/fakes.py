@@ -304,7 +304,8 @@ def _as_json(api: str, body: dict[str, Any], reply: synth.Reply) -> dict[str, An
         return synth.completion(model, reply)
     if api == "embeddings":
         inputs = body.get("input")
-        return synth.embeddings(model, [inputs] if isinstance(inputs, str) else list(inputs or []))
+        texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs or []]
+        return synth.embeddings(model, texts)
     return synth.chat_completion(model, reply)
 
 

@@ -110,6 +110,9 @@ def test_serve_default_config_without_key_answers_with_echo(tmp_path: Path) -> N
             )
         assert reply.parse().choices[0].message.content == "[hookgate echo] ping"
         assert reply.headers["x-hookgate-echo"] == "true"
+        # the echo provider refuses what a provider would, never with a 500
+        refused = httpx.post(f"{url}/v1/embeddings", json={"model": "e", "input": 5})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "input"
     finally:
         process.terminate()
         assert process.wait(15) == 0

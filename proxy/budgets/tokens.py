@@ -77,24 +77,40 @@ def prompt_tokens(
         _collect(body.get("instructions"), texts, images)
         _collect(body.get("input"), texts, images)
         overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
-    else:
-        _collect(body.get("prompt", body.get("input")), texts, images)
-        overhead = 0
+    else:  # completions ``prompt``, embeddings ``input``: text, or token ids
+        prompt = body.get("prompt", body.get("input"))
+        _collect(prompt, texts, images)
+        overhead = _token_ids(prompt)
     _collect(body.get("tools"), texts, images)
     return sum(count(model, text) for text in texts) + overhead + images[0] * image_tokens
 
 
+def _token_ids(value: Any) -> int:
+    """Token ids in a completions prompt or embeddings input (a list of ints, or a list
+    of such lists): each is one token."""
+    if not isinstance(value, list):
+        return 0
+    return sum(
+        1 if isinstance(item, int) and not isinstance(item, bool) else _token_ids(item)
+        for item in value
+    )
+
+
 def max_output_tokens(body: Mapping[str, Any], default: int) -> int:
     """The output ceiling the request sets (``max_completion_tokens``, ``max_tokens``,
-    ``max_output_tokens``), else ``default``; times ``n`` choices."""
-    ceiling = default
-    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            ceiling = value
-            break
-    n = body.get("n")
-    return ceiling * (n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1)
+    ``max_output_tokens``), else ``default``; times the completions generated: ``n``, or
+    the legacy ``best_of`` (generated and billed, though only ``n`` are returned)."""
+    ceiling = next(
+        (v for k in ("max_completion_tokens", "max_tokens", "max_output_tokens")
+         if (v := _positive_int(body.get(k))) is not None),
+        default,
+    )  # fmt: skip
+    generated = max((_positive_int(body.get(k)) or 1 for k in ("n", "best_of")), default=1)
+    return ceiling * generated
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _collect(value: Any, texts: list[str], images: list[int]) -> None:

@@ -51,7 +51,7 @@ from proxy.pipeline.services import Services
 from proxy.pipeline.types import Context, EventStream, ModelCall, ModelResponse
 from proxy.store.base import UsageRow
 from proxy.wire import sse
-from proxy.wire.usage import StreamFacts, usage_of
+from proxy.wire.usage import StreamFacts, facts_of, usage_of
 
 log = logging.getLogger("hookgate")
 
@@ -163,14 +163,24 @@ class BudgetPolicy(Policy):
             await self.ledger.release(reservation)
             return response
         usage = usage_of(response.body.get("usage"))
-        await self._settle(reservation, call, ctx, response.target.model or call.model, usage)
+        text = (
+            ""
+            if usage is not None
+            else "".join(facts_of(call.api, response.body, collect_text=True).text)
+        )
+        model = response.target.model or call.model
+        await self._settle(reservation, call, ctx, model, usage, text)
         return response
 
     def _worst_case(self, call: ModelCall) -> tuple[float, int]:
         prompt = token_estimates.prompt_tokens(
             call.api, call.model, call.body, self.config.image_tokens
         )
-        output = token_estimates.max_output_tokens(call.body, self.config.default_max_output_tokens)
+        output = (
+            0  # an embedding is all input
+            if call.api == "embeddings"
+            else token_estimates.max_output_tokens(call.body, self.config.default_max_output_tokens)
+        )
         worst = Usage(input_tokens=prompt, output_tokens=output)
         costs = [self.pricing.cost(t.model or call.model, worst) for t in call.targets]
         if any(c is None for c in costs) and self.config.unpriced == "refuse":

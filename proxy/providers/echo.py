@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
+from proxy.errors import InvalidRequest
 from proxy.pipeline.observe import UpstreamAddress
 from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from proxy.wire import prompts, synth
@@ -34,7 +35,9 @@ class EchoProvider:
         }
         if call.api == "embeddings":
             inputs = body.get("input")
-            texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs or []]
+            if not isinstance(inputs, str | list):
+                raise InvalidRequest("'input' must be a string or an array", param="input")
+            texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
             data = synth.embeddings(model, texts)
             return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
         reply = _reply(call)

@@ -211,6 +211,60 @@ def _audit_settles(db: Path) -> tuple[float, int, int]:
     return audited(db)
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "served"),
+    [
+        ("completions", {"prompt": [1] * 5000, "max_tokens": 1}, False),  # token ids
+        ("completions", {"prompt": [[1] * 2000, [2] * 2000], "max_tokens": 1}, False),
+        ("completions", {"prompt": [[1] * 100], "max_tokens": 1}, True),
+        ("embeddings", {"input": [[1] * 2500, [2] * 2500]}, False),
+        ("embeddings", {"input": [[1] * 10]}, True),  # no output tokens to reserve
+        ("completions", {"prompt": "hi", "max_tokens": 200, "best_of": 20}, False),
+        ("completions", {"prompt": "hi", "max_tokens": 200, "best_of": 2, "n": 2}, True),
+    ],
+)
+def test_token_ids_and_best_of_are_reserved_at_what_they_cost(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+    path: str,
+    body: dict[str, object],
+    served: bool,
+) -> None:
+    """Token-id prompts were estimated at 0 tokens and ``best_of`` ignored: a $1 budget
+    spent $5. A limit of 3000 tokens holds each of these to its worst case."""
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, tokens: 3000}")))
+    reply = httpx.post(f"{url}/{path}", json={"model": "m", **body}, timeout=10)
+    if served:
+        assert reply.status_code == 200, reply.text
+    else:
+        assert reply.status_code == 429, reply.text
+        assert reply.json()["error"]["code"] == "budget_exceeded"
+        assert upstream.requests == []
+
+
+def test_a_reply_without_usage_is_charged_for_its_text(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    from proxy.budgets.tokens import count, prompt_tokens
+    from proxy.wire import synth
+    from tests.fakes import Raw
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    text = "A long answer from an upstream that reports no usage at all. " * 20
+    body = synth.chat_completion("fixed-model", synth.Reply(text=text))
+    body.pop("usage")
+    upstream.push(Raw(json.dumps(body).encode()))
+    question = [{"role": "user", "content": "How are you today?"}]
+    reply = openai_client(url).chat.completions.create(model="m", messages=question)  # type: ignore[arg-type]
+    assert reply.choices[0].message.content == text
+    expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
+    assert settled(db) == (pytest.approx(expected * 0.001), 1)
+    assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
+
+
 def test_client_gone_before_the_first_event_releases_the_reservation(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
