@@ -2,9 +2,12 @@
 
 A shipped table covers common OpenAI, Anthropic, Google and Mistral models; the config's
 top-level ``pricing:`` section overrides or extends it. A model is looked up by its exact
-name, then without a date suffix (``gpt-4o-2024-08-06`` → ``gpt-4o``), then by the
-longest table key it starts with. An unknown model has no price: :func:`Pricing.cost`
-returns ``None`` and the caller decides (never silently free).
+name (after any ``provider/`` prefix), then without a snapshot suffix: a date or version
+(``gpt-4o-2024-08-06``, ``claude-sonnet-4-20250514``, ``mistral-large-2411``,
+``gemini-2.0-flash-001``) or ``-latest``. Nothing looser: a prefix match would price
+``o1-pro`` as ``o1`` (a tenth of its price) and make every variant look priced. An unknown
+model has no price: :func:`Pricing.cost` returns ``None`` and the caller decides (never
+silently free; the budget refuses it unless ``unpriced: allow``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class Price:
 SHIPPED: Mapping[str, Price] = {
     # OpenAI
     "gpt-5": Price(1.25, 10.0, 0.125),
+    "gpt-5-chat-latest": Price(1.25, 10.0, 0.125),
+    "gpt-5-codex": Price(1.25, 10.0, 0.125),
+    "gpt-5-pro": Price(15.0, 120.0),
     "gpt-5-mini": Price(0.25, 2.0, 0.025),
     "gpt-5-nano": Price(0.05, 0.40, 0.005),
     "gpt-4.1": Price(2.0, 8.0, 0.50),
@@ -38,21 +44,30 @@ SHIPPED: Mapping[str, Price] = {
     "gpt-4o": Price(2.50, 10.0, 1.25),
     "gpt-4o-mini": Price(0.15, 0.60, 0.075),
     "o1": Price(15.0, 60.0, 7.50),
+    "o1-mini": Price(1.10, 4.40, 0.55),
+    "o1-pro": Price(150.0, 600.0),
     "o3": Price(2.0, 8.0, 0.50),
     "o3-mini": Price(1.10, 4.40, 0.55),
+    "o3-pro": Price(20.0, 80.0),
+    "o3-deep-research": Price(10.0, 40.0, 2.50),
     "o4-mini": Price(1.10, 4.40, 0.275),
+    "o4-mini-deep-research": Price(2.0, 8.0, 0.50),
     "gpt-3.5-turbo": Price(0.50, 1.50),
     "text-embedding-3-small": Price(0.02, 0.0),
     "text-embedding-3-large": Price(0.13, 0.0),
     # Anthropic
     "claude-opus-4": Price(15.0, 75.0, 1.50),
+    "claude-opus-4-1": Price(15.0, 75.0, 1.50),
     "claude-sonnet-4": Price(3.0, 15.0, 0.30),
+    "claude-sonnet-4-5": Price(3.0, 15.0, 0.30),
+    "claude-haiku-4-5": Price(1.0, 5.0, 0.10),
     "claude-3-7-sonnet": Price(3.0, 15.0, 0.30),
     "claude-3-5-haiku": Price(0.80, 4.0, 0.08),
     "claude-haiku-4": Price(1.0, 5.0, 0.10),
     # Google
     "gemini-2.5-pro": Price(1.25, 10.0, 0.31),
     "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.025),
     "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
     # Mistral
     "mistral-large": Price(2.0, 6.0),
@@ -61,7 +76,9 @@ SHIPPED: Mapping[str, Price] = {
     "codestral": Price(0.30, 0.90),
 }
 
-_DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$")
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4}|latest)$")
+"""A snapshot of a priced model: a date (``-2024-08-06``, ``-20250514``), a version
+(``-2411``, ``-001``) or ``-latest``."""
 
 
 class Pricing:
@@ -69,7 +86,6 @@ class Pricing:
 
     def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
         self._table = {**SHIPPED, **(overrides or {})}
-        self._by_length = sorted(self._table, key=len, reverse=True)
         self._cache: dict[str, Price | None] = {}
 
     def price(self, model: str) -> Price | None:
@@ -79,10 +95,7 @@ class Pricing:
         found = self._table.get(model)
         if found is None:
             name = model.rsplit("/", 1)[-1]
-            found = self._table.get(name) or self._table.get(_DATE_SUFFIX.sub("", name))
-            if found is None:
-                key = next((k for k in self._by_length if name.startswith(k)), None)
-                found = self._table[key] if key is not None else None
+            found = self._table.get(name) or self._table.get(_SNAPSHOT.sub("", name))
         if len(self._cache) < 10_000:
             self._cache[model] = found
         return found

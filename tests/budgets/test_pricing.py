@@ -15,6 +15,13 @@ def test_lookup_variants() -> None:
     assert pricing.price("openai/gpt-4o") == pricing.price("gpt-4o")
     assert pricing.price("claude-sonnet-4-20250514") == pricing.price("claude-sonnet-4")
     assert pricing.price("my-local-llama") is None
+    assert pricing.price("mistral-large-2411") == pricing.price("mistral-large-latest")
+    assert pricing.price("gemini-2.0-flash-001") == pricing.price("gemini-2.0-flash")
+    # a variant is not its base model: a prefix match priced o1-pro at a tenth of its price
+    assert pricing.price("o1-pro-2025-03-19") == Price(150.0, 600.0)
+    assert pricing.price("gpt-5-pro") != pricing.price("gpt-5")
+    assert pricing.price("gpt-4o-realtime-preview") is None  # unknown: refused, not guessed
+    assert pricing.price("o3-deep-research") != pricing.price("o3")
 
 
 def test_cost_splits_cached_and_reasoning() -> None:
