@@ -120,6 +120,14 @@ class NotFound(HookgateError):
     code = "not_found"
 
 
+class MethodNotAllowed(HookgateError):
+    """A method a route does not serve (e.g. ``PUT`` on a model endpoint)."""
+
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
 class PayloadTooLarge(HookgateError):
     """The request body is larger than ``server.max_body_bytes``."""
 

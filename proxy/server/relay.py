@@ -19,7 +19,13 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from proxy.errors import InvalidRequest, NotFound, PermissionDenied, UpstreamError
+from proxy.errors import (
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PermissionDenied,
+    UpstreamError,
+)
 from proxy.providers.openai import read_error_body, redirect_refused, translated
 from proxy.server.auth import authenticate
 from proxy.server.headers import response_headers
@@ -62,6 +68,13 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
     suffix = request.rel_url.raw_path.removeprefix("/v1")
     if (problem := path_problem(suffix)) is not None:
         raise InvalidRequest(f"The request path {problem}.", code="invalid_path")
+    if suffix in _MODEL_PATHS and (request.method != "GET" or request.body_exists):
+        # POST is the model route, with every policy; only a bodiless GET (a listing of
+        # stored completions or responses) may be relayed past them.
+        raise MethodNotAllowed(
+            f"{request.method} {request.path} is not served: model requests are POST, and "
+            "only a GET without a body is relayed"
+        )
     url = provider.url(suffix, request.rel_url.raw_query_string)
     headers = provider.headers(runtime.forward(request.headers))
     for name in _BODY_HEADERS:

@@ -354,6 +354,23 @@ def test_generic_relay_refuses_paths_an_upstream_could_resolve_elsewhere(
     assert upstream.requests == []
 
 
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE", "OPTIONS", "GET"])
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses", "/embeddings"])
+def test_a_model_endpoint_takes_no_body_past_its_policies(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, method: str, path: str
+) -> None:
+    """POST runs the policies; any other method with a body went to the relay, which runs
+    none (a PUT carried raw PII to the provider). A GET without one is relayed."""
+    url = make_proxy("policies:\n  - pii: {}\n")
+    body = {"model": "m", "messages": [{"role": "user", "content": "mail jo@example.com"}]}
+    refused = httpx.request(method, f"{url}{path}", json=body)
+    assert refused.status_code == 405, refused.text
+    assert refused.json()["error"]["code"] == "method_not_allowed"
+    assert upstream.requests == []
+    listed = httpx.get(f"{url}{path}", params={"limit": 2})
+    assert listed.status_code == 200 and [r.path for r in upstream.requests] == [f"/v1{path}"]
+
+
 def test_relay_off_answers_404_and_model_endpoints_still_work(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
