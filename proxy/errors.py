@@ -228,6 +228,16 @@ class UpstreamBadResponse(UpstreamError):
     code = "upstream_bad_response"
 
 
+class UpstreamAuthFailed(UpstreamError):
+    """The provider refused the credentials hookgate sends for it (its HTTP 401).
+
+    That is the operator's configuration, not the caller's key, so the client gets a 502
+    that says so rather than a 401 it would take for its own key; the provider's body is
+    not relayed (providers quote part of the key they refused)."""
+
+    code = "upstream_auth_failed"
+
+
 class UpstreamStatusError(UpstreamError):
     """The provider answered with a non-2xx status.
 

@@ -19,9 +19,10 @@ YAML (every key optional)::
 
 Targets come from the alias (``models:``), tried by ascending ``priority`` (default:
 list order). A failure listed in ``retry_on`` is retried on the same target, then moves
-to the next; any other failure (400, 401, 403, 404, 422, ...) is returned at once, since
+to the next; any other failure (400, 403, 404, 422, ...) is returned at once, since
 it would fail everywhere — except a context-length error, which moves to the next target
-whose ``context_window`` is larger, and a content-policy refusal when configured. A
+whose ``context_window`` is larger, a provider refusing hookgate's own credentials (its
+401: the next target has others), and a content-policy refusal when configured. A
 target whose breaker is open is skipped. Nothing waits past ``deadline_s``.
 
 Streams fall back only before their first event reaches the client: the policy waits
@@ -219,7 +220,7 @@ class FallbackPolicy(Policy):
         )
 
     def _moves_on(self, failure: str) -> bool:
-        if failure == "context_length":
+        if failure in ("context_length", "auth"):  # another target may fit, or have a key
             return True
         if failure == "content_policy":
             return self.config.fallback_on_content_policy

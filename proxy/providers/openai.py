@@ -15,6 +15,7 @@ from yarl import URL
 
 from proxy.config.schema import ProviderConfig
 from proxy.errors import (
+    UpstreamAuthFailed,
     UpstreamBadResponse,
     UpstreamConnectError,
     UpstreamError,
@@ -139,6 +140,13 @@ class OpenAIProvider:
         try:
             if 300 <= response.status < 400:
                 raise redirect_refused(response.status, label)
+            if response.status == 401:
+                raise UpstreamAuthFailed(
+                    f"{label} refused the credentials hookgate sends for provider "
+                    f"{self.name!r} (HTTP 401): the proxy's configuration (its api_key or "
+                    "headers) must be fixed, not the caller's key",
+                    target=label,
+                )
             if response.status >= 300:
                 body = await read_error_body(response, label)
                 raise UpstreamStatusError(
@@ -147,7 +155,7 @@ class OpenAIProvider:
                     self.scrub.headers(response_headers(response.headers)),
                     target=label,
                 )
-            relayed = response_headers(response.headers)
+            relayed = self.scrub.headers(response_headers(response.headers))
             if call.stream:
                 if response.content_type != "text/event-stream":
                     raise UpstreamBadResponse(

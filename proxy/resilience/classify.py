@@ -1,8 +1,9 @@
 """Which failures are worth retrying, or trying elsewhere.
 
 Every upstream failure gets a *reason*, a short bounded name used in decisions, metrics
-and spans: ``connect``, ``timeout``, ``reset``, ``bad_response``, ``stall``, ``http_<status>``,
-``context_length`` or ``content_policy``.
+and spans: ``connect``, ``timeout``, ``reset``, ``bad_response``, ``stall``, ``auth`` (the
+provider refused hookgate's credentials), ``http_<status>``, ``context_length`` or
+``content_policy``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Collection
 import orjson
 
 from proxy.errors import (
+    UpstreamAuthFailed,
     UpstreamBadResponse,
     UpstreamConnectError,
     UpstreamError,
@@ -39,6 +41,8 @@ def reason(exc: UpstreamError) -> str:
     """The failure's reason (see the module docstring)."""
     if isinstance(exc, StallError):
         return "stall"
+    if isinstance(exc, UpstreamAuthFailed):
+        return "auth"
     if isinstance(exc, UpstreamStatusError):
         if exc.status == 400 or exc.status == 413:
             code, message = _error_fields(exc.body)

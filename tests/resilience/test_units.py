@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from proxy.errors import (
+    UpstreamAuthFailed,
     UpstreamBadResponse,
     UpstreamConnectError,
     UpstreamReset,
@@ -31,6 +32,7 @@ def status(code: int, error: dict[str, str] | None = None) -> UpstreamStatusErro
         (StallError("x"), "stall", True),
         (UpstreamReset("x"), "reset", True),
         (UpstreamBadResponse("x"), "bad_response", True),
+        (UpstreamAuthFailed("x"), "auth", False),  # not retried here; moves on (fallback)
         (status(503), "http_503", True),
         (status(429), "http_429", True),
         (status(408), "http_408", True),

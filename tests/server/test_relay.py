@@ -136,8 +136,7 @@ def test_upstream_cookies_are_never_replayed(
 @pytest.mark.parametrize(
     ("status", "exc"),
     [
-        (400, openai.BadRequestError),
-        (401, openai.AuthenticationError),
+        (400, openai.BadRequestError),  # (a 401 is the proxy's own key: see below)
         (403, openai.PermissionDeniedError),
         (404, openai.NotFoundError),
         (422, openai.UnprocessableEntityError),
@@ -170,33 +169,50 @@ def test_upstream_errors_relayed_unchanged(
 def test_an_upstream_quoting_the_provider_key_never_shows_it_to_the_client(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
-    """Upstreams that reject a key quote it; the relayed error must not."""
+    """Upstreams that reject a key quote it, whole or in part (``sk-UPSTR****3456``). On a
+    model route that 401 is the operator's problem: a 502 that says so, without the
+    provider's body; the relay passes it on, the key masked."""
+    partly = f"{UPSTREAM_KEY[:8]}****{UPSTREAM_KEY[-4:]}"
     quoted = Status(
         401,
-        {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}.", "type": "x",
-                   "param": None, "code": "invalid_api_key"}},
+        {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY} ({partly}).",
+                   "type": "x", "param": None, "code": "invalid_api_key"}},
         {"www-authenticate": f'Bearer error="invalid_token", key="{UPSTREAM_KEY}"'},
     )  # fmt: skip
     body = {"model": "m", "messages": []}
     answers = []
-    upstream.push(quoted)
-    answers.append(httpx.post(f"{proxy_url}/chat/completions", json=body))
-    upstream.push(quoted)
-    answers.append(httpx.post(f"{proxy_url}/chat/completions", json={**body, "stream": True}))
-    upstream.relay_script.append(quoted)
-    answers.append(httpx.get(f"{proxy_url}/files/file-1"))
+    for stream in (False, True):
+        upstream.push(quoted)
+        answers.append(httpx.post(f"{proxy_url}/chat/completions", json={**body, "stream": stream}))
     for response in answers:
-        assert response.status_code == 401
-        assert UPSTREAM_KEY not in response.text
-        assert UPSTREAM_KEY not in str(response.headers)
-        assert response.json()["error"]["message"] == (
-            "Incorrect API key provided: [credential removed by hookgate]."
-        )
-        assert "[credential removed by hookgate]" in response.headers["www-authenticate"]
-    with pytest.raises(openai.AuthenticationError) as info:
+        assert response.status_code == 502
+        error = response.json()["error"]
+        assert error["code"] == "upstream_auth_failed"
+        assert "refused the credentials hookgate sends for provider 'up'" in error["message"]
+        assert partly not in response.text and "www-authenticate" not in response.headers
+    upstream.relay_script.append(quoted)
+    relayed = httpx.get(f"{proxy_url}/files/file-1")
+    assert relayed.status_code == 401
+    assert relayed.json()["error"]["message"].startswith(
+        "Incorrect API key provided: [credential removed by hookgate]"
+    )
+    assert "[credential removed by hookgate]" in relayed.headers["www-authenticate"]
+    for response in [*answers, relayed]:
+        assert UPSTREAM_KEY not in response.text and UPSTREAM_KEY not in str(response.headers)
+    with pytest.raises(openai.InternalServerError) as info:
         upstream.push(quoted)
         openai_client(proxy_url).chat.completions.create(model="m", messages=[])
     assert UPSTREAM_KEY not in str(info.value)
+
+
+def test_a_success_echoing_the_provider_key_in_a_header_is_masked(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    echoed = {"x-echo-auth": f"Bearer {UPSTREAM_KEY}"}
+    upstream.push(Status(200, synth.chat_completion("m", synth.Reply(text="hi")), echoed))
+    reply = httpx.post(f"{proxy_url}/chat/completions", json={"model": "m", "messages": []})
+    assert reply.status_code == 200
+    assert reply.headers["x-echo-auth"] == "[credential removed by hookgate]"
 
 
 def test_streamed_chat(proxy_url: str) -> None:
