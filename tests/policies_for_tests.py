@@ -102,3 +102,13 @@ class BlockWord(Policy):
                 f"the word {self.config.word!r} is not allowed", code="word_blocked"
             )
         return await next(call, ctx)
+
+
+class Fragile(Policy):
+    """Valid settings, yet it cannot start: what a policy whose resource is missing does."""
+
+    name = "fragile"
+
+    def __init__(self, config: BaseModel) -> None:
+        super().__init__(config)
+        raise RuntimeError("the thing this policy needs is not there")

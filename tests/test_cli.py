@@ -46,6 +46,17 @@ def test_check_reports_problems_and_exit_code(tmp_path: Path) -> None:
         f"{bad}:4: extra: unknown key",
     ] or result.stdout.splitlines() == [ok, f"{bad}:4: extra: unknown key"]
     assert hookgate("check", str(good)).returncode == 0
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(
+        'providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n'
+        "policies:\n  - pii: {model: no_such_spacy_model}\n"
+    )
+    result = hookgate("check", str(missing))
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.startswith(
+        f"{missing}:4: policies[0].pii.model: spaCy model package 'no_such_spacy_model' is not "
+        "installed"
+    )
 
 
 def test_schema_validates_the_shipped_configs(tmp_path: Path) -> None:

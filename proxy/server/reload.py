@@ -81,11 +81,14 @@ class ConfigWatcher:
             try:
                 loaded = await asyncio.to_thread(load_file, self.path)
                 runtime = self._build(loaded, self.holder.current.generation + 1)
-            except ConfigError as exc:
+            except Exception as exc:  # whatever a new config breaks, the old one serves on
+                lines = (
+                    exc.lines if isinstance(exc, ConfigError) else [f"{type(exc).__name__}: {exc}"]
+                )
                 log.error(
                     "config reload failed, keeping generation %d:\n%s",
                     self.holder.current.generation,
-                    "\n".join(exc.lines),
+                    "\n".join(lines),
                 )
                 self._on_result(None)
                 return False

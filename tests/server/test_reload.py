@@ -60,6 +60,18 @@ def test_reload_swaps_keeps_old_on_error_and_inflight_finish_on_theirs(
         eventually(lambda: "config reload failed, keeping generation 2" in caplog.text)
         assert "policies[1].bogus_policy: unknown policy" in caplog.text
         assert reply_text() == "two(Hello from the fake upstream.)"
+        for broken, said in (
+            # a policy that cannot start; a model that is missing (never downloaded)
+            ("  - tests.policies_for_tests:Fragile: {}\n",
+             "the policy could not start: RuntimeError: the thing this policy needs"),
+            ("  - pii: {model: no_such_spacy_model}\n",
+             "spaCy model package 'no_such_spacy_model' is not installed"),
+        ):  # fmt: skip
+            caplog.clear()
+            write(path, config_text(upstream.base_url, POLICY % "two") + broken)
+            eventually(lambda: "config reload failed, keeping generation 2" in caplog.text)
+            assert said in caplog.text
+        assert reply_text() == "two(Hello from the fake upstream.)"
 
         # a slow stream starts on "two"; the config changes to "three" while it runs
         upstream.push(synth.Reply(text="slow answer", pieces=6))
