@@ -330,8 +330,9 @@ def _agent_reply(api: str, body: dict[str, Any]) -> synth.Reply:
         if result is not None:
             return synth.Reply(text=f"The tool said: {result}")
     tools = body.get("tools")
-    if isinstance(tools, list) and tools:
-        name, parameters = _tool_spec(tools[0])
+    specs = [spec for t in tools if (spec := _tool_spec(t))] if isinstance(tools, list) else []
+    if specs:  # built-in tools (web search, MCP, ...) run at the provider: no call here
+        name, parameters = specs[0]
         arguments = orjson.dumps(_arguments(parameters)).decode()
         return synth.Reply(tool_calls=[synth.ToolCall("call_fake_1", name, arguments)])
     return synth.Reply(text="Hello from the fake upstream.")
@@ -378,9 +379,14 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _tool_spec(tool: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _tool_spec(tool: Any) -> tuple[str, dict[str, Any]] | None:
+    """A function tool's name and parameters; None for a tool without a name."""
+    if not isinstance(tool, dict):
+        return None
     function = tool.get("function", tool)
-    return str(function["name"]), dict(function.get("parameters") or {})
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return None
+    return function["name"], dict(function.get("parameters") or {})
 
 
 def _arguments(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,12 @@
 
 :func:`map_messages` applies a function to every string the model will read in chat
 ``messages`` or Responses ``input`` items, whatever the role: string content and the text
-of content-part arrays, refusals, tool-call arguments in the history, tool outputs, custom
-tool inputs, reasoning summaries and an assistant's ``reasoning_content``. :func:`map_fields`
+of content-part arrays (and a file's name), refusals, tool-call arguments in the history,
+custom tool inputs and an assistant's ``reasoning_content``. A Responses item that is not a
+message (a function, MCP, search, code-interpreter, computer or shell call, its output, a
+reasoning item) is mapped whole, every string but ids, names, enums, URLs and opaque
+payloads (:data:`_NOT_PROSE`): an item type added to the API later is covered without a
+change here. :func:`map_fields`
 covers the rest of a request body (tool and schema descriptions, ``stop``, ``user``,
 ``prompt_cache_key``, ...). Left alone on purpose: texts whose meaning a placeholder would
 change, the model reading them as rules rather than prose (a JSON schema ``pattern``, a
@@ -36,7 +40,17 @@ _TEXT_PARTS = {
     "refusal": "refusal",
     "summary_text": "text",  # a Responses reasoning item sent back
     "reasoning_text": "text",
+    "input_file": "filename",  # a file's name may be a person's
 }
+_NOT_PROSE = frozenset({
+    "type", "id", "call_id", "status", "role", "name", "approval_request_id", "server_label",
+    "file_id", "container_id", "vector_store_ids", "url", "server_url", "image_url", "file_url",
+    "file_data", "data", "encrypted_content", "headers", "pattern", "format",
+})  # fmt: skip
+"""Keys whose values are never prose in a history item or a tool: ids, enums, names, URLs,
+patterns, credentials and opaque payloads (base64 images, encrypted reasoning)."""
+_OPAQUE_ITEMS = frozenset({"image_generation_call", "item_reference"})
+"""History items with no prose: a base64 image, a reference by id."""
 _JSON_FIELDS = frozenset({"arguments"})
 
 
@@ -44,7 +58,7 @@ def map_messages(messages: Sequence[Any], fn: TextFn) -> Sequence[Any]:
     """``messages`` with ``fn`` applied to every text the model reads (see module doc)."""
     out: list[Any] | None = None
     for i, message in enumerate(messages):
-        mapped = _message(message, fn) if isinstance(message, Mapping) else message
+        mapped = _entry(message, fn)
         if mapped is not message:
             if out is None:
                 out = list(messages)
@@ -101,6 +115,8 @@ def map_fields(body: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
             {**prompt, "variables": variables})  # fmt: skip
     if isinstance(body.get("instructions"), list):
         put("instructions", map_messages(body["instructions"], fn))
+    if isinstance(body.get("web_search_options"), Mapping):  # chat: the user's location
+        put("web_search_options", _prose(body["web_search_options"], fn))
     return {**body, **changes} if changes else body
 
 
@@ -120,13 +136,17 @@ def _schema(value: Any, fn: TextFn) -> Any:
     return value if all(fields[k] is value[k] for k in value) else fields
 
 
+_TOOL_TEXT = frozenset({"description", "server_description"})  # server_description: MCP
+
+
 def _tool(tool: Any, fn: TextFn) -> Any:
     """A chat, Responses or legacy tool definition: its descriptions and schema texts."""
     if not isinstance(tool, Mapping):
         return tool
     fields = {
         key: _schema(item, fn) if key in ("function", "custom", "parameters", "schema")
-        else fn(item) if key == "description" and isinstance(item, str)
+        else fn(item) if key in _TOOL_TEXT and isinstance(item, str)
+        else _prose(item, fn) if key in ("filters", "user_location")  # file/web search
         else item
         for key, item in tool.items()
     }  # fmt: skip
@@ -136,6 +156,39 @@ def _tool(tool: Any, fn: TextFn) -> Any:
 def _each(items: list[Any], fn: Callable[[Any], Any]) -> list[Any]:
     mapped = [fn(item) for item in items]
     return items if all(a is b for a, b in zip(mapped, items, strict=True)) else mapped
+
+
+def _entry(entry: Any, fn: TextFn) -> Any:
+    """A chat message or a Responses input item. Items other than messages (tool calls
+    and their outputs: function, custom, MCP, web and file search, code interpreter,
+    computer, shell, ...) have every prose string mapped, so a new item type is covered
+    the day it appears rather than leaking until someone lists its fields."""
+    if not isinstance(entry, Mapping):
+        return entry
+    kind = entry.get("type")
+    if kind in _OPAQUE_ITEMS:
+        return entry
+    if isinstance(kind, str) and kind != "message" and "role" not in entry:
+        return _prose(entry, fn)
+    return _message(entry, fn)
+
+
+def _prose(value: Any, fn: TextFn) -> Any:
+    """``fn`` on every string leaf except under :data:`_NOT_PROSE` keys; a JSON
+    ``arguments`` string is mapped by value (it stays valid JSON)."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        return _each(value, lambda item: _prose(item, fn))
+    if not isinstance(value, Mapping):
+        return value
+    fields = {
+        key: item if key in _NOT_PROSE
+        else _json_text(item, fn) if key == "arguments" and isinstance(item, str)
+        else _prose(item, fn)
+        for key, item in value.items()
+    }  # fmt: skip
+    return value if all(fields[k] is value[k] for k in value) else fields
 
 
 def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:

@@ -202,6 +202,60 @@ def test_texts_outside_the_messages_are_redacted_too(
     assert first["tools"][0]["function"]["parameters"]["properties"]["to"]["type"] == "string"
 
 
+_S = f"{PII['PERSON']} at {PII['EMAIL_ADDRESS']}"
+_PDF = "data:application/pdf;base64,AA"
+HISTORY_ITEMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "web_search_call": ("responses", {"input": [{"type": "web_search_call", "id": "ws_1",
+        "status": "completed", "action": {"type": "search", "query": _S}}]}),
+    "file_search_call": ("responses", {"input": [{"type": "file_search_call", "id": "fs_1",
+        "status": "completed", "queries": [_S], "results": [{"file_id": "f", "text": _S}]}]}),
+    "code_interpreter_call": ("responses", {"input": [{"type": "code_interpreter_call",
+        "id": "ci_1", "container_id": "c", "code": f"send({_S!r})",
+        "outputs": [{"type": "logs", "logs": _S}]}]}),
+    "function_call_output_object": ("responses", {"input": [{"type": "function_call_output",
+        "call_id": "c1", "output": {"result": _S}}]}),
+    "mcp_call": ("responses", {"input": [{"type": "mcp_call", "id": "m1", "server_label": "s",
+        "name": "lookup", "arguments": json.dumps({"q": _S}), "output": _S, "error": _S}]}),
+    "mcp_approval_response": ("responses", {"input": [{"type": "mcp_approval_response",
+        "approval_request_id": "a", "approve": False, "reason": _S}]}),
+    "computer_call": ("responses", {"input": [{"type": "computer_call", "id": "cc",
+        "call_id": "c", "action": {"type": "type", "text": _S}}]}),
+    "local_shell_call": ("responses", {"input": [{"type": "local_shell_call", "id": "l",
+        "call_id": "c", "action": {"type": "exec", "command": ["echo", _S], "env": {}}}]}),
+    "input_file_name": ("responses", {"input": [{"role": "user", "content": [{"type":
+        "input_file", "filename": f"{_S} - notes.pdf", "file_data": _PDF}]}]}),
+    "mcp_server_description": ("responses", {"input": "hi", "tools": [{"type": "mcp",
+        "server_label": "s", "server_url": "https://mcp.example.com", "server_description": _S}]}),
+    "file_search_filters": ("responses", {"input": "hi", "tools": [{"type": "file_search",
+        "vector_store_ids": ["vs"], "filters": {"type": "eq", "key": "author", "value": _S}}]}),
+    "web_search_location": ("chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+        "web_search_options": {"user_location": {"type": "approximate",
+                                                 "approximate": {"city": _S}}}}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(HISTORY_ITEMS))
+def test_tool_items_in_the_history_and_tool_settings_are_redacted(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, shape: str
+) -> None:
+    """Items other than messages are mapped whole, ids, names, URLs and payloads aside, so
+    an item type nobody listed is covered too."""
+    url = pii_proxy(make_proxy)
+    path, body = HISTORY_ITEMS[shape]
+    reply = httpx.post(f"{url}/{path}", json={"model": "m", **body}, timeout=30)
+    assert reply.status_code == 200, reply.text
+    assert_clean(sent(upstream))
+    assert placeholders(sent(upstream))
+    upstream_body = orjson.loads(sent(upstream))
+    if shape == "mcp_call":  # ids and names kept; arguments still JSON
+        (item,) = upstream_body["input"]
+        assert (item["id"], item["name"], item["server_label"]) == ("m1", "lookup", "s")
+        assert PATTERN.search(json.loads(item["arguments"])["q"])
+    if shape == "input_file_name":
+        part = upstream_body["input"][0]["content"][0]
+        assert part["file_data"] == _PDF
+
+
 def test_placeholders_are_stable_across_turns_and_never_shared(
     client: openai.OpenAI, upstream: FakeUpstream
 ) -> None:
