@@ -128,6 +128,14 @@ class MethodNotAllowed(HookgateError):
     code = "method_not_allowed"
 
 
+class RequestTimeout(HookgateError):
+    """The client did not finish sending its request in time."""
+
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
 class PayloadTooLarge(HookgateError):
     """The request body is larger than ``server.max_body_bytes``."""
 

@@ -97,6 +97,9 @@ class ServerConfig(Strict):
     max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
     """Largest JSON request body accepted on the model endpoints (413 above it). The
     generic ``/v1/*`` relay streams bodies and is not bound by it."""
+    body_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    """Longest a client may take to send a model request's body (408 after it): a client
+    that sends part of a body and stalls does not hold a connection for ever."""
     relay: bool = True
     """The generic ``/v1/*`` relay (files, batches, vector stores, ...). It runs no policy:
     no PII redaction, no budget. Off: those paths answer 404, and only the model

@@ -184,8 +184,9 @@ class FallbackPolicy(Policy):
                 response = await next(call, ctx)
         except TimeoutError:
             _relabel_cancelled(ctx, label)
+            waited_for = "its response headers" if call.stream else "a whole answer"
             raise UpstreamTimeout(
-                f"{label} sent no first byte within {budget:.3g}s", target=label
+                f"{label} did not send {waited_for} within {budget:.3g}s", target=label
             ) from None
         if response.stream is None:
             return response

@@ -13,7 +13,14 @@ import orjson
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
-from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge, error_type
+from proxy.errors import (
+    HookgateError,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    error_type,
+)
 from proxy.pipeline.observe import Outcome, ResponseFacts, Usage
 from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
 from proxy.server import admin
@@ -165,7 +172,14 @@ def _record(
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
-    raw = await read_body(request, runtime.config.server.max_body_bytes)
+    server = runtime.config.server
+    try:
+        async with asyncio.timeout(server.body_timeout_s):
+            raw = await read_body(request, server.max_body_bytes)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the request body did not arrive within {server.body_timeout_s:g}s"
+        ) from None
     body = parse_object(raw)
     model = body.get("model")
     if not isinstance(model, str) or not model:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from bench.processes import rss_mb
 from proxy.wire import synth
+from tests.conftest import ProxyFactory
 from tests.fakes import LoopThread, RunningApp, send_raw, start_serve
 
 REPLY = synth.Reply(text="fine", pieces=3, id="fuzz")
@@ -337,6 +338,25 @@ def test_a_slow_client_does_not_hold_others_up(proxy: Proxy) -> None:
     finally:
         for sock in slow:
             sock.close()
+
+
+def test_a_body_that_stops_arriving_is_a_408(make_proxy: ProxyFactory) -> None:
+    """A client that sends part of its body and stalls held the request for ever."""
+    url = make_proxy(extra="server: {body_timeout_s: 0.5}")
+    host, port = url.removeprefix("http://").removesuffix("/v1").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model": '
+        )
+        started = time.monotonic()
+        answer = b""
+        while b"}}" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408"), answer
+    assert orjson.loads(body)["error"]["code"] == "request_timeout"
+    assert time.monotonic() - started < 5
 
 
 # -- generated requests -----------------------------------------------------------------
