@@ -113,6 +113,40 @@ def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+_NOT_WRITTEN = frozenset({"role", "id", "call_id", "type", "status", "object", "data"})
+"""Keys of an output whose values the model did not write as tokens (ids, enums, base64)."""
+
+
+def output_text(api: str, data: Mapping[str, Any]) -> str:
+    """What the model wrote in a response body or one stream event, to count when no usage
+    is reported: text, refusals, tool names and arguments, of every choice or item."""
+    if api == "responses":
+        kind = data.get("type")
+        if isinstance(kind, str) and kind.startswith("response."):  # a stream event
+            delta = data.get("delta")
+            audio = kind == "response.audio.delta"  # base64: billed, but not as text
+            return delta if isinstance(delta, str) and kind.endswith(".delta") and not audio else ""
+        return _written(data.get("output"))
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        return ""
+    return "".join(
+        _written(choice.get("message", choice.get("delta"))) + _written(choice.get("text"))
+        for choice in choices
+        if isinstance(choice, Mapping)
+    )
+
+
+def _written(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return "".join(_written(v) for k, v in value.items() if k not in _NOT_WRITTEN)
+    if isinstance(value, list):
+        return "".join(_written(v) for v in value)
+    return ""
+
+
 def _collect(value: Any, texts: list[str], images: list[int]) -> None:
     """Gather the strings of a JSON value (message contents, tool schemas, arguments), and
     count its image parts in ``images[0]``."""

@@ -51,7 +51,7 @@ from proxy.pipeline.services import Services
 from proxy.pipeline.types import Context, EventStream, ModelCall, ModelResponse
 from proxy.store.base import UsageRow
 from proxy.wire import sse
-from proxy.wire.usage import StreamFacts, facts_of, usage_of
+from proxy.wire.usage import usage_of
 
 log = logging.getLogger("hookgate")
 
@@ -163,11 +163,7 @@ class BudgetPolicy(Policy):
             await self.ledger.release(reservation)
             return response
         usage = usage_of(response.body.get("usage"))
-        text = (
-            ""
-            if usage is not None
-            else "".join(facts_of(call.api, response.body, collect_text=True).text)
-        )
+        text = "" if usage is not None else token_estimates.output_text(call.api, response.body)
         model = response.target.model or call.model
         await self._settle(reservation, call, ctx, model, usage, text)
         return response
@@ -359,6 +355,9 @@ async def _metered(
 
 
 def _streamed_text(api: str, seen: list[bytes]) -> str:
-    facts = StreamFacts(api, collect_text=True)
-    facts.feed(b"".join(seen))
-    return "".join(facts.facts.text)
+    """What the model wrote in the events seen (text, tool-call arguments, ...)."""
+    return "".join(
+        token_estimates.output_text(api, data)
+        for block in sse.split(b"".join(seen))
+        if isinstance(data := sse.json_of(block), Mapping)
+    )

@@ -265,6 +265,43 @@ def test_a_reply_without_usage_is_charged_for_its_text(
     assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
 
 
+@pytest.mark.parametrize("api", ["chat/completions", "responses"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_without_usage_are_charged_for_their_arguments(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, api: str, stream: bool
+) -> None:
+    """The estimate counted only text: a reply of 2,000 tokens of tool-call arguments and
+    no usage was charged nothing for its output."""
+    from proxy.budgets.tokens import count
+    from proxy.wire import synth
+    from tests.fakes import Events, Raw
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    arguments = json.dumps({"content": "word " * 2000})
+    reply = synth.Reply(tool_calls=[synth.ToolCall("call_1", "write_file", arguments)], pieces=9)
+    if api == "responses":
+        events = list(synth.response_stream("fixed-model", reply))
+        body = synth.response_object("fixed-model", reply)
+        body.pop("usage")  # and the stream's terminal event loses it below
+        events = [e.replace(b'"usage"', b'"no_usage"') for e in events]
+        question: dict[str, object] = {"input": "write it"}
+    else:
+        events = list(synth.chat_stream("fixed-model", reply, include_usage=False))
+        body = synth.chat_completion("fixed-model", reply)
+        body.pop("usage")
+        question = {"messages": [{"role": "user", "content": "write it"}]}
+    upstream.push(Events(events) if stream else Raw(json.dumps(body).encode()))
+    with httpx.stream(
+        "POST", f"{url}/{api}", json={"model": "m", "stream": stream, **question}, timeout=10
+    ) as response:
+        assert response.status_code == 200
+        response.read()
+    usd, records = settled(db)
+    written = count("m", arguments)
+    assert records == 1 and written * 0.001 < usd < (written + 40) * 0.001, (usd, written)
+
+
 def test_client_gone_before_the_first_event_releases_the_reservation(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
