@@ -161,14 +161,23 @@ class BudgetExceeded(HookgateError):
 
 
 class RateLimited(HookgateError):
-    """A per-minute request or token rate is used up; says when to retry."""
+    """A per-minute request or token rate is used up; says when to retry. ``kind``
+    (``requests`` or ``tokens``) is the error's type, as OpenAI reports it. Without
+    ``retry_after`` the request can never fit (it alone exceeds the limit)."""
 
     status = 429
-    type = "requests"
     code = "rate_limit_exceeded"
 
-    def __init__(self, message: str, *, retry_after: float, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        retry_after: float | None,
+        headers: Mapping[str, str],
+    ) -> None:
         super().__init__(message)
+        self.type = kind
         self.retry_after = retry_after
         self._headers = headers
 

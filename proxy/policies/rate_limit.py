@@ -89,6 +89,17 @@ class RateLimitPolicy(Policy):
                     estimate += token_estimates.max_output_tokens(
                         call.body, self.config.default_max_output_tokens
                     )
+                if estimate > limit.tpm:  # it would never fit: say so, and count nothing
+                    ctx.observation.refusals.append((self.name, limit.scope))
+                    raise RateLimited(
+                        f"Request too large for {limit.scope}={value}: it needs up to "
+                        f"{estimate} tokens (prompt plus output ceiling), more than the limit "
+                        f"of {limit.tpm} tokens per minute. Send a shorter prompt or set a "
+                        "lower max_tokens.",
+                        kind="tokens",
+                        retry_after=None,
+                        headers={},
+                    )
                 token_checks.append(RateCheck(f"tok|{limit.scope}={value}", limit.tpm, estimate))
         headers: dict[str, str] = {}
         for kind, checks in (("requests", requests), ("tokens", token_checks)):
@@ -103,6 +114,7 @@ class RateLimitPolicy(Policy):
                 raise RateLimited(
                     f"Rate limit reached for {scope}: {result.check.cap} {kind} per minute. "
                     f"Retry in {result.reset_s:.1f}s.",
+                    kind=kind,
                     retry_after=result.reset_s,
                     headers=headers,
                 )

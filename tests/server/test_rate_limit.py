@@ -46,6 +46,24 @@ def test_tokens_per_minute(make_proxy: ProxyFactory, upstream: FakeUpstream) -> 
     with pytest.raises(openai.RateLimitError) as refused:
         client.chat.completions.create(model="m", messages=QUESTION, max_tokens=50)  # type: ignore[arg-type]
     assert "100 tokens per minute" in refused.value.message
+    assert refused.value.type == "tokens"
+
+
+def test_a_request_larger_than_the_token_rate_is_refused_for_good(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """It divided by zero (a 500) in an empty minute, and later got a Retry-After of
+    19 days after which it still would not fit."""
+    url = make_proxy("policies:\n  - rate_limit: {limits: [{scope: model, tpm: 100}]}\n")
+    body = {"model": "m", "messages": QUESTION, "max_tokens": 500}
+    for _ in range(2):  # in an empty minute, and after traffic
+        response = httpx.post(f"{url}/chat/completions", json=body)
+        assert response.status_code == 429, response.text
+        error = response.json()["error"]
+        assert error["type"] == "tokens" and "Request too large" in error["message"]
+        assert "retry-after" not in response.headers
+        assert httpx.post(f"{url}/chat/completions", json={**body, "max_tokens": 5}).is_success
+    assert len(upstream.requests) == 2
 
 
 async def test_sliding_window() -> None:
