@@ -163,7 +163,7 @@ class OpenAIProvider:
                         "not an event stream",
                         target=label,
                     )
-                stream = _UpstreamEvents(response, label, _terminal_check(call))
+                stream = _UpstreamEvents(response, label, _terminal_check(call), self.scrub)
                 handed_off = True
                 return ModelResponse(response.status, relayed, target, stream=stream)
             with translated(label):
@@ -229,10 +229,14 @@ class _UpstreamEvents:
     """
 
     def __init__(
-        self, response: aiohttp.ClientResponse, label: str, terminal: Callable[[bytes], bool]
+        self,
+        response: aiohttp.ClientResponse,
+        label: str,
+        terminal: Callable[[bytes], bool],
+        scrub: Scrubber,
     ) -> None:
         self._response = response
-        self._events = _events(response, label, terminal)
+        self._events = _events(response, label, terminal, scrub)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._events
@@ -243,8 +247,13 @@ class _UpstreamEvents:
 
 
 async def _events(
-    response: aiohttp.ClientResponse, label: str, terminal: Callable[[bytes], bool]
+    response: aiohttp.ClientResponse,
+    label: str,
+    terminal: Callable[[bytes], bool],
+    scrub: Scrubber,
 ) -> AsyncGenerator[bytes, None]:
+    """The stream's event blocks, the provider's credentials masked in them (an upstream
+    error event may quote the key, as its error bodies do)."""
     decoder = sse.SSEDecoder()
     finished = False
     first = True
@@ -262,13 +271,13 @@ async def _events(
                 if first and (error := _error_event(blocks[0])) is not None:
                     # nothing has reached the client: an error now is a failed attempt
                     # (a fallback moves on), not a stream that fails after a 200
-                    raise UpstreamStatusError(502, error, {}, target=label)
+                    raise UpstreamStatusError(502, scrub.body(error), {}, target=label)
                 first = False
                 for index, block in enumerate(blocks):
                     if terminal(block):  # nothing after it is relayed, or waited for
                         finished, blocks = True, blocks[: index + 1]
                         break
-                yield blocks[0] if len(blocks) == 1 else b"".join(blocks)
+                yield scrub.body(blocks[0] if len(blocks) == 1 else b"".join(blocks))
                 if finished:
                     break
         if not finished:

@@ -205,6 +205,25 @@ def test_an_upstream_quoting_the_provider_key_never_shows_it_to_the_client(
     assert UPSTREAM_KEY not in str(info.value)
 
 
+def test_a_stream_quoting_the_provider_key_never_shows_it_to_the_client(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    from tests.fakes import Events
+
+    error = orjson.dumps({"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}",
+                                    "type": "invalid_request_error"}})  # fmt: skip
+    first = next(synth.chat_stream("m", synth.Reply(text="hi"), include_usage=False))
+    body = {"model": "m", "messages": [], "stream": True}
+    upstream.push(Events([first, b"data: " + error + b"\n\n"]))  # after the first byte
+    mid_stream = httpx.post(f"{proxy_url}/chat/completions", json=body)
+    upstream.push(Events([b"data: " + error + b"\n\n"]))  # before it: a 502
+    before = httpx.post(f"{proxy_url}/chat/completions", json=body)
+    assert mid_stream.status_code == 200 and before.status_code == 502
+    for response in (mid_stream, before):
+        assert UPSTREAM_KEY not in response.text
+        assert "Incorrect API key provided: [credential removed by hookgate]" in response.text
+
+
 def test_a_success_echoing_the_provider_key_in_a_header_is_masked(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
