@@ -33,15 +33,6 @@ import orjson
 TextFn = Callable[[str], str]
 """Maps one text; must return the same object when it changes nothing."""
 
-_TEXT_PARTS = {
-    "text": "text",
-    "input_text": "text",
-    "output_text": "text",
-    "refusal": "refusal",
-    "summary_text": "text",  # a Responses reasoning item sent back
-    "reasoning_text": "text",
-    "input_file": "filename",  # a file's name may be a person's
-}
 _NOT_PROSE = frozenset({
     "type", "id", "call_id", "status", "role", "name", "approval_request_id", "server_label",
     "file_id", "container_id", "vector_store_ids", "url", "server_url", "image_url", "file_url",
@@ -219,22 +210,16 @@ def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
 
 
 def _content(content: Any, fn: TextFn) -> Any:
+    """Message content: a string, or parts. Every part is walked like a history item (its
+    text, a refusal, a file's name; never a URL or base64 data), whatever its type says,
+    so a part of a type not listed anywhere, or a malformed one (no type, a bare string,
+    an object for an array) does not reach the provider raw: it would refuse the request
+    only after receiving the text."""
     if isinstance(content, str):
         return fn(content)
-    if not isinstance(content, list):
-        return content
-    out: list[Any] | None = None
-    for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        field = _TEXT_PARTS.get(kind) if isinstance(kind, str) else None
-        if field is None or not isinstance(part.get(field), str):
-            continue
-        mapped = fn(part[field])
-        if mapped is not part[field]:
-            if out is None:
-                out = list(content)
-            out[i] = {**part, field: mapped}
-    return content if out is None else out
+    if isinstance(content, list | Mapping):
+        return _prose(content, fn)
+    return content
 
 
 def _tool_call(call: Any, fn: TextFn) -> Any:

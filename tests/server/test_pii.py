@@ -228,6 +228,10 @@ HISTORY_ITEMS: dict[str, tuple[str, dict[str, Any]]] = {
         "server_label": "s", "server_url": "https://mcp.example.com", "server_description": _S}]}),
     "file_search_filters": ("responses", {"input": "hi", "tools": [{"type": "file_search",
         "vector_store_ids": ["vs"], "filters": {"type": "eq", "key": "author", "value": _S}}]}),
+    "chat_file_name": ("chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "file", "file": {"filename": f"{_S} - notes.pdf", "file_data": _PDF}}]}]}),
+    "untyped_parts": ("chat/completions", {"messages": [{"role": "user", "content": [
+        _S, {"text": _S}]}]}),
     "web_search_location": ("chat/completions", {"messages": [{"role": "user", "content": "hi"}],
         "web_search_options": {"user_location": {"type": "approximate",
                                                  "approximate": {"city": _S}}}}),
@@ -254,6 +258,9 @@ def test_tool_items_in_the_history_and_tool_settings_are_redacted(
     if shape == "input_file_name":
         part = upstream_body["input"][0]["content"][0]
         assert part["file_data"] == _PDF
+    if shape == "chat_file_name":
+        part = upstream_body["messages"][0]["content"][0]
+        assert part["file"]["file_data"] == _PDF and part["type"] == "file"
 
 
 def test_placeholders_are_stable_across_turns_and_never_shared(
