@@ -119,6 +119,15 @@ class BudgetPolicy(Policy):
         charged = counters(self.limits, values, time.time())
         if not charged:
             return await next(call, ctx)
+        if call.api == "responses" and call.body.get("background") is True:
+            # answered "queued": its usage is only known later, from a GET the relay
+            # serves with no policy, so it could never be settled
+            raise InvalidRequest(
+                "a background response cannot be budgeted: its usage arrives later, outside "
+                "the proxy. Send it without background: true, or from a key no budget covers.",
+                param="background",
+                code="background_not_budgetable",
+            )
         usd, tokens = self._worst_case(call)
         reservation = self._reservation_ids.next()
         observation = ctx.observation

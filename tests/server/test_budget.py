@@ -302,6 +302,21 @@ def test_tool_calls_without_usage_are_charged_for_their_arguments(
     assert records == 1 and written * 0.001 < usd < (written + 40) * 0.001, (usd, written)
 
 
+def test_a_background_response_is_refused_not_left_unsettled(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """It came back "queued" with no usage and was settled at the prompt's estimate: 5
+    background calls cost 1,150,000 tokens upstream and were charged 55."""
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    body = {"model": "m", "input": "research this", "background": True}
+    refused = httpx.post(f"{url}/responses", json=body)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "background_not_budgetable"
+    assert upstream.requests == []
+    assert httpx.post(f"{url}/responses", json={**body, "background": False}).is_success
+
+
 def test_client_gone_before_the_first_event_releases_the_reservation(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
