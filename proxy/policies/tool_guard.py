@@ -19,7 +19,10 @@ its result and can adapt. In the proxy the policy works on tool *definitions*: t
 ``allow``/``deny`` exclude are removed from each request — function and custom tools by
 name, built-in tools by type (``web_search_preview``, ``code_interpreter``), legacy
 ``functions`` too — and a ``tool_choice``/``function_call`` naming one is dropped (an
-``allowed_tools`` choice is narrowed), so the model is never offered them.
+``allowed_tools`` choice is narrowed), so the model is never offered them. Globs match
+case-insensitively; a tool is judged by every name it carries; an MCP server's
+``allowed_tools`` is narrowed (a server without that list exposes whatever it serves, which
+the proxy cannot see: list its tools, or deny ``mcp``).
 
 On a limit, ``continue`` refuses further calls and lets the agent go on; ``end`` also ends
 the reply after the current turn; ``error`` aborts the reply with a 429 ``tool_call_limit``
@@ -120,8 +123,10 @@ class ToolGuardPolicy(Policy):
         for field in ("tools", "functions"):
             offered = body.get(field)
             if isinstance(offered, list) and offered:
-                kept = [t for t in offered if self._name_refusal(_tool_name(t)) is None]
-                if len(kept) != len(offered):
+                kept = [k for t in offered if (k := self._offered(t)) is not None]
+                if len(kept) != len(offered) or any(
+                    a is not b for a, b in zip(kept, offered, strict=True)
+                ):
                     changed[field] = kept
         if not changed:
             return await next(call, ctx)
@@ -140,6 +145,27 @@ class ToolGuardPolicy(Policy):
                 else:
                     new[choice_field] = choice
         return await next(call.with_body(new), ctx)
+
+    def _offered(self, tool: Any) -> Any:
+        """``tool`` as it may be offered, or None. Every name it carries must pass (a
+        Responses tool with a decoy ``function.name`` is judged by both); an MCP server's
+        ``allowed_tools`` is narrowed to the tools that pass, and a server left with none
+        is dropped."""
+        if any(self._name_refusal(name) is not None for name in _tool_names(tool)):
+            return None
+        if not isinstance(tool, dict) or tool.get("type") != "mcp":
+            return tool
+        listed = tool.get("allowed_tools")
+        names = listed.get("tool_names") if isinstance(listed, dict) else listed
+        if not isinstance(names, list):
+            return tool  # every tool of the server: only its type and label were checked
+        kept = [n for n in names if isinstance(n, str) and self._name_refusal(n) is None]
+        if len(kept) == len(names):
+            return tool
+        if not kept:
+            return None
+        narrowed = {**listed, "tool_names": kept} if isinstance(listed, dict) else kept
+        return {**tool, "allowed_tools": narrowed}
 
     def _name_refusal(self, name: str) -> str | None:
         if _listed(name, self.config.deny):
@@ -232,7 +258,27 @@ def _narrowed(choice: Any, names: set[str]) -> Any:
 
 
 def _listed(name: str, globs: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, g) for g in globs)
+    """Shell-style globs, case-insensitive: ``delete_*`` also refuses ``Delete_User``."""
+    folded = name.casefold()
+    return any(fnmatch.fnmatchcase(folded, g.casefold()) for g in globs)
+
+
+def _tool_names(tool: Any) -> list[str]:
+    """Every name a tool definition carries (``function.name``, ``custom.name``, ``name``,
+    a built-in tool's ``type``), so none can stand in for another."""
+    if not isinstance(tool, dict):
+        return []
+    names = [
+        inner["name"]
+        for key in ("function", "custom")
+        if isinstance(inner := tool.get(key), dict) and isinstance(inner.get("name"), str)
+    ]
+    if isinstance(tool.get("name"), str):
+        names.append(tool["name"])
+    kind = tool.get("type")
+    if isinstance(kind, str) and kind not in ("function", "custom"):
+        names.append(kind)
+    return names
 
 
 def _import(path: str) -> Approver:

@@ -317,3 +317,27 @@ def test_tool_guard_in_the_proxy_filters_every_shape_a_tool_is_offered_in(
     assert legacy["functions"] == [{"name": "lookup"}] and "function_call" not in legacy
     assert [t["name"] for t in responses["tools"]] == ["search"]
     assert "tool_choice" not in responses
+
+
+def test_tool_guard_in_the_proxy_sees_through_case_decoys_and_mcp_lists(
+    make_proxy: Any, upstream: Any
+) -> None:
+    """``Delete_User`` passed a ``delete_*`` deny, a decoy ``function.name`` stood in for a
+    Responses tool's own name, and an MCP server's ``allowed_tools`` was not looked at."""
+    import httpx
+
+    url = make_proxy("policies:\n  - tool_guard: {deny: ['delete_*']}\n")
+    mcp = {"type": "mcp", "server_label": "crm", "server_url": "https://mcp.example.com",
+           "require_approval": "never"}  # fmt: skip
+    tools = [
+        {"type": "function", "name": "Delete_User", "parameters": {}},
+        {"type": "function", "name": "delete_user", "function": {"name": "safe"}},
+        {**mcp, "allowed_tools": ["delete_user", "find_user"]},
+        {**mcp, "server_label": "ops", "allowed_tools": {"tool_names": ["delete_all"]}},
+        {"type": "function", "name": "find", "parameters": {}},
+    ]
+    reply = httpx.post(f"{url}/responses", json={"model": "m", "input": "hi", "tools": tools})
+    assert reply.status_code == 200, reply.text
+    sent = upstream.last.json()["tools"]
+    assert [t.get("name") or t["server_label"] for t in sent] == ["crm", "find"]
+    assert sent[0]["allowed_tools"] == ["find_user"]
