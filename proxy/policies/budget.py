@@ -128,7 +128,8 @@ class BudgetPolicy(Policy):
                 param="background",
                 code="background_not_budgetable",
             )
-        usd, tokens = self._worst_case(call)
+        size = len(call.payload.to_bytes())
+        usd, tokens = await token_estimates.off_loop(size, lambda: self._worst_case(call))
         reservation = self._reservation_ids.next()
         observation = ctx.observation
         try:
@@ -216,7 +217,8 @@ class BudgetPolicy(Policy):
         those of ``text``, the output seen."""
         estimated = usage is None
         if usage is None:
-            usage = self._estimate_usage(call, text)
+            size = len(call.payload.to_bytes()) + len(text)
+            usage = await token_estimates.off_loop(size, lambda: self._estimate_usage(call, text))
         priced = self.pricing.cost(model, usage)
         cost = priced or 0.0
         ctx.observation.charge = Charge(usage, priced, estimated)
@@ -332,7 +334,11 @@ async def _metered(
     async def settle() -> None:
         facts = ctx.observation.stream_facts
         usage = facts.usage if facts else None
-        text = "" if usage is not None else _streamed_text(call.api, seen)
+        text = (
+            ""
+            if usage is not None
+            else await token_estimates.off_loop(kept, lambda: _streamed_text(call.api, seen))
+        )
         model = response.target.model or call.model
         await policy._settle(reservation, call, ctx, model, usage, text)
 

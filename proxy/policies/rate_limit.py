@@ -85,7 +85,10 @@ class RateLimitPolicy(Policy):
                 requests.append(RateCheck(f"req|{limit.scope}={value}", limit.rpm, 1))
             if limit.tpm is not None:
                 if estimate is None:
-                    estimate = token_estimates.prompt_tokens(call.api, call.model, call.body)
+                    estimate = await token_estimates.off_loop(
+                        len(call.payload.to_bytes()),
+                        lambda: token_estimates.prompt_tokens(call.api, call.model, call.body),
+                    )
                     estimate += token_estimates.max_output_tokens(
                         call.body, self.config.default_max_output_tokens
                     )

@@ -6,11 +6,13 @@ This module is the boundary where aiohttp and timeout exceptions become
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import aiohttp
 import orjson
+from aiohttp.payload import TOO_LARGE_BYTES_BODY
 from yarl import URL
 
 from proxy.config.schema import ProviderConfig
@@ -131,7 +133,7 @@ class OpenAIProvider:
         with translated(label):
             response = await self._session().post(
                 self.url(API_PATHS[call.api], call.query),
-                data=call.payload.to_bytes(),
+                data=_body(call.payload.to_bytes()),
                 headers=headers,
                 timeout=self.timeout,
                 allow_redirects=False,
@@ -186,6 +188,12 @@ class OpenAIProvider:
         finally:
             if not handed_off:
                 response.release()
+
+
+def _body(raw: bytes) -> bytes | io.BytesIO:
+    """The request body as aiohttp should send it: past a megabyte, a file-like object
+    it writes in chunks (raw bytes that large lock the loop, and aiohttp warns so)."""
+    return raw if len(raw) <= TOO_LARGE_BYTES_BODY else io.BytesIO(raw)
 
 
 def _is_error_only(data: Mapping[str, object]) -> bool:

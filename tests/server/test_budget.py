@@ -317,6 +317,29 @@ def test_a_background_response_is_refused_not_left_unsettled(
     assert httpx.post(f"{url}/responses", json={**body, "background": False}).is_success
 
 
+def test_counting_a_huge_prompt_holds_up_no_other_request(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Counting ran on the event loop: a 6 MB one-word prompt held every client for 5 s."""
+    import concurrent.futures
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 1e9}")))
+
+    def ask(content: str) -> float:
+        started = time.monotonic()
+        body = {"model": "m", "messages": [{"role": "user", "content": content}]}
+        assert httpx.post(f"{url}/chat/completions", json=body, timeout=60).is_success
+        return time.monotonic() - started
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        huge = pool.submit(ask, "a" * 4_000_000)  # seconds of tiktoken
+        time.sleep(0.3)
+        small = pool.submit(ask, "How are you today?").result()
+        # on the loop, the small request waited out most of the huge one's count
+        assert small < huge.result() / 3, (small, huge.result())
+
+
 def test_client_gone_before_the_first_event_releases_the_reservation(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
