@@ -63,20 +63,26 @@ class RequestHeaderFilter:
         self._prefixes = _FORWARD_PREFIXES + tuple(h[:-1] for h in extra_lower if h.endswith("*"))
 
     def __call__(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """The forwardable subset of ``headers`` (names lower-cased)."""
+        """The forwardable subset of ``headers`` (names lower-cased). A header the client
+        lists in ``Connection`` is hop-by-hop (RFC 9110 §7.6.1): never forwarded."""
+        hop = _connection_listed(headers)
         out: dict[str, str] = {}
         for name, value in headers.items():
             lower = name.lower()
-            if lower in self._exact or lower.startswith(self._prefixes):
+            if (lower in self._exact or lower.startswith(self._prefixes)) and lower not in hop:
                 out[lower] = value
         return out
 
 
+def _connection_listed(headers: Mapping[str, str]) -> frozenset[str]:
+    return frozenset(
+        token.strip().lower() for value in _all(headers, "connection") for token in value.split(",")
+    )
+
+
 def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The upstream response headers to relay to the client (names lower-cased)."""
-    connection_listed = {
-        token.strip().lower() for value in _all(headers, "connection") for token in value.split(",")
-    }
+    connection_listed = _connection_listed(headers)
     return {
         lower: value
         for name, value in headers.items()

@@ -117,6 +117,18 @@ def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: Fak
     assert "set-cookie" not in reply.headers
 
 
+def test_headers_the_client_lists_in_connection_are_not_forwarded(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    headers = {"OpenAI-Project": "proj-1", "Idempotency-Key": "idem-1", "OpenAI-Beta": "x",
+               "Connection": "keep-alive, OpenAI-Project, idempotency-key"}  # fmt: skip
+    body = {"model": "m", "messages": []}
+    assert httpx.post(f"{proxy_url}/chat/completions", json=body, headers=headers).is_success
+    sent = upstream.last.headers
+    assert "openai-project" not in sent and "idempotency-key" not in sent
+    assert sent["openai-beta"] == "x"
+
+
 def test_upstream_cookies_are_never_replayed(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
