@@ -18,6 +18,12 @@ def test_body_shape_and_code() -> None:
 def test_retry_after_is_whole_seconds_at_least_one() -> None:
     assert BudgetExceeded("exhausted").headers() == {}
     assert BudgetExceeded("busy", retry_after=1.0).headers() == {"retry-after": "1"}
-    limited = RateLimited("slow", retry_after=80.2, headers={"x-ratelimit-limit-requests": "3"})
+    limited = RateLimited(
+        "slow", kind="requests", retry_after=80.2, headers={"x-ratelimit-limit-requests": "3"}
+    )
     assert limited.headers() == {"x-ratelimit-limit-requests": "3", "retry-after": "81"}
-    assert RateLimited("slow", retry_after=0.01, headers={}).headers() == {"retry-after": "1"}
+    assert limited.type == "requests"
+    quick = RateLimited("slow", kind="tokens", retry_after=0.01, headers={})
+    assert quick.headers() == {"retry-after": "1"} and quick.type == "tokens"
+    never = RateLimited("too large", kind="tokens", retry_after=None, headers={})
+    assert never.headers() == {}  # it would never fit: no time to wait for
