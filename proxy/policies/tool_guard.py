@@ -124,9 +124,7 @@ class ToolGuardPolicy(Policy):
             offered = body.get(field)
             if isinstance(offered, list) and offered:
                 kept = [k for t in offered if (k := self._offered(t)) is not None]
-                if len(kept) != len(offered) or any(
-                    a is not b for a, b in zip(kept, offered, strict=True)
-                ):
+                if kept != offered:  # a tool dropped, or an MCP server's list narrowed
                     changed[field] = kept
         if not changed:
             return await next(call, ctx)
