@@ -1,4 +1,8 @@
-# hookgate: `docker build -t hookgate . && docker run -p 8787:8787 -e OPENAI_API_KEY hookgate`
+# hookgate: `docker build -t hookgate . && docker run -p 8787:8787 -e OPENAI_API_KEY -e HOOKGATE_CLIENT_KEY hookgate`
+# HOOKGATE_CLIENT_KEY (e.g. `export HOOKGATE_CLIENT_KEY=$(openssl rand -hex 24)`) is the key
+# agents send as their API key. The image listens on 0.0.0.0, and hookgate refuses to serve
+# anonymous callers from the network: without it (or keys.required / server.allow_anonymous
+# in your own config) the container exits at once with a message saying so.
 # The install step is the one CI uses (pip install of this project), without dev tools.
 FROM python:3.11-slim
 

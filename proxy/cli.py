@@ -26,6 +26,7 @@ from proxy.config.loader import ConfigError, LoadedConfig, load_file
 from proxy.config.schema import Config
 from proxy.errors import StoreUnavailable
 from proxy.pipeline import registry
+from proxy.server import exposure
 from proxy.store.base import Store, open_store
 
 log = logging.getLogger("hookgate")
@@ -134,26 +135,42 @@ def _serve(args: argparse.Namespace) -> int:
         for line in exc.lines:
             print(line, file=sys.stderr)
         return 1
+    host = args.host or loaded.config.server.host
+    problem = exposure.refusal(loaded.config, host)
+    if problem is not None:
+        print(loaded.problem(("server", "host"), problem), file=sys.stderr)
+        return 1
     try:
         import uvloop
     except ImportError:
         runner = asyncio.run
     else:
         runner = uvloop.run
-    runner(_run_server(loaded, args.host, args.port))
+    runner(_run_server(loaded, host, args.port))
     return 0
 
 
-async def _run_server(loaded: LoadedConfig, host: str | None, port: int | None) -> None:
+async def _run_server(loaded: LoadedConfig, host: str, port: int | None) -> None:
     from aiohttp import web
 
-    from proxy.server.app import WATCHER, create_app, make_runner
+    from proxy.server.app import WATCHER, create_app, create_ops_app, make_runner
 
     server = loaded.config.server
-    app = create_app(loaded)
+    warning = exposure.warning(loaded.config, host)
+    if warning is not None:
+        log.warning("%s", warning)
+    app = create_app(loaded, host=host)
     runner = make_runner(app, shutdown_timeout=server.shutdown_timeout_s)
     await runner.setup()
-    site = web.TCPSite(runner, host or server.host, server.port if port is None else port)
+    runners = [runner]
+    if server.ops is not None:
+        ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
+        await ops_runner.setup()
+        await web.TCPSite(ops_runner, server.ops.host, server.ops.port).start()
+        runners.append(ops_runner)
+        ops = ", ".join(_url(a) for a in ops_runner.addresses)
+        log.info("ops endpoints (/metrics, /healthz, /readyz) on %s", ops)
+    site = web.TCPSite(runner, host, server.port if port is None else port)
     await site.start()
     addresses = ", ".join(_url(a) for a in runner.addresses)
     log.info("hookgate %s listening on %s (config %s)", __version__, addresses, loaded.source)
@@ -167,7 +184,8 @@ async def _run_server(loaded: LoadedConfig, host: str | None, port: int | None) 
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(watcher.reload()))
     await stop.wait()
     log.info("shutting down: draining in-flight requests (up to %ss)", server.shutdown_timeout_s)
-    await runner.cleanup()
+    for running in runners:  # the main listener drains first; ops answers meanwhile
+        await running.cleanup()
     log.info("stopped")
 
 
@@ -288,6 +306,11 @@ def _check(args: argparse.Namespace) -> int:
                 print(line)
             status = 1
         else:
+            problem = exposure.refusal(loaded.config, loaded.config.server.host)
+            if problem is not None:
+                print(loaded.problem(("server", "host"), problem))
+                status = 1
+                continue
             where = {
                 side: ", ".join(p.name for p in loaded.policies if side in p.runs_in) or "-"
                 for side in ("proxy", "sdk")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,12 @@ class LoadedConfig:
     policies: tuple[Policy, ...]
     source: str
     """The file it was read from ("<string>" when loaded from text)."""
+    lines: Mapping[Loc, int] = field(default_factory=dict)
+    """The line of each YAML path of the file."""
+
+    def problem(self, loc: Loc, message: str) -> str:
+        """A problem found after loading, as ``file:line: path: message``."""
+        return f"{self.source}:{_line_of(loc, self.lines)}: {format_loc(loc)}: {message}"
 
 
 class ConfigError(Exception):
@@ -108,7 +114,7 @@ def load_text(text: str, source: str = "<string>") -> LoadedConfig:
     else:
         problems.extend(_check_references(config))
         policies = _build_policies(config, problems)
-        loaded = LoadedConfig(config, policies, source)
+        loaded = LoadedConfig(config, policies, source, lines)
     if problems or loaded is None:
         raise _error(source, problems, lines)
     return loaded
@@ -134,7 +140,7 @@ def _error(source: str, problems: list[Problem], lines: dict[Loc, int]) -> Confi
     return ConfigError(source, rendered)
 
 
-def _line_of(loc: Loc, lines: dict[Loc, int]) -> int:
+def _line_of(loc: Loc, lines: Mapping[Loc, int]) -> int:
     for end in range(len(loc), -1, -1):
         line = lines.get(loc[:end])
         if line is not None:

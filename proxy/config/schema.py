@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 DEFAULT_PORT = 8787
+MIN_STATIC_KEY_CHARS = 16
 
 
 class Strict(BaseModel):
@@ -89,11 +90,27 @@ class TargetConfig(Strict):
     """Tokens the model accepts; a context-length error moves only to a larger window."""
 
 
+class OpsListenerConfig(Strict):
+    """A second listener for ``/metrics``, ``/healthz`` and ``/readyz`` only."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)]
+
+
 class ServerConfig(Strict):
     """Listener and request-handling settings."""
 
     host: str = "127.0.0.1"
+    """Listen address. Anything but a loopback address (``0.0.0.0``, ``::``, a host name)
+    is a network listener: ``hookgate serve`` refuses to start one while callers can be
+    anonymous (see ``keys.required``, ``keys.static`` and ``allow_anonymous``)."""
     port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
+    allow_anonymous: bool = False
+    """Serve anonymous callers on a network listener anyway (behind a gateway that
+    authenticates them, say). A warning at every start and on ``/readyz`` says so."""
+    ops: OpsListenerConfig | None = None
+    """A separate listener for ``/metrics``, ``/healthz`` and ``/readyz``; when set, the
+    main listener no longer serves them. Read at start: changing it needs a restart."""
     max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
     """Largest JSON request body accepted on the model endpoints (413 above it). The
     generic ``/v1/*`` relay streams bodies and is not bound by it."""
@@ -121,12 +138,35 @@ class ServerConfig(Strict):
     """How long SIGTERM waits for in-flight requests before cancelling them."""
 
 
+def _static_key(key: SecretStr) -> SecretStr:
+    secret = key.get_secret_value()
+    if secret and len(secret) < MIN_STATIC_KEY_CHARS:
+        raise ValueError(
+            f"a static key needs at least {MIN_STATIC_KEY_CHARS} characters "
+            "(e.g. `openssl rand -hex 24`)"
+        )
+    if not secret.isascii() or not secret.isprintable():
+        raise ValueError("a static key must be printable ASCII")
+    return key
+
+
+StaticKey = Annotated[SecretStr, AfterValidator(_static_key)]
+"""A shared client key; empty (an unset ``${NAME:-}``) means none."""
+
+
 class KeysConfig(Strict):
     """Virtual keys (``hookgate keys create``) and the admin API."""
 
     required: bool = False
     """On: every request needs a valid virtual key (401 without, 403 for a model the
     key may not use). Off (a sidecar on localhost): callers are ``anonymous``."""
+    static: list[StaticKey] = Field(default_factory=list)
+    """Shared client keys for a simple single-tenant deployment (use
+    ``${HOOKGATE_CLIENT_KEY}``). When one is set, every caller must send one of them (or,
+    with ``required``, a virtual key) as its API key; callers are ``static-1``,
+    ``static-2``, ... by position. Only their SHA-256 digests are kept in memory and
+    compared in constant time. An entry that resolves empty (``${NAME:-}`` unset) is
+    ignored; a shorter one than 16 characters is an error."""
     admin_key: SecretStr | None = None
     """Bearer key of the ``/admin/`` API (use ``${HOOKGATE_ADMIN_KEY}``); unset: the
     admin API is off."""

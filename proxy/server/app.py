@@ -20,11 +20,11 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CollectorRegistry
 
-from proxy.config.loader import LoadedConfig
+from proxy.config.loader import ConfigError, LoadedConfig
 from proxy.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge
 from proxy.ids import UniqueIds
-from proxy.server import routes
-from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, SESSION, STORE
+from proxy.server import exposure, routes
+from proxy.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
 from proxy.server.reload import ConfigWatcher
 from proxy.server.runtime import Runtime, RuntimeHolder, build_runtime
 from proxy.store.base import display_url, open_store
@@ -62,12 +62,17 @@ def create_app(
     *,
     registry: CollectorRegistry | None = None,
     watch: bool | None = None,
+    host: str | None = None,
 ) -> web.Application:
     """Build the proxy for a loaded config.
 
     Metrics go to ``registry`` (a new one by default; never the global registry).
     ``watch`` turns hot reload of ``loaded.source`` on or off; by default it follows
-    ``server.reload`` and is on only when the config came from a file.
+    ``server.reload`` and is on only when the config came from a file. ``host`` is the
+    address the app is served on (default ``server.host``): a reload that would serve
+    anonymous callers there from the network is refused like a broken edit (see
+    :mod:`proxy.server.exposure`), and ``/readyz`` carries the warning when it is allowed.
+    With ``server.ops`` set, the ops endpoints are left to :func:`create_ops_app`.
     """
     server_log = logging.getLogger("aiohttp.server")
     if _QUIET not in server_log.filters:
@@ -83,6 +88,7 @@ def create_app(
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)
     app[HOLDER] = holder
+    app[LISTEN_HOST] = host = loaded.config.server.host if host is None else host
     if watch is None:
         watch = loaded.config.server.reload and loaded.source != "<string>"
     if watch:
@@ -95,18 +101,30 @@ def create_app(
                     log.warning(
                         "store changed to %s: restart to use it", display_url(new.config.store)
                     )
+                if new.config.server.ops != loaded.config.server.ops:
+                    log.warning("server.ops changed: restart to use it")
 
-        app[WATCHER] = ConfigWatcher(
-            loaded.source,
-            holder,
-            lambda new, generation: build_runtime(
-                new, lambda: app[SESSION], generation, store, ledger, rates
-            ),
-            reloaded,
-        )
+        def build(new: LoadedConfig, generation: int) -> Runtime:
+            problem = exposure.refusal(new.config, host)
+            if problem is not None:
+                raise ConfigError(new.source, [new.problem(("server", "host"), problem)])
+            return build_runtime(new, lambda: app[SESSION], generation, store, ledger, rates)
+
+        app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
     app.cleanup_ctx.append(_lifecycle)
-    routes.add_routes(app)
+    routes.add_routes(app, ops=loaded.config.server.ops is None)
     return app
+
+
+def create_ops_app(app: web.Application) -> web.Application:
+    """The ops listener's app (``server.ops``): ``/metrics``, ``/healthz`` and ``/readyz``
+    of ``app``, on state it shares with it, and nothing else (404 for any other path).
+    Run it beside ``app``, after ``app``'s own startup."""
+    ops = web.Application(middlewares=[_errors])
+    ops[HOLDER], ops[STORE] = app[HOLDER], app[STORE]
+    ops[METRICS], ops[LISTEN_HOST] = app[METRICS], app[LISTEN_HOST]
+    routes.add_ops_routes(ops)
+    return ops
 
 
 async def _prune_audit(app: web.Application) -> None:

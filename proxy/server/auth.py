@@ -26,19 +26,29 @@ def bearer(request: web.Request) -> str:
 async def authenticate(
     request: web.Request, runtime: Runtime, store: Store
 ) -> tuple[Identity, KeyRecord | None]:
-    """The caller's identity; raises 401 when keys are required and the key is not valid.
+    """The caller's identity; raises 401 when a key is needed and the one sent is not valid.
 
-    Without ``keys.required`` every caller is anonymous and no store is touched.
+    A shared client key (``keys.static``) is checked first, in memory; then, with
+    ``keys.required``, a virtual key in the store. With neither configured every caller
+    is anonymous and no store is touched.
     """
-    if not runtime.config.keys.required:
+    required = runtime.config.keys.required
+    static = runtime.static_keys
+    if not required and not static:
         return ANONYMOUS, None
     token = bearer(request)
     if not token:
         raise AuthenticationFailed(
-            "You didn't provide an API key. Send a hookgate virtual key as "
-            "'Authorization: Bearer sk-hg-...'.",
+            "You didn't provide an API key. Send "
+            + ("a hookgate virtual key" if required else "the proxy's client key")
+            + " as 'Authorization: Bearer ...'.",
             code="missing_api_key",
         )
+    caller = static.match(token) if static else None
+    if caller is not None:
+        return Identity(key_id=caller), None
+    if not required:
+        raise AuthenticationFailed("Incorrect API key provided.")
     record = (
         await store.key_by_digest(keys.digest(token))
         if token.startswith(keys.PREFIX) and token.isascii()  # keys are ASCII: see keys.generate

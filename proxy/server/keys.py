@@ -21,5 +21,8 @@ STORE = web.AppKey("hookgate.store", Store)
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""
 
+LISTEN_HOST = web.AppKey("hookgate.listen_host", str)
+"""The address the model routes are served on (see :mod:`proxy.server.exposure`)."""
+
 REQUEST_ID = web.RequestKey("hookgate.request_id", str)
 """Request key holding the id reported in ``x-hookgate-request-id``."""

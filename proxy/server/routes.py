@@ -22,10 +22,10 @@ from proxy.errors import (
     error_type,
 )
 from proxy.pipeline.observe import Outcome, ResponseFacts, Usage
-from proxy.pipeline.types import Api, Context, JsonBody, ModelCall
-from proxy.server import admin
+from proxy.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
+from proxy.server import admin, exposure
 from proxy.server.auth import authenticate, check_model
-from proxy.server.keys import HOLDER, METRICS, REQUEST_ID, STORE
+from proxy.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
 from proxy.server.relay import forward, relay
 from proxy.server.runtime import Runtime
 from proxy.server.streaming import relay_stream
@@ -47,14 +47,21 @@ MODEL_ENDPOINTS: dict[str, Api] = {
 }
 
 
-def add_routes(app: web.Application) -> None:
-    """Register every route on ``app``."""
+def add_routes(app: web.Application, *, ops: bool = True) -> None:
+    """Register the model, relay and admin routes on ``app``, and the ops endpoints
+    unless ``ops`` is false (they are on a listener of their own)."""
     for path, api in MODEL_ENDPOINTS.items():
         app.router.add_post(path, _model_handler(api))
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", get_model)
     app.router.add_route("*", "/v1/{tail:.*}", relay)
     admin.add_routes(app)
+    if ops:
+        add_ops_routes(app)
+
+
+def add_ops_routes(app: web.Application) -> None:
+    """Register ``/healthz``, ``/readyz`` and ``/metrics`` on ``app``."""
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
@@ -104,7 +111,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     in_flight.inc()
     try:
         identity, key = await authenticate(request, runtime, request.app[STORE])
-        if key is not None:
+        if identity is not ANONYMOUS:
             ctx = dataclasses.replace(ctx, identity=identity)
         call = await _read_call(request, runtime, api)
         model = call.model
@@ -364,12 +371,14 @@ async def readyz(request: web.Request) -> web.Response:
     except TimeoutError:
         store_ready = False
     ready = store_ready and all(status.get("ready", True) for status in policies.values())
+    warning = exposure.warning(runtime.config, request.app[LISTEN_HOST])
     body = {
         "status": "ready" if ready else "unavailable",
         "config": {"source": runtime.source, "generation": runtime.generation},
         "providers": sorted(runtime.providers),
         "store": {"url": display_url(store.url), "ready": store_ready},
         "policies": policies,
+        "warnings": [warning] if warning is not None else [],
     }
     return _json(body, status=200 if ready else 503)
 

@@ -23,6 +23,7 @@ from proxy.providers.base import Provider
 from proxy.providers.openai import OpenAIProvider
 from proxy.providers.routing import Router, Upstreams, build_providers
 from proxy.server.headers import RequestHeaderFilter
+from proxy.server.static_keys import StaticKeys
 from proxy.store.base import Store
 
 log = logging.getLogger("hookgate")
@@ -40,6 +41,8 @@ class Runtime:
     relay: Provider
     """The provider the generic ``/v1/*`` relay talks to."""
     pricing: Pricing
+    static_keys: StaticKeys
+    """``keys.static``, as digests."""
     generation: int
     source: str
 
@@ -72,6 +75,7 @@ def build_runtime(
         forward=RequestHeaderFilter(config.server.forward_headers),
         relay=providers[_relay_provider(config, router)],
         pricing=pricing,
+        static_keys=StaticKeys(config.keys.static),
         generation=generation,
         source=loaded.source,
     )
