@@ -57,7 +57,7 @@ def start_hookgate(
         f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
         'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
     )
-    command = ["-m", "proxy", "serve", "--config", str(config), "--log-level", "WARNING"]
+    command = ["-m", "hookgate", "serve", "--config", str(config), "--log-level", "WARNING"]
     return start(command, PROXY_CPU, port)
 
 

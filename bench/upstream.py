@@ -13,7 +13,7 @@ import orjson
 from aiohttp import web
 
 from bench.serving import serve
-from proxy.wire import synth
+from hookgate.wire import synth
 
 REPLY = synth.Reply(text="The quick brown fox jumps over the lazy dog. " * 4, pieces=20, id="bench")
 JSON = orjson.dumps(synth.chat_completion("bench-model", REPLY))

@@ -12,8 +12,8 @@ from typing import Any
 import openai
 import pytest
 
-from proxy.config.loader import LoadedConfig, load_text
-from proxy.server.app import create_app
+from hookgate.config.loader import LoadedConfig, load_text
+from hookgate.server.app import create_app
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.otlp import OtlpReceiver
 

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from proxy.server.app import make_runner
-from proxy.wire import synth
+from hookgate.server.app import make_runner
+from hookgate.wire import synth
 
 T = TypeVar("T")
 
@@ -402,13 +402,13 @@ def _arguments(parameters: dict[str, Any]) -> dict[str, Any]:
 def start_serve(
     *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], str, list[str]]:
-    """Run ``python -m proxy serve ARGS --port 0`` as a user would.
+    """Run ``python -m hookgate serve ARGS --port 0`` as a user would.
 
     Returns the process, its base URL, and the log lines up to the "listening on" line.
     The caller stops the process and closes its ``stderr``.
     """
     process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "serve", *args, "--port", "0"],
+        [sys.executable, "-m", "hookgate", "serve", *args, "--port", "0"],
         stderr=subprocess.PIPE,
         text=True,
         env=env,

@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
 
-from proxy.errors import PolicyBlocked
-from proxy.pipeline import (
+from hookgate.errors import PolicyBlocked
+from hookgate.pipeline import (
     Context,
     DeltaKey,
     ModelCall,
@@ -16,7 +16,7 @@ from proxy.pipeline import (
     Policy,
     StreamTransform,
 )
-from proxy.pipeline.hooks import Messages
+from hookgate.pipeline.hooks import Messages
 
 LOGS: defaultdict[str, list[str]] = defaultdict(list)
 """Recorded hook calls, by the ``log`` name in each policy's config."""

@@ -18,14 +18,18 @@ import openai
 import pytest
 import yaml
 
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, start_serve
 
 
 def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "proxy", *args], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, "-m", "hookgate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 

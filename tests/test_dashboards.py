@@ -17,9 +17,9 @@ import openai
 import pytest
 
 from dashboards.build import render
-from proxy.config.loader import load_file
-from proxy.server.app import create_app
-from proxy.wire import synth
+from hookgate.config.loader import load_file
+from hookgate.server.app import create_app
+from hookgate.wire import synth
 from tests.conftest import TEST_STORE, UPSTREAM_KEY, openai_client
 from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp, Status
 from tests.services import Prometheus

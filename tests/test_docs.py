@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from proxy.errors import PolicyBlocked
-from proxy.pipeline import Context, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.errors import PolicyBlocked
+from hookgate.pipeline import Context, JsonBody, ModelCall, ModelResponse, Target
 
 README = Path("README.md").read_text()
 

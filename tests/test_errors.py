@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.errors import BudgetExceeded, NotFound, RateLimited, error_type
+from hookgate.errors import BudgetExceeded, NotFound, RateLimited, error_type
 
 
 def test_body_shape_and_code() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.budgets.pricing import Price, Pricing
-from proxy.pipeline.observe import Usage
+from hookgate.budgets.pricing import Price, Pricing
+from hookgate.pipeline.observe import Usage
 
 
 def test_lookup_variants() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from proxy.budgets.tokens import (
+from hookgate.budgets.tokens import (
     IMAGE_TOKENS,
     PER_MESSAGE_OVERHEAD,
     REPLY_PRIMING,

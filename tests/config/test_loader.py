@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config.loader import ConfigError, format_loc, load_file, load_text
+from hookgate.config.loader import ConfigError, format_loc, load_file, load_text
 
 GOOD = """\
 providers:

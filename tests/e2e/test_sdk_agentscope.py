@@ -13,9 +13,9 @@ from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk import Gate, http_client
-from proxy.sdk.adapters.agentscope import HookgateMiddleware, reply
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate, http_client
+from hookgate.sdk.adapters.agentscope import HookgateMiddleware, reply
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver

@@ -9,9 +9,9 @@ import pytest_asyncio
 from cubeloop import Agent, tool
 from cubeloop.providers.openai import OpenAIProvider
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk import Gate
-from proxy.sdk.adapters.cubeloop import HookgateMiddleware, on_payload, prompt
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate
+from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload, prompt
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver

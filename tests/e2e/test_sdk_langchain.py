@@ -10,9 +10,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk import Gate
-from proxy.sdk.adapters.langchain import HookgateMiddleware
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate
+from hookgate.sdk.adapters.langchain import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK governed by hookgate (``proxy.sdk.adapters.openai_agents.run``)."""
+"""The OpenAI Agents SDK governed by hookgate (``hookgate.sdk.adapters.openai_agents.run``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk.adapters.openai_agents import StoppedReply, run, run_streamed
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk.adapters.openai_agents import StoppedReply, run, run_streamed
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver

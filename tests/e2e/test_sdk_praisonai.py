@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk import Gate
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -33,7 +33,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.MonkeyPatch) -> object:
     from praisonaiagents import Agent
 
-    from proxy.sdk.adapters.praisonai import instrument, tool_middleware
+    from hookgate.sdk.adapters.praisonai import instrument, tool_middleware
 
     monkeypatch.setenv("OPENAI_BASE_URL", url)
 
@@ -60,7 +60,7 @@ async def test_blocked_tool_and_one_trace(
     offline: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from proxy.sdk.adapters.praisonai import aclose, start
+    from hookgate.sdk.adapters.praisonai import aclose, start
 
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
@@ -81,7 +81,7 @@ async def test_tool_result_is_redacted(
     offline: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from proxy.sdk.adapters.praisonai import aclose, start
+    from hookgate.sdk.adapters.praisonai import aclose, start
 
     gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
     calls: list[str] = []

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.processes import rss_mb
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory
 from tests.fakes import LoopThread, RunningApp, send_raw, start_serve
 

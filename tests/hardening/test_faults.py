@@ -29,8 +29,8 @@ import openai
 import pytest
 from aiohttp.web_protocol import RequestHandler
 
-from proxy.config.loader import load_text
-from proxy.wire import synth
+from hookgate.config.loader import load_text
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
 

@@ -21,7 +21,7 @@ import httpx
 import openai
 import pytest
 
-from proxy.config.loader import load_text
+from hookgate.config.loader import load_text
 from tests.conftest import UPSTREAM_KEY, ProxyFactory, config_text
 from tests.fakes import Echo, FakeUpstream, Status
 from tests.otlp import OtlpReceiver

@@ -16,8 +16,8 @@ import orjson
 import pytest
 from aiohttp import web
 
-from proxy.config.loader import load_text
-from proxy.wire import synth
+from hookgate.config.loader import load_text
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, RunningApp, start_serve
 

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 
 from bench.processes import rss_mb
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.fakes import RunningApp, start_serve
 
 STREAMS = 1000

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from proxy.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
-from proxy.pipeline.hooks import DeltaKey, StreamTransform
-from proxy.pipeline.types import Context
+from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
+from hookgate.pipeline.hooks import DeltaKey, StreamTransform
+from hookgate.pipeline.types import Context
 
 CTX = Context(request_id="r", api="chat.completions")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.redaction.analyzer import Analyzer, AnalyzerSettings, analyzer_for
+from hookgate.redaction.analyzer import Analyzer, AnalyzerSettings, analyzer_for
 
 FOUND = [
     ("Please call Alice Johnson tomorrow.", "PERSON", "Alice Johnson"),
@@ -130,7 +130,7 @@ def test_yaml_settings_choose_what_is_found() -> None:
 def test_fast_context_enhancer_finds_the_same_tokens_as_presidio(analyzer: Analyzer) -> None:
     from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 
-    from proxy.redaction.recognizers import ContextEnhancer
+    from hookgate.redaction.recognizers import ContextEnhancer
 
     text = "Call  459.502.4057, e-mail ann@x.io;card 4111-1111-1111-1111.\nBye  "
     doc = analyzer._engine.nlp_engine.process_text(text, "en")

@@ -34,7 +34,7 @@ import orjson
 import pytest
 
 from bench.pii_corpus import Chat
-from proxy.redaction.placeholders import PATTERN, placeholder
+from hookgate.redaction.placeholders import PATTERN, placeholder
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream
 

@@ -6,9 +6,9 @@ import itertools
 
 import orjson
 
-from proxy.pipeline.hooks import DeltaKey
-from proxy.redaction.placeholders import PATTERN, Vault, placeholder
-from proxy.redaction.restore import Restorer, RestoringStream
+from hookgate.pipeline.hooks import DeltaKey
+from hookgate.redaction.placeholders import PATTERN, Vault, placeholder
+from hookgate.redaction.restore import Restorer, RestoringStream
 
 SECRET = b"s" * 32
 TEXT = DeltaKey("text", 0)

@@ -7,7 +7,7 @@ import random
 import orjson
 import pytest
 
-from proxy.errors import (
+from hookgate.errors import (
     UpstreamAuthFailed,
     UpstreamBadResponse,
     UpstreamConnectError,
@@ -15,9 +15,9 @@ from proxy.errors import (
     UpstreamStatusError,
     UpstreamTimeout,
 )
-from proxy.resilience.backoff import full_jitter, retry_after
-from proxy.resilience.breaker import BreakerSettings, CircuitBreaker
-from proxy.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
+from hookgate.resilience.backoff import full_jitter, retry_after
+from hookgate.resilience.breaker import BreakerSettings, CircuitBreaker
+from hookgate.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
 
 
 def status(code: int, error: dict[str, str] | None = None) -> UpstreamStatusError:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.sdk import Gate
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan

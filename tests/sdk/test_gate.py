@@ -11,13 +11,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from proxy.errors import HookgateError
-from proxy.pipeline import registry
-from proxy.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
-from proxy.pipeline.hooks import Policy
-from proxy.pipeline.observe import Usage
-from proxy.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
-from proxy.sdk import Gate, current_headers, current_reply
+from hookgate.errors import HookgateError
+from hookgate.pipeline import registry
+from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.observe import Usage
+from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from hookgate.sdk import Gate, current_headers, current_reply
 
 LOG: list[str] = []
 
@@ -234,13 +234,16 @@ def test_same_yaml_for_proxy_and_sdk(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert [p.name for p in gate.policies] == ["tool_guard", "reply_budget"]
     assert "policy fallback runs in the proxy only; the SDK skips it" in caplog.text
     checked = subprocess.run(
-        [sys.executable, "-m", "proxy", "check", str(path)], capture_output=True, text=True
+        [sys.executable, "-m", "hookgate", "check", str(path)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_importing_the_sdk_imports_no_server() -> None:
-    code = "import sys, proxy.sdk; print('aiohttp' in sys.modules, 'proxy.server' in sys.modules)"
+    code = (
+        "import sys, hookgate.sdk; "
+        "print('aiohttp' in sys.modules, 'hookgate.server' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from proxy.config.loader import load_text
-from proxy.store.base import AuditRecord
-from proxy.store.sqlite import SQLiteStore
+from hookgate.config.loader import load_text
+from hookgate.store.base import AuditRecord
+from hookgate.store.sqlite import SQLiteStore
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, Status
 
@@ -56,7 +56,7 @@ def test_every_request_is_recorded_without_content(
     command = [
         sys.executable,
         "-m",
-        "proxy",
+        "hookgate",
         "audit",
         "export",
         "--since",

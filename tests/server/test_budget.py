@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from proxy.config.loader import load_text
+from hookgate.config.loader import load_text
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream
 from tests.spend import PER_REQUEST_USD, PRICE, audited, settled
@@ -164,7 +164,7 @@ def test_spend_report_matches_what_was_served(
     command = [
         sys.executable,
         "-m",
-        "proxy",
+        "hookgate",
         "spend",
         "--by",
         "model",
@@ -185,8 +185,8 @@ def test_spend_report_matches_what_was_served(
 def test_stream_without_usage_is_charged_by_its_text(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    from proxy.budgets.tokens import count, prompt_tokens
-    from proxy.wire import synth
+    from hookgate.budgets.tokens import count, prompt_tokens
+    from hookgate.wire import synth
     from tests.fakes import Events
 
     db = tmp_path / "spend.db"
@@ -247,8 +247,8 @@ def test_token_ids_and_best_of_are_reserved_at_what_they_cost(
 def test_a_reply_without_usage_is_charged_for_its_text(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    from proxy.budgets.tokens import count, prompt_tokens
-    from proxy.wire import synth
+    from hookgate.budgets.tokens import count, prompt_tokens
+    from hookgate.wire import synth
     from tests.fakes import Raw
 
     db = tmp_path / "spend.db"
@@ -272,8 +272,8 @@ def test_tool_calls_without_usage_are_charged_for_their_arguments(
 ) -> None:
     """The estimate counted only text: a reply of 2,000 tokens of tool-call arguments and
     no usage was charged nothing for its output."""
-    from proxy.budgets.tokens import count
-    from proxy.wire import synth
+    from hookgate.budgets.tokens import count
+    from hookgate.wire import synth
     from tests.fakes import Events, Raw
 
     db = tmp_path / "spend.db"
@@ -365,8 +365,8 @@ def test_a_stream_that_produced_output_is_charged_however_it_ends(
 ) -> None:
     """Reading a whole answer and leaving before ``[DONE]``, an upstream that fails after
     its output, or a ``[DONE]`` block with an ``id:`` line: each once cost nothing."""
-    from proxy.budgets.tokens import count, prompt_tokens
-    from proxy.wire import synth
+    from hookgate.budgets.tokens import count, prompt_tokens
+    from hookgate.wire import synth
     from tests.fakes import Events
 
     db = tmp_path / "spend.db"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import openai
 
-from proxy.store.base import UsageRow
-from proxy.store.sqlite import CHECKPOINT_EVERY_S, SQLiteStore
+from hookgate.store.base import UsageRow
+from hookgate.store.sqlite import CHECKPOINT_EVERY_S, SQLiteStore
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.spend import PER_REQUEST_USD, PRICE, settled
@@ -103,7 +103,7 @@ async def test_a_row_the_database_refuses_fails_its_batch_and_hangs_no_one(
 ) -> None:
     """Once, a value sqlite3 cannot bind (a lone surrogate) raised out of the group commit:
     every request waiting on that batch hung, and the writer was dead for the next ones."""
-    from proxy.errors import StoreUnavailable
+    from hookgate.errors import StoreUnavailable
 
     store = SQLiteStore(f"sqlite:///{tmp_path / 'hookgate.db'}")
     bad = UsageRow(time.time(), "bad", "m", 10, 5, 0.01, agent="\udcff")

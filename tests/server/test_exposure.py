@@ -14,8 +14,8 @@ import openai
 import orjson
 import pytest
 
-from proxy.config.loader import ConfigError, load_file, load_text
-from proxy.server import exposure
+from hookgate.config.loader import ConfigError, load_file, load_text
+from hookgate.server import exposure
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.server.test_reload import eventually, write
@@ -28,7 +28,7 @@ QUESTION = [{"role": "user", "content": "hi"}]
 
 def _serve_exit(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "proxy", "serve", "--config", str(config), *args, "--port", "0"],
+        [sys.executable, "-m", "hookgate", "serve", "--config", str(config), *args, "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -72,7 +72,7 @@ def test_a_network_listener_with_anonymous_callers_refuses_to_start(
     assert result.returncode == 1
     assert "refusing to listen on 0.0.0.0" in result.stderr
     checked = subprocess.run(
-        [sys.executable, "-m", "proxy", "check", str(config)], capture_output=True, text=True
+        [sys.executable, "-m", "hookgate", "check", str(config)], capture_output=True, text=True
     )
     assert checked.returncode == 1
     line = checked.stdout.strip()
@@ -165,7 +165,7 @@ def test_the_shared_client_key_is_enforced(
         config_text(upstream.base_url, f"store: 'sqlite:///{db}'\n")
     )
     export = subprocess.run(
-        [sys.executable, "-m", "proxy", "audit", "export",
+        [sys.executable, "-m", "hookgate", "audit", "export",
          "--config", str(tmp_path / "hookgate.yaml")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
 
@@ -36,7 +36,7 @@ def two_targets(
     primary_extra: str = "",
     backup_extra: str = "",
 ) -> str:
-    from proxy.config.loader import load_text
+    from hookgate.config.loader import load_text
 
     text = (
         f"store: 'sqlite:///{TEST_STORE}'\n"
@@ -309,7 +309,7 @@ def test_circuit_closes_when_the_target_recovers(
 def test_all_circuits_open_is_503_and_not_ready(
     make_proxy: ProxyFactory, refused_port: int
 ) -> None:
-    from proxy.config.loader import load_text
+    from hookgate.config.loader import load_text
 
     dead = f"http://127.0.0.1:{refused_port}/v1"
     url = make_proxy(

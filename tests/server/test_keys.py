@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from proxy.config.loader import load_text
+from hookgate.config.loader import load_text
 from tests.conftest import UPSTREAM_KEY, ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 
@@ -168,7 +168,7 @@ def test_cli_create_list_revoke_against_a_running_proxy(
     url = make_proxy(loaded=load_text(config.read_text()))
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "proxy", "keys", *args, "--config", str(config)]
+        command = [sys.executable, "-m", "hookgate", "keys", *args, "--config", str(config)]
         return subprocess.run(command, capture_output=True, text=True, timeout=30)
 
     created = cli(
@@ -212,7 +212,7 @@ def test_cli_with_its_store_down_says_so_in_one_line(
         f"store: 'redis://127.0.0.1:{refused_port}/0'\n"
         'providers: {a: {type: echo}}\nmodels: {"*": [{provider: a}]}\n'
     )
-    command = [sys.executable, "-m", "proxy", *command, "--config", str(config)]
+    command = [sys.executable, "-m", "hookgate", *command, "--config", str(config)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
     assert result.stderr.startswith(f"hookgate: store redis://127.0.0.1:{refused_port}/0: ")

@@ -16,8 +16,8 @@ import openai
 import orjson
 import pytest
 
-from proxy.redaction.placeholders import PATTERN
-from proxy.store.sqlite import SQLiteStore
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.store.sqlite import SQLiteStore
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream, LoopThread
 from tests.otlp import OtlpReceiver

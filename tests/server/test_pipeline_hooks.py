@@ -9,7 +9,7 @@ import openai
 import orjson
 import pytest
 
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream
 from tests.policies_for_tests import LOGS

@@ -9,9 +9,9 @@ import httpx
 import openai
 import pytest
 
-from proxy.budgets.rates import MemoryRateLimiter, RateCheck, estimate
-from proxy.config.loader import load_text
-from proxy.server.app import create_app
+from hookgate.budgets.rates import MemoryRateLimiter, RateCheck, estimate
+from hookgate.config.loader import load_text
+from hookgate.server.app import create_app
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.services import RedisServer

@@ -11,8 +11,8 @@ import httpx
 import openai
 import pytest
 
-from proxy.config.loader import load_text
-from proxy.server.app import create_app
+from hookgate.config.loader import load_text
+from hookgate.server.app import create_app
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.services import RedisServer
@@ -105,8 +105,8 @@ def test_budget_holds_across_two_proxies(two_proxies: list[str], upstream: FakeU
 
 
 async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServer) -> None:
-    from proxy.budgets.limits import Counter, Limit
-    from proxy.store.redis import RedisLedger, RedisStore
+    from hookgate.budgets.limits import Counter, Limit
+    from hookgate.store.redis import RedisLedger, RedisStore
 
     store = RedisStore(redis_server.url)
     crashed = RedisLedger(store, reservation_ttl_s=0.3)
@@ -123,9 +123,9 @@ async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServe
 async def test_reserve_and_settle_repeated_by_a_retry_count_once(
     redis_server: RedisServer,
 ) -> None:
-    from proxy.budgets.limits import Counter, Limit
-    from proxy.store.base import UsageRow
-    from proxy.store.redis import RedisLedger, RedisStore
+    from hookgate.budgets.limits import Counter, Limit
+    from hookgate.store.base import UsageRow
+    from hookgate.store.redis import RedisLedger, RedisStore
 
     store = RedisStore(redis_server.url)
     ledger = RedisLedger(store)
@@ -144,7 +144,7 @@ async def test_reserve_and_settle_repeated_by_a_retry_count_once(
 async def test_the_deployment_secret_is_created_once_and_shared(
     redis_server: RedisServer,
 ) -> None:
-    from proxy.store.redis import RedisStore
+    from hookgate.store.redis import RedisStore
 
     first, second = RedisStore(redis_server.url), RedisStore(redis_server.url)
     secret = await first.secret("pii")

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from aiohttp import web
 
-from proxy.config.loader import load_text
-from proxy.wire import synth
+from hookgate.config.loader import load_text
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream, LoopThread, Raw, RunningApp, Status, send_raw
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from proxy.config.loader import load_file
-from proxy.server.app import create_app
-from proxy.wire import synth
+from hookgate.config.loader import load_file
+from hookgate.server.app import create_app
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 

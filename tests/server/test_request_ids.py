@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from proxy.ids import UniqueIds
+from hookgate.ids import UniqueIds
 
 
 def test_ids_are_unique_and_uuid_sized() -> None:

@@ -8,8 +8,8 @@ import httpx
 import openai
 import pytest
 
-from proxy.config.loader import LoadedConfig, load_text
-from proxy.wire import sse, synth
+from hookgate.config.loader import LoadedConfig, load_text
+from hookgate.wire import sse, synth
 from tests.conftest import TEST_STORE, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw, send_raw
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from bench.processes import children
-from proxy.wire import synth
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
 from tests.otlp import OtlpReceiver
@@ -185,7 +185,7 @@ def test_console_exporter_prints_spans_to_the_log_and_drops_none(
 def test_each_fallback_attempt_is_a_child_span(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, refused_port: int
 ) -> None:
-    from proxy.config.loader import load_text
+    from hookgate.config.loader import load_text
     from tests.conftest import TEST_STORE
 
     port = refused_port
@@ -212,7 +212,7 @@ def _export_workers() -> list[int]:
     found = []
     for pid in children(os.getpid()):
         try:
-            if b"proxy.telemetry.export" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"hookgate.telemetry.export" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except OSError:  # it exited meanwhile
             continue

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from proxy.pipeline.observe import Attempt, Observation, Outcome, UpstreamAddress, Usage
-from proxy.telemetry.metrics import BoundedLabel, Metrics
+from hookgate.pipeline.observe import Attempt, Observation, Outcome, UpstreamAddress, Usage
+from hookgate.telemetry.metrics import BoundedLabel, Metrics
 
 
 def test_bounded_label_admits_known_then_limits_others() -> None:

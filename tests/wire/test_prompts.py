@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from proxy.errors import InvalidRequest
-from proxy.wire import prompts
+from hookgate.errors import InvalidRequest
+from hookgate.wire import prompts
 
 
 def test_chat_reads_first_system_or_developer_message() -> None:

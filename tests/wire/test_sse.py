@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.wire import sse, synth
+from hookgate.wire import sse, synth
 
 
 def stream_bytes() -> bytes:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.pipeline.hooks import DeltaKey, StreamTransform
-from proxy.wire import sse, synth
-from proxy.wire.stream_rewrite import rewriter_for
+from hookgate.pipeline.hooks import DeltaKey, StreamTransform
+from hookgate.wire import sse, synth
+from hookgate.wire.stream_rewrite import rewriter_for
 
 
 class Delay(StreamTransform):

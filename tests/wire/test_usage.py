@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.pipeline.observe import Usage
-from proxy.wire import synth
-from proxy.wire.usage import StreamFacts, facts_of, usage_of
+from hookgate.pipeline.observe import Usage
+from hookgate.wire import synth
+from hookgate.wire.usage import StreamFacts, facts_of, usage_of
 
 REPLY = synth.Reply(text="hello world", input_tokens=12, output_tokens=7, id="x")
 

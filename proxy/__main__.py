@@ -1,5 +1,0 @@
-"""``python -m proxy`` is the ``hookgate`` command."""
-
-from proxy.cli import main
-
-raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""``python -m hookgate`` is the ``hookgate`` command."""
+
+from hookgate.cli import main
+
+raise SystemExit(main())

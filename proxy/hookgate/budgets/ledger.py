@@ -1,0 +1,152 @@
+"""Reservations and spend against budget counters.
+
+:class:`Ledger` is the interface; :class:`MemoryLedger` serves one process (embedded
+SQLite store), the Redis store's ledger serves several replicas with atomic scripts.
+
+MemoryLedger: atomic in memory, durable in the store.
+
+Reserve-then-settle: before a call its worst case is reserved against every counter it
+is charged to, all or nothing; after it the reservation is replaced by the reported
+spend, which is written to the store before the response completes. A crashed process
+loses only its reservations (they were never spend), never settled spend.
+
+Atomicity: the check and the reservation happen with no ``await`` between them, on the
+one event loop. Counter totals are read from the store on first use; the store runs
+reads and writes on one worker thread in submission order, so a read that completes
+before a concurrent write does not include it and the write's in-memory update lands
+after the read's. One process per SQLite store (Redis for replicas).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from hookgate.budgets.limits import Counter
+
+if TYPE_CHECKING:
+    from hookgate.store.base import Store, UsageRow
+
+MAX_CACHED = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a reservation did not fit: the first counter it would break."""
+
+    counter: Counter
+    unit: str
+    """``usd`` or ``tokens``."""
+    exhausted: bool
+    """True when settled spend alone leaves no room; False when reservations in flight
+    do (then a retry shortly may fit)."""
+
+
+class Ledger(Protocol):
+    """Reserve, settle, release; ``remaining`` reports what is left."""
+
+    async def load(self, counters: list[Counter]) -> None:
+        """Make the counters' settled totals available (no-op where always available)."""
+        ...
+
+    async def reserve(
+        self, reservation: str, counters: list[Counter], usd: float, tokens: int
+    ) -> Refusal | None:
+        """Reserve on every counter, or on none (returning why), atomically."""
+        ...
+
+    async def release(self, reservation: str) -> None: ...
+
+    async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
+        """Record the spend durably and replace the reservation by it."""
+        ...
+
+    async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]: ...
+
+
+class MemoryLedger:
+    """The one-process ledger (see the module docstring)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._used: OrderedDict[str, list[float]] = OrderedDict()
+        self._reserved: dict[str, list[float]] = {}
+        self._held: dict[str, tuple[list[str], float, int]] = {}
+
+    async def load(self, counters: list[Counter]) -> None:
+        """Read the settled totals of counters not yet in memory."""
+        for counter in counters:
+            if counter.key not in self._used:
+                usd, tokens = await self._store.usage_total(
+                    counter.limit.scope, counter.value, counter.since
+                )
+                if counter.key not in self._used:
+                    self._used[counter.key] = [usd, float(tokens)]
+                    if len(self._used) > MAX_CACHED:
+                        self._used.popitem(last=False)
+
+    async def reserve(
+        self, reservation: str, counters: list[Counter], usd: float, tokens: int
+    ) -> Refusal | None:
+        """Reserve ``usd`` and ``tokens`` on every counter, or nothing (returns why)."""
+        for counter in counters:
+            used = self._used.get(counter.key, [0.0, 0.0])
+            held = self._reserved.get(counter.key, [0.0, 0.0])
+            checks = (
+                (0, "usd", counter.limit.usd, usd),
+                (1, "tokens", counter.limit.tokens, tokens),
+            )
+            for index, unit, cap, amount in checks:
+                if cap is not None and used[index] + held[index] + amount > cap:
+                    return Refusal(counter, unit, exhausted=used[index] + amount > cap)
+        for counter in counters:
+            held = self._reserved.setdefault(counter.key, [0.0, 0.0])
+            held[0] += usd
+            held[1] += tokens
+        self._held[reservation] = ([c.key for c in counters], usd, tokens)
+        return None
+
+    async def release(self, reservation: str) -> None:
+        """Drop a reservation (the call failed or was refused)."""
+        self._release(reservation)
+
+    def _release(self, reservation: str) -> None:
+        keys, usd, tokens = self._held.pop(reservation, ([], 0.0, 0))
+        for key in keys:
+            held = self._reserved.get(key)
+            if held is not None:
+                held[0] -= usd
+                held[1] -= tokens
+                if held[0] <= 1e-12 and held[1] <= 0:
+                    del self._reserved[key]
+
+    async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
+        """Write the spend durably, then replace the reservation by it in memory. When the
+        write fails the spend still counts here (the limit holds in this process), and the
+        store's error is raised."""
+        keys = [c.key for c in counters]
+        try:
+            await self._store.record_usage(row)
+        finally:
+            self._release(reservation)
+            for key in keys:
+                used = self._used.get(key)
+                if used is not None:
+                    used[0] += row.cost_usd
+                    used[1] += row.input_tokens + row.output_tokens
+
+    async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
+        """The least USD and tokens left across ``counters`` (None: no such limit)."""
+        usd_left: float | None = None
+        tokens_left: int | None = None
+        for counter in counters:
+            used = self._used.get(counter.key, [0.0, 0.0])
+            held = self._reserved.get(counter.key, [0.0, 0.0])
+            if counter.limit.usd is not None:
+                left = max(0.0, counter.limit.usd - used[0] - held[0])
+                usd_left = left if usd_left is None else min(usd_left, left)
+            if counter.limit.tokens is not None:
+                left_tokens = max(0, int(counter.limit.tokens - used[1] - held[1]))
+                tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
+        return usd_left, tokens_left

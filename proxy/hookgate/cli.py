@@ -1,0 +1,357 @@
+"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``spend``, ``audit``, ``schema``.
+
+Every subcommand finds its config by ``--config``, else ``$HOOKGATE_CONFIG``, else
+``policies/default.yaml`` (in the working directory, then beside the package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from hookgate import __version__
+from hookgate.config.durations import parse_duration
+from hookgate.config.loader import ConfigError, LoadedConfig, load_file
+from hookgate.config.schema import Config
+from hookgate.errors import StoreUnavailable
+from hookgate.pipeline import registry
+from hookgate.server import exposure
+from hookgate.store.base import Store, open_store
+
+log = logging.getLogger("hookgate")
+
+DEFAULT_CONFIG = Path("policies/default.yaml")
+
+
+def default_config_path() -> Path:
+    """``$HOOKGATE_CONFIG``, else ``policies/default.yaml`` here or beside the package."""
+    env = os.environ.get("HOOKGATE_CONFIG")
+    if env:
+        return Path(env)
+    if DEFAULT_CONFIG.exists():
+        return DEFAULT_CONFIG
+    return Path(__file__).resolve().parent.parent / DEFAULT_CONFIG
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    result: int = args.run(args)
+    return result
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="config file (default: $HOOKGATE_CONFIG, else policies/default.yaml)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hookgate",
+        description="OpenAI-compatible proxy with a policy pipeline for AI agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"hookgate {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    serve = sub.add_parser("serve", help="run the proxy")
+    _add_config(serve)
+    serve.add_argument("--host", help="listen address (default: server.host of the config)")
+    serve.add_argument("--port", type=int, help="listen port (default: server.port of the config)")
+    serve.add_argument(
+        "--log-level",
+        default=os.environ.get("HOOKGATE_LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING or ERROR (default: $HOOKGATE_LOG_LEVEL or INFO)",
+    )
+    serve.set_defaults(run=_serve)
+
+    check = sub.add_parser("check", help="validate config files; print file:line: path: message")
+    check.add_argument("files", nargs="+", type=Path)
+    check.set_defaults(run=_check)
+
+    keys_cmd = sub.add_parser("keys", help="manage virtual keys (in the config's store)")
+    keys_sub = keys_cmd.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key and print it (shown once)")
+    create.add_argument("--team", required=True)
+    create.add_argument("--user")
+    create.add_argument("--name")
+    create.add_argument("--models", help="comma-separated aliases the key may use (default: all)")
+    create.add_argument("--expires", help="lifetime: 30d, 12h, 90m or seconds")
+    listing = keys_sub.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id (takes effect at once)")
+    revoke.add_argument("id")
+    for parser_ in (create, listing, revoke):
+        _add_config(parser_)
+        parser_.set_defaults(run=_store_command(_keys_command))
+
+    spend = sub.add_parser("spend", help="spend from the audit log, grouped")
+    spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
+                       default="team")  # fmt: skip
+    spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
+    spend.add_argument("--json", action="store_true", help="one JSON object per line")
+    _add_config(spend)
+    spend.set_defaults(run=_store_command(_spend_report))
+
+    audit = sub.add_parser("audit", help="the audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    export = audit_sub.add_parser("export", help="write audit records as JSON lines to stdout")
+    export.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
+    _add_config(export)
+    export.set_defaults(run=_store_command(_audit_export))
+
+    schema = sub.add_parser("schema", help="write the config's JSON Schema (for editors)")
+    schema.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    schema.set_defaults(run=_schema)
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=str(args.log_level).upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    path = args.config or default_config_path()
+    try:
+        loaded = load_file(path)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
+    host = args.host or loaded.config.server.host
+    problem = exposure.refusal(loaded.config, host)
+    if problem is not None:
+        print(loaded.problem(("server", "host"), problem), file=sys.stderr)
+        return 1
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    runner(_run_server(loaded, host, args.port))
+    return 0
+
+
+async def _run_server(loaded: LoadedConfig, host: str, port: int | None) -> None:
+    from aiohttp import web
+
+    from hookgate.server.app import WATCHER, create_app, create_ops_app, make_runner
+
+    server = loaded.config.server
+    warning = exposure.warning(loaded.config, host)
+    if warning is not None:
+        log.warning("%s", warning)
+    app = create_app(loaded, host=host)
+    runner = make_runner(app, shutdown_timeout=server.shutdown_timeout_s)
+    await runner.setup()
+    runners = [runner]
+    if server.ops is not None:
+        ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
+        await ops_runner.setup()
+        await web.TCPSite(ops_runner, server.ops.host, server.ops.port).start()
+        runners.append(ops_runner)
+        ops = ", ".join(_url(a) for a in ops_runner.addresses)
+        log.info("ops endpoints (/metrics, /healthz, /readyz) on %s", ops)
+    site = web.TCPSite(runner, host, server.port if port is None else port)
+    await site.start()
+    addresses = ", ".join(_url(a) for a in runner.addresses)
+    log.info("hookgate %s listening on %s (config %s)", __version__, addresses, loaded.source)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    watcher = app.get(WATCHER)
+    if watcher is not None:
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(watcher.reload()))
+    await stop.wait()
+    log.info("shutting down: draining in-flight requests (up to %ss)", server.shutdown_timeout_s)
+    for running in runners:  # the main listener drains first; ops answers meanwhile
+        await running.cleanup()
+    log.info("stopped")
+
+
+def _store_command(
+    work: Callable[[argparse.Namespace, Store], Awaitable[int]],
+) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that opens the config's store, runs ``work``, and closes the store."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            loaded = load_file(args.config or default_config_path())
+        except ConfigError as exc:
+            for line in exc.lines:
+                print(line, file=sys.stderr)
+            return 1
+        try:
+            return asyncio.run(_with_store(loaded.config.store, args, work))
+        except StoreUnavailable as exc:  # one line, never a traceback
+            print(f"hookgate: {exc.message}", file=sys.stderr)
+            return 1
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                option = _OPTIONS.get(str(error["loc"][0]), str(error["loc"][0]))
+                print(f"hookgate: {option}: {error['msg']}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+_OPTIONS = {"team": "--team", "user": "--user", "name": "--name", "models": "--models",
+            "expires_in_s": "--expires"}  # fmt: skip
+"""``NewKey`` fields by the option that sets them, for error messages."""
+
+
+async def _with_store(
+    url: str, args: argparse.Namespace, work: Callable[[argparse.Namespace, Store], Awaitable[int]]
+) -> int:
+    store = open_store(url)
+    try:
+        return await work(args, store)
+    finally:
+        await store.close()
+
+
+async def _keys_command(args: argparse.Namespace, store: Store) -> int:
+    from hookgate.server.admin import NewKey, make_key, public
+
+    if args.keys_command == "create":
+        models = [m.strip() for m in (args.models or "").split(",") if m.strip()]
+        expires = _duration(args.expires) if args.expires else None
+        spec = NewKey(
+            team=args.team, user=args.user, name=args.name, models=models, expires_in_s=expires
+        )
+        secret, record = make_key(spec, time.time())
+        await store.add_key(record)
+        print(secret)
+        print(f"id {record.id} team {record.team}; the key is shown only now", file=sys.stderr)
+        return 0
+    if args.keys_command == "list":
+        for record in await store.keys():
+            if args.json:
+                print(orjson.dumps(public(record)).decode())
+                continue
+            state = record.usable(time.time()) or "active"
+            allowed = ",".join(record.models) or "(any)"
+            print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
+                  f"models={allowed}  {state}")  # fmt: skip
+        return 0
+    if not await store.revoke_key(args.id, time.time()):
+        print(f"no key with id {args.id}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.id}")
+    return 0
+
+
+async def _spend_report(args: argparse.Namespace, store: Store) -> int:
+    rows = await store.spend(args.by, time.time() - _duration(args.since))
+    if args.json:
+        for group, usd, tokens, requests in rows:
+            record = {args.by: group, "usd": round(usd, 9), "tokens": tokens, "requests": requests}
+            print(orjson.dumps(record).decode())
+        return 0
+    print(f"{args.by:<24} {'usd':>14} {'tokens':>12} {'requests':>9}")
+    for group, usd, tokens, requests in rows:
+        print(f"{group:<24} {usd:>14.6f} {tokens:>12} {requests:>9}")
+    total = sum(r[1] for r in rows)
+    print(
+        f"{'total':<24} {total:>14.6f} {sum(r[2] for r in rows):>12} {sum(r[3] for r in rows):>9}"
+    )
+    return 0
+
+
+async def _audit_export(args: argparse.Namespace, store: Store) -> int:
+    for record in await store.audit_records(time.time() - _duration(args.since)):
+        sys.stdout.write(orjson.dumps(record).decode() + "\n")
+    return 0
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise SystemExit(f"not a duration: {text!r} (e.g. 30d, 12h, 90m)") from None
+
+
+def _url(address: Any) -> str:
+    host, port = address[0], address[1]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _check(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.files:
+        try:
+            loaded = load_file(path)
+        except ConfigError as exc:
+            for line in exc.lines:
+                print(line)
+            status = 1
+        else:
+            problem = exposure.refusal(loaded.config, loaded.config.server.host)
+            if problem is not None:
+                print(loaded.problem(("server", "host"), problem))
+                status = 1
+                continue
+            where = {
+                side: ", ".join(p.name for p in loaded.policies if side in p.runs_in) or "-"
+                for side in ("proxy", "sdk")
+            }
+            print(f"{path}: ok (proxy runs: {where['proxy']}; SDK runs: {where['sdk']})")
+    return status
+
+
+def json_schema() -> dict[str, Any]:
+    """The config's JSON Schema, with each built-in policy's settings spelled out."""
+    schema = Config.model_json_schema()
+    entries = []
+    for name in sorted(registry.BUILTIN):
+        settings = registry.resolve(name).Config.model_json_schema()
+        for ref, definition in settings.pop("$defs", {}).items():  # refs are root-relative
+            if schema["$defs"].setdefault(ref, definition) != definition:
+                raise ValueError(f"two config models are both named {ref}")
+        entries.append(
+            {
+                "type": "object",
+                "properties": {name: {"anyOf": [settings, {"type": "null"}]}},
+                "required": [name],
+                "additionalProperties": False,
+            }
+        )
+    custom = {
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "propertyNames": {"pattern": r"^[\w.]+:\w+$"},
+    }
+    schema["properties"]["policies"]["items"] = {"anyOf": [*entries, custom]}
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "hookgate config"
+    return schema
+
+
+def _schema(args: argparse.Namespace) -> int:
+    text = orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    if args.output is None:
+        sys.stdout.buffer.write(text)
+    else:
+        args.output.write_bytes(text)
+    return 0

@@ -1,0 +1,245 @@
+"""The YAML config file as strict pydantic models.
+
+Every model forbids unknown keys, so a typo is an error with a path rather than a
+setting silently ignored. Policy entries are validated here only for shape (one key
+per entry); each policy's own ``Config`` model validates its settings in
+:mod:`hookgate.pipeline.registry`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+DEFAULT_PORT = 8787
+MIN_STATIC_KEY_CHARS = 16
+
+
+class Strict(BaseModel):
+    """Base for config models: unknown keys are errors; instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TimeoutConfig(Strict):
+    """Transport timeouts for one provider, in seconds.
+
+    Defaults suit slow reasoning models: a first byte may take minutes.
+    """
+
+    connect_s: Annotated[float, Field(gt=0)] = 10.0
+    read_s: Annotated[float, Field(gt=0)] = 600.0
+    """Longest silence allowed while waiting for the next byte (headers or body)."""
+
+
+class ProviderConfig(Strict):
+    """Where requests for a provider go.
+
+    ``type: openai`` speaks the OpenAI HTTP API at ``base_url`` (OpenAI itself, Azure's
+    OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM, ...). ``type: echo`` is built in:
+    it answers every request locally by echoing the last user message, labelled as an
+    echo, and is meant for trying hookgate out and for users' own tests.
+    """
+
+    type: Literal["openai", "echo"] = "openai"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    missing_key: Literal["error", "echo"] = "error"
+    """What to do when ``api_key`` is given but resolves to an empty string (an unset
+    ``${ENV}``): ``error`` refuses the config; ``echo`` serves this provider's requests
+    with the built-in echo provider and logs that it does."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra headers sent with every upstream request (e.g. ``api-version``)."""
+    timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> ProviderConfig:
+        if self.type == "openai" and not self.base_url:
+            raise ValueError("base_url is required for a provider of type openai")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return self
+
+    @property
+    def key_missing(self) -> bool:
+        """True when ``api_key`` was configured but is empty."""
+        return self.api_key is not None and not self.api_key.get_secret_value()
+
+
+class TargetConfig(Strict):
+    """One upstream target of a model alias."""
+
+    provider: str
+    model: str | None = None
+    """Upstream model name; ``None`` keeps the name the client sent."""
+    priority: int | None = None
+    """Targets are tried by ascending priority (default: their position in the list);
+    targets of equal priority share load (see the ``fallback`` policy's ``balance``)."""
+    weight: Annotated[float, Field(gt=0)] = 1.0
+    """Share of load among targets of equal priority (``balance: weighted``)."""
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    """Tokens the model accepts; a context-length error moves only to a larger window."""
+
+
+class OpsListenerConfig(Strict):
+    """A second listener for ``/metrics``, ``/healthz`` and ``/readyz`` only."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)]
+
+
+class ServerConfig(Strict):
+    """Listener and request-handling settings."""
+
+    host: str = "127.0.0.1"
+    """Listen address. Anything but a loopback address (``0.0.0.0``, ``::``, a host name)
+    is a network listener: ``hookgate serve`` refuses to start one while callers can be
+    anonymous (see ``keys.required``, ``keys.static`` and ``allow_anonymous``)."""
+    port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
+    allow_anonymous: bool = False
+    """Serve anonymous callers on a network listener anyway (behind a gateway that
+    authenticates them, say). A warning at every start and on ``/readyz`` says so."""
+    ops: OpsListenerConfig | None = None
+    """A separate listener for ``/metrics``, ``/healthz`` and ``/readyz``; when set, the
+    main listener no longer serves them. Read at start: changing it needs a restart."""
+    max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
+    """Largest JSON request body accepted on the model endpoints (413 above it). The
+    generic ``/v1/*`` relay streams bodies and is not bound by it."""
+    body_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    """Longest a client may take to send a model request's body (408 after it): a client
+    that sends part of a body and stalls does not hold a connection for ever."""
+    relay: bool = True
+    """The generic ``/v1/*`` relay (files, batches, vector stores, ...). It runs no policy:
+    no PII redaction, no budget. Off: those paths answer 404, and only the model
+    endpoints and ``/v1/models`` reach a provider. Keys limited to some models never
+    use it (403)."""
+    relay_provider: str | None = None
+    """Provider for the generic ``/v1/*`` relay. Default: the provider of the first
+    target of ``"*"``, else the first provider listed."""
+    forward_headers: list[str] = Field(default_factory=list)
+    """Extra client request headers forwarded upstream, beyond the built-in allow-list.
+    A trailing ``*`` matches a prefix (``x-my-*``)."""
+    metric_labels: list[Literal["team", "key"]] = Field(default_factory=list)
+    """Identity labels on the spend, token and budget metrics. Off by default: a key id
+    or team per series multiplies them; turn on what your teams and keys can bear."""
+    reload: bool = True
+    """Watch the config file and swap in edits without a restart."""
+    reload_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    shutdown_timeout_s: Annotated[float, Field(ge=0)] = 30.0
+    """How long SIGTERM waits for in-flight requests before cancelling them."""
+
+
+def _static_key(key: SecretStr) -> SecretStr:
+    secret = key.get_secret_value()
+    if secret and len(secret) < MIN_STATIC_KEY_CHARS:
+        raise ValueError(
+            f"a static key needs at least {MIN_STATIC_KEY_CHARS} characters "
+            "(e.g. `openssl rand -hex 24`)"
+        )
+    if not secret.isascii() or not secret.isprintable():
+        raise ValueError("a static key must be printable ASCII")
+    return key
+
+
+StaticKey = Annotated[SecretStr, AfterValidator(_static_key)]
+"""A shared client key; empty (an unset ``${NAME:-}``) means none."""
+
+
+class KeysConfig(Strict):
+    """Virtual keys (``hookgate keys create``) and the admin API."""
+
+    required: bool = False
+    """On: every request needs a valid virtual key (401 without, 403 for a model the
+    key may not use). Off (a sidecar on localhost): callers are ``anonymous``."""
+    static: list[StaticKey] = Field(default_factory=list)
+    """Shared client keys for a simple single-tenant deployment (use
+    ``${HOOKGATE_CLIENT_KEY}``). When one is set, every caller must send one of them (or,
+    with ``required``, a virtual key) as its API key; callers are ``static-1``,
+    ``static-2``, ... by position. Only their SHA-256 digests are kept in memory and
+    compared in constant time. An entry that resolves empty (``${NAME:-}`` unset) is
+    ignored; a shorter one than 16 characters is an error."""
+    admin_key: SecretStr | None = None
+    """Bearer key of the ``/admin/`` API (use ``${HOOKGATE_ADMIN_KEY}``); unset: the
+    admin API is off."""
+
+
+class AuditConfig(Strict):
+    """The audit log: one record per model request, in the store."""
+
+    enabled: bool = True
+    retention_days: Annotated[float, Field(ge=0)] = 90.0
+    """Records older than this are deleted (hourly); 0 keeps them forever."""
+
+
+class PriceConfig(Strict):
+    """USD per 1M tokens for one model (overrides the shipped price table)."""
+
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+    cached_input: Annotated[float, Field(ge=0)] | None = None
+    """Default: the ``input`` price."""
+    reasoning: Annotated[float, Field(ge=0)] | None = None
+    """Default: the ``output`` price."""
+
+
+def _one_key(entry: dict[str, Any]) -> dict[str, Any]:
+    if len(entry) != 1:
+        raise ValueError(
+            "each policy entry is a mapping with exactly one key, the policy name "
+            f"(got {sorted(entry) or 'an empty mapping'})"
+        )
+    return entry
+
+
+def _some_targets(targets: list[TargetConfig]) -> list[TargetConfig]:
+    if not targets:
+        raise ValueError("a model alias needs at least one target")
+    return targets
+
+
+PolicyEntry = Annotated[dict[str, Any], AfterValidator(_one_key)]
+"""``{name: settings}``; the settings are validated by the policy's own Config."""
+
+Targets = Annotated[list[TargetConfig], AfterValidator(_some_targets)]
+
+
+class Config(Strict):
+    """The whole config file."""
+
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    providers: dict[str, ProviderConfig]
+    models: dict[str, Targets]
+    policies: list[PolicyEntry] = Field(default_factory=list)
+    pricing: dict[str, PriceConfig] = Field(default_factory=dict)
+    store: str = "sqlite:///hookgate.db"
+    """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
+    or ``redis://host:port/db`` (several replicas). Opened when first needed."""
+    keys: KeysConfig = Field(default_factory=KeysConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        if value.startswith(("redis://", "rediss://")):
+            return value
+        if not value.startswith("sqlite:///") or value == "sqlite:///":
+            raise ValueError(
+                "store must be sqlite:///path.db (relative), sqlite:////abs.db or redis://host:port/db"
+            )
+        return value
+
+    @field_validator("providers")
+    @classmethod
+    def _some_provider(cls, value: dict[str, ProviderConfig]) -> dict[str, ProviderConfig]:
+        if not value:
+            raise ValueError("at least one provider is required")
+        return value

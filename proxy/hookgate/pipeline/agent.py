@@ -1,0 +1,117 @@
+"""What the SDK's agent-level hooks receive: a reply, a tool call, a tool result.
+
+A *reply* is everything an agent does to answer one input: every model call ("turn") and
+every tool execution until its final answer. The proxy never sees one whole; the SDK
+(:mod:`hookgate.sdk`) does, and runs the ``on_reply``, ``on_tool_call`` and
+``should_stop_after_turn`` hooks of :class:`~hookgate.pipeline.hooks.Policy` around them.
+
+Pure: no framework, no I/O. Values are frozen and changed with ``with_*`` methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hookgate.pipeline.observe import Span, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One agent reply about to run. ``input`` is the framework's input, as given."""
+
+    agent: str
+    input: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool execution the model asked for."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    call_id: str | None = None
+
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+        """A copy that will run with ``arguments``."""
+        return dataclasses.replace(self, arguments=arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool execution gives back to the model.
+
+    ``blocked`` means the tool never ran: ``content`` is the reason, which the model reads
+    as an error result of its call (so it can adapt instead of the agent failing).
+    """
+
+    content: str
+    blocked: bool = False
+    error: bool = False
+
+    @classmethod
+    def refused(cls, reason: str) -> ToolResult:
+        """A result for a call a policy refused; the model reads ``reason``."""
+        return cls(f"Tool call refused: {reason}", blocked=True, error=True)
+
+    def with_content(self, content: str) -> ToolResult:
+        """A copy whose content the model will read instead."""
+        return dataclasses.replace(self, content=content)
+
+
+@dataclass(slots=True)
+class ReplyContext:
+    """Per-reply facts and mutable slots, shared by every hook of one reply.
+
+    ``state`` is keyed by policy name (one dict per policy and reply), ``session`` by policy
+    name too but shared by all replies of one session. Adapters record turns and usage
+    through :class:`~hookgate.sdk.Gate`; policies read them.
+    """
+
+    agent: str
+    reply_id: str
+    session_id: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    """Model calls completed in this reply."""
+    tool_calls: int = 0
+    """Tool executions started in this reply (refused ones included)."""
+    usage: Usage = field(default_factory=Usage)
+    """Token usage summed over this reply's model calls, as reported."""
+    wrap_up: str | None = None
+    """Set by a policy when the agent must answer now: the instruction it should read.
+    Adapters then add it to the next model call and forbid tool calls (``tool_choice:
+    none``)."""
+    stop: bool = False
+    """Set by a policy (or by ``should_stop_after_turn``): end the reply after this turn."""
+    span: Span | None = None
+    """The reply's span (set by the tracing policy); the model calls' trace parent."""
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add one model call's reported usage."""
+        u = self.usage
+        self.usage = Usage(
+            u.input_tokens + usage.input_tokens,
+            u.output_tokens + usage.output_tokens,
+            u.cached_input_tokens + usage.cached_input_tokens,
+            u.reasoning_tokens + usage.reasoning_tokens,
+        )
+
+    def headers(self) -> dict[str, str]:
+        """The ``x-hookgate-*`` and W3C trace headers a model request of this reply carries."""
+        headers = {"x-hookgate-reply-id": self.reply_id, "x-hookgate-agent": self.agent}
+        if self.session_id:
+            headers["x-hookgate-session-id"] = self.session_id
+        if self.span is not None:
+            headers.update(self.span.trace_headers())
+        return headers
+
+
+NextReply = Callable[[Reply, ReplyContext], Awaitable[Any]]
+"""The rest of the ``on_reply`` onion, ending in the framework running the reply."""
+
+NextTool = Callable[[ToolCall, ReplyContext], Awaitable[ToolResult]]
+"""The rest of the ``on_tool_call`` onion, ending in the tool itself."""

@@ -1,0 +1,226 @@
+"""The hook contract: what a policy may implement, who calls it, and how hooks compose.
+
+A policy subclasses :class:`Policy` and overrides any subset of the hook methods. The
+pipeline wires in only the methods a policy overrides, so a hook a policy does not
+implement costs nothing per request. Hook shapes and their composition:
+
+=====================  ===========  ==================================================
+hook                   shape        composition (policies as listed in YAML)
+=====================  ===========  ==================================================
+on_request             observer     listed order, before every other hook
+on_system_prompt       transformer  chained in listed order
+convert_to_llm         transformer  chained in listed order
+on_model_call          onion        first listed is outermost
+on_response            transformer  reverse listed order (innermost first)
+on_response_stream     per stream   reverse listed order, like on_response
+on_reply (SDK)         onion        first listed is outermost; wraps a whole agent reply
+on_tool_call (SDK)     onion        first listed is outermost; wraps one tool execution
+should_stop_after_turn predicate    after every model call of a reply; any True stops
+=====================  ===========  ==================================================
+
+The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the last
+three only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
+boundaries. ``runs_in`` says where a policy applies; a policy listed in a YAML file is
+skipped, with a log line, where it does not.
+
+Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
+``[a, b]``, ``a`` sees the request first and the response last, exactly as an onion.
+
+Any hook may refuse the request by raising a :class:`~hookgate.errors.HookgateError`
+subclass (usually :class:`~hookgate.errors.PolicyBlocked`); the server turns it into an
+OpenAI-format error. Any other exception is a bug and becomes a 500 without a traceback
+reaching the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+
+if TYPE_CHECKING:
+    from hookgate.pipeline.services import Services
+
+Messages = Sequence[Any]
+"""Chat ``messages`` or Responses ``input`` items, exactly as the client sent them."""
+
+Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
+"""The rest of the ``on_model_call`` onion, ending in the upstream call."""
+
+DeltaKind = Literal["text", "tool_arguments"]
+Where = Literal["proxy", "sdk"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaKey:
+    """Identifies one growing string in a stream.
+
+    ``choice`` is the chat choice index (or the Responses ``output_index``); ``index`` is
+    the tool-call index within the choice for ``tool_arguments`` (or the Responses
+    ``content_index`` for ``text``).
+    """
+
+    kind: DeltaKind
+    choice: int
+    index: int = 0
+
+
+class StreamTransform:
+    """Rewrites the text and tool-argument deltas of one streamed response.
+
+    Made per stream by :meth:`Policy.on_response_stream`, so it may keep state (a
+    look-behind buffer for a value split across chunks). The server calls :meth:`delta`
+    for every delta in arrival order and :meth:`end` once per key when that string is
+    complete; what :meth:`end` returns is sent before the stream moves on. A transform
+    may hold text back by returning less than it got, and must return all it held by
+    :meth:`end`. The default implementation passes everything through.
+    """
+
+    def delta(self, key: DeltaKey, text: str) -> str:
+        """Return the text to send in place of ``text``."""
+        return text
+
+    def end(self, key: DeltaKey) -> str:
+        """Return any text held back for ``key``; called once when ``key`` completes."""
+        return ""
+
+
+class NoSettings(BaseModel):
+    """Settings of a policy that has none: only ``{}`` (or nothing) is accepted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Policy:
+    """Base class of every policy. Override only the hooks you need.
+
+    Subclasses set ``name`` (the YAML key) and ``Config`` (a strict pydantic model of the
+    policy's YAML settings), and take that config in ``__init__``. One instance serves
+    all requests of a pipeline, concurrently: keep per-request data in ``ctx.state``.
+    """
+
+    name: ClassVar[str] = "policy"
+    Config: ClassVar[type[BaseModel]] = NoSettings
+    runs_in: ClassVar[frozenset[Where]] = frozenset({"proxy", "sdk"})
+    """Where the policy applies: the proxy, the in-process SDK, or both."""
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config
+
+    async def on_request(self, call: ModelCall, ctx: Context) -> None:
+        """Observe a model call before any other hook runs; must not change it.
+
+        For per-request telemetry set-up (the tracing policy starts its span here, so
+        every later hook, including a refusing one, happens inside it). May refuse by
+        raising. hookgate's addition to the DESIGN.md hook table: the transformer hooks
+        run before ``on_model_call``, so without it a span could not cover them.
+        """
+
+    async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
+        """Return the system prompt the model should see.
+
+        Called before every chat or Responses call with the current system prompt text
+        ("" when the request has none; then a non-empty return adds one). Chained: the
+        next policy gets what this one returns.
+        """
+        return prompt
+
+    async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
+        """Return the messages the model should see.
+
+        Called with chat ``messages`` or Responses ``input`` items (a string input
+        arrives as one user message). Return a new list, never mutate the one given;
+        returning the same object means "unchanged" and keeps the fast path.
+        """
+        return messages
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        """Wrap the upstream call: first listed policy is outermost.
+
+        Call ``await next(call, ctx)`` to continue (possibly with a changed call, possibly
+        more than once to retry); return without calling it to short-circuit with a
+        response of your own; raise a HookgateError to refuse.
+        """
+        return await next(call, ctx)
+
+    async def on_response(self, response: ModelResponse, ctx: Context) -> ModelResponse:
+        """Return the non-streamed response the client should get (2xx only).
+
+        Runs innermost first. Use ``response.with_body(...)`` to change it.
+        """
+        return response
+
+    def on_response_stream(self, ctx: Context) -> StreamTransform | None:
+        """Return a transform for this streamed response, or None to leave it alone."""
+        return None
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        """Wrap a whole agent reply (SDK only): first listed is outermost.
+
+        Call ``await next(reply, ctx)`` to let the agent run and return what it returns
+        (possibly changed); raise a HookgateError to refuse the reply. ``ctx`` lives as long
+        as the reply: the place for per-reply counters (``ctx.state``).
+        """
+        return await next(reply, ctx)
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """Wrap one tool execution (SDK only): first listed is outermost.
+
+        Call ``await next(call, ctx)`` to run the tool (possibly with changed arguments via
+        ``call.with_arguments``) and return its result (possibly changed). Return
+        ``ToolResult.refused(reason)`` without calling ``next`` to block it: the model reads
+        the reason as the call's error result. Raising a HookgateError aborts the reply.
+        """
+        return await next(call, ctx)
+
+    async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
+        """After each model call of a reply (SDK only): True ends the reply now.
+
+        Every policy implementing it is asked; any True stops. The turn's usage is already
+        in ``ctx.usage`` and ``ctx.turns``.
+        """
+        return False
+
+    def attach(self, services: Services) -> None:
+        """Receive shared services (store, prices, ledger) before the first request.
+
+        Not a hook: called once when the pipeline is built. Most policies need none.
+        """
+
+    def status(self) -> Mapping[str, Any] | None:
+        """What ``/readyz`` should show about this policy (None: nothing). Not a hook.
+
+        A mapping with ``"ready": False`` makes ``/readyz`` answer 503.
+        """
+        return None
+
+    async def aclose(self) -> None:
+        """Release what the policy holds (exporters, pools). Not a hook.
+
+        Called once when its pipeline is retired: on shutdown, and after a reload once
+        requests still running on the old config have had ``server.shutdown_timeout_s``
+        to finish. Must not raise.
+        """
+
+
+HOOK_NAMES: tuple[str, ...] = (
+    "on_request",
+    "on_system_prompt",
+    "convert_to_llm",
+    "on_model_call",
+    "on_response",
+    "on_response_stream",
+    "on_reply",
+    "on_tool_call",
+    "should_stop_after_turn",
+)
+
+
+def implements(policy: Policy, hook: str) -> bool:
+    """True when ``policy``'s class overrides ``hook`` of :class:`Policy`."""
+    return getattr(type(policy), hook) is not getattr(Policy, hook)

@@ -1,0 +1,176 @@
+"""What the server observes about a request, and the interfaces telemetry plugs into.
+
+Pure: no OpenTelemetry and no prometheus-client here. The tracing policy supplies a
+:class:`Spans` implementation; the server builds an :class:`Outcome` when a request is
+completely done (after the last byte of a stream) and hands it to every ``on_finish``
+callback, then to the metrics. Telemetry never fails a request: the server logs and
+drops any exception a callback raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
+Attributes = Mapping[str, AttributeValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reported them (cached ⊆ input, reasoning ⊆ output)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What a budget settled for a request. ``estimated`` when the response reported no
+    usage (a cut or abandoned stream, an upstream that ignores ``include_usage``) and the
+    tokens were counted by the proxy; ``cost_usd`` is None for an unpriced model."""
+
+    usage: Usage
+    cost_usd: float | None
+    estimated: bool
+
+
+@dataclass(slots=True)
+class ResponseFacts:
+    """What telemetry reports about a response (read by :mod:`hookgate.wire.usage`)."""
+
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    text: list[str] = field(default_factory=list)
+
+
+class Span(Protocol):
+    """One span, as the pipeline needs it."""
+
+    def set_attributes(self, attributes: Attributes) -> None: ...
+
+    def add_event(self, name: str, attributes: Attributes | None = None) -> None: ...
+
+    def record_error(self, error_type: str, message: str) -> None: ...
+
+    def trace_headers(self) -> dict[str, str]:
+        """W3C ``traceparent``/``tracestate`` that continue this span downstream."""
+        ...
+
+    def end(self) -> None: ...
+
+
+class Spans(Protocol):
+    """The request's span, as the pipeline reaches it: child spans (guardrails) and the
+    trace context the upstream continues."""
+
+    def start(self, name: str, attributes: Attributes | None = None) -> Span: ...
+
+    def trace_headers(self) -> Mapping[str, str]:
+        """W3C ``traceparent``/``tracestate`` that continue the request's span upstream."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamAddress:
+    """Where an attempt went: the provider's kind and its host and port."""
+
+    provider_kind: str
+    host: str | None = None
+    port: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One upstream attempt, as the terminal handler saw it."""
+
+    target: str
+    """``provider/model``."""
+    outcome: str
+    """``ok``, or the error code (``upstream_timeout``, ``http_503``, ``cancelled``, ...)."""
+    address: UpstreamAddress
+    started_ns: int
+    ended_ns: int
+    """Wall-clock bounds (ns since the epoch): until the headers, for a stream."""
+    message: str | None = None
+    """What went wrong (an error message of our own; never upstream content)."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How a request ended. Built once by the server, read by finish callbacks."""
+
+    status: int
+    stream: bool
+    target: str | None
+    """``provider/model`` that served (or last failed)."""
+    error_type: str | None = None
+    """The error ``code`` (e.g. ``upstream_timeout``) or ``http_<status>``; None on success."""
+    error_message: str | None = None
+    usage: Usage | None = None
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    upstream_s: float = 0.0
+    """Time spent waiting on the upstream (connect, headers, body, stream events)."""
+    ttft_s: float | None = None
+    """Time to the first streamed event written to the client."""
+    output_text: str | None = None
+    """The model's output text, collected only when a policy asked for it."""
+
+
+@dataclass(slots=True)
+class Observation:
+    """The mutable telemetry slot of one request's :class:`~hookgate.pipeline.types.Context`."""
+
+    spans: Spans | None = None
+    trace_id: str | None = None
+    upstream: UpstreamAddress | None = None
+    upstream_s: float = 0.0
+    capture_output: bool = False
+    sent_body: Mapping[str, Any] | None = None
+    """The body of the latest upstream attempt as sent, after every policy (so redacted):
+    what content capture records as the model's input. Held by reference."""
+    stream_facts: ResponseFacts | None = None
+    """Facts of the upstream stream of the attempt that answered, read from its events
+    as they arrive, before any policy wraps or rewrites the stream."""
+    decisions: dict[str, str] = field(default_factory=dict)
+    """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
+    attempts: list[Attempt] = field(default_factory=list)
+    """Every upstream attempt, in order."""
+    retries: list[tuple[str, str]] = field(default_factory=list)
+    """``(target, reason)`` for each retry of the same target."""
+    fallbacks: list[tuple[str, str]] = field(default_factory=list)
+    """``(target, reason)`` for each move away from a target to the next."""
+    circuits: dict[str, str] = field(default_factory=dict)
+    """Breaker state of each target this request looked at, after it."""
+    on_finish: list[Callable[[Outcome], None]] = field(default_factory=list)
+    """Called by the server, in order, once the request is completely done."""
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    """Extra attributes for the request's span (e.g. budget decisions)."""
+    budgets: list[tuple[str, str, str, float | None, int | None]] = field(default_factory=list)
+    """``(scope, window, value, usd left, tokens left)`` after this request's reservation."""
+    refusals: list[tuple[str, str]] = field(default_factory=list)
+    """``(policy, scope)`` of budget or rate refusals."""
+    pii: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``(entity_type, action)`` → occurrences the pii policy handled in this request
+    (every occurrence sent upstream, history included). Counts only, never values."""
+    charge: Charge | None = None
+    """Set by the budget policy as it settles: the audit log, metrics and the span then
+    report the spend the ledger holds, estimate included (see :class:`Charge`)."""
+    spans_dropped: int = 0
+    """Spans the tracing exporter dropped (full queue), reported for the metrics."""
+
+    def decide(self, policy: str, decision: str) -> None:
+        """Record a policy decision, keeping the strongest (block > modify > allow)."""
+        if _RANK[decision] > _RANK.get(self.decisions.get(policy, ""), -1):
+            self.decisions[policy] = decision
+
+
+_RANK = {"allow": 0, "modify": 1, "block": 2}

@@ -1,0 +1,150 @@
+"""A config's policies frozen into hook chains, and one model call run through them.
+
+Each wired hook is wrapped once, at build time, to record the policy's decision for the
+request in ``ctx.observation`` (metrics): ``block`` when the hook raised a
+:class:`~hookgate.errors.HookgateError` of its own (not an upstream failure passing
+through), ``modify`` when a transformer returned something new, else ``allow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from hookgate.errors import HookgateError, UpstreamError
+from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
+from hookgate.pipeline.hooks import Next, Policy, StreamTransform, implements
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.wire import prompts
+
+T = TypeVar("T")
+
+_PROMPT_APIS = frozenset({"chat.completions", "responses"})
+
+
+class Pipeline:
+    """The hook chains of one config, built once when it loads.
+
+    Order follows :mod:`hookgate.pipeline.hooks`: request-side hooks in listed order, the
+    model-call onion with the first policy outermost, response hooks in reverse.
+    """
+
+    def __init__(self, policies: Sequence[Policy], terminal: Next) -> None:
+        self.policies = tuple(policies)
+        listed = list(self.policies)
+        backwards = list(reversed(listed))
+        self._observers = tuple(
+            _observed_observer(p) for p in listed if implements(p, "on_request")
+        )
+        self._system_prompt = compose_chain(
+            [
+                _observed(p.name, p.on_system_prompt)
+                for p in listed
+                if implements(p, "on_system_prompt")
+            ]
+        )
+        self._convert = compose_chain(
+            [_observed(p.name, p.convert_to_llm) for p in listed if implements(p, "convert_to_llm")]
+        )
+        self._call = compose_onion(
+            [_observed_onion(p) for p in listed if implements(p, "on_model_call")], terminal
+        )
+        self._response = compose_chain(
+            [_observed(p.name, p.on_response) for p in backwards if implements(p, "on_response")]
+        )
+        self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
+
+    async def run(self, call: ModelCall, ctx: Context) -> ModelResponse:
+        """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
+        for observer in self._observers:
+            await observer(call, ctx)
+        if call.api in _PROMPT_APIS:
+            call = await self._prepare(call, ctx)
+        response = await self._call(call, ctx)
+        if self._response is not None and response.payload is not None and response.status < 300:
+            response = await self._response(response, ctx)
+        return response
+
+    async def system_prompt(self, prompt: str, ctx: Context) -> str:
+        """Only the ``on_system_prompt`` chain (the SDK's adapters use it)."""
+        return prompt if self._system_prompt is None else await self._system_prompt(prompt, ctx)
+
+    async def aclose(self) -> None:
+        """Close every policy (see :meth:`Policy.aclose`)."""
+        for policy in self.policies:
+            await policy.aclose()
+
+    def stream_transform(self, ctx: Context) -> StreamTransform | None:
+        """The combined transform for one streamed response, or None when no policy wants one."""
+        if not self._stream_policies:
+            return None
+        made = [p.on_response_stream(ctx) for p in self._stream_policies]
+        return chain_stream_transforms([t for t in made if t is not None])
+
+    async def _prepare(self, call: ModelCall, ctx: Context) -> ModelCall:
+        if self._system_prompt is not None:
+            before = prompts.system_prompt_of(call.api, call.body)
+            after = await self._system_prompt(before, ctx)
+            if after != before:
+                call = call.with_body(prompts.with_system_prompt(call.api, call.body, after))
+        if self._convert is not None:
+            messages = prompts.messages_of(call.api, call.body)
+            assert messages is not None
+            converted = await self._convert(messages, ctx)
+            if converted is not messages:
+                call = call.with_body(prompts.with_messages(call.api, call.body, converted))
+        return call
+
+
+def _blocked(policy: str, exc: HookgateError, ctx: Context) -> None:
+    """Record a block for the first policy an error of its own passes through."""
+    if isinstance(exc, UpstreamError) or getattr(exc, "blocked_by", None) is not None:
+        return
+    exc.blocked_by = policy  # type: ignore[attr-defined]
+    ctx.observation.decide(policy, "block")
+
+
+def _observed(
+    policy: str, hook: Callable[[T, Context], Awaitable[T]]
+) -> Callable[[T, Context], Awaitable[T]]:
+    async def run(value: T, ctx: Context) -> T:
+        try:
+            result = await hook(value, ctx)
+        except HookgateError as exc:
+            _blocked(policy, exc, ctx)
+            raise
+        same = result is value or (isinstance(value, str) and result == value)
+        ctx.observation.decide(policy, "allow" if same else "modify")
+        return result
+
+    return run
+
+
+def _observed_onion(
+    policy: Policy,
+) -> Callable[[ModelCall, Context, Next], Awaitable[ModelResponse]]:
+    name, hook = policy.name, policy.on_model_call
+
+    async def run(call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        try:
+            response = await hook(call, ctx, next)
+        except HookgateError as exc:
+            _blocked(name, exc, ctx)
+            raise
+        ctx.observation.decide(name, "allow")
+        return response
+
+    return run
+
+
+def _observed_observer(policy: Policy) -> Callable[[ModelCall, Context], Awaitable[None]]:
+    name, hook = policy.name, policy.on_request
+
+    async def run(call: ModelCall, ctx: Context) -> None:
+        try:
+            await hook(call, ctx)
+        except HookgateError as exc:
+            _blocked(name, exc, ctx)
+            raise
+
+    return run

@@ -1,0 +1,196 @@
+"""The values hooks receive and return: frozen, changed only through ``replace``-style methods.
+
+A body travels as :class:`JsonBody`, which keeps the bytes it was parsed from. As long as
+no policy hands back a different body, the original bytes go out untouched; the first
+policy that returns a new body (``call.with_body(...)``) makes the pipeline encode once,
+at the end. Hooks must never mutate a body in place: build a new mapping instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import orjson
+
+from hookgate.pipeline.agent import ReplyContext
+from hookgate.pipeline.observe import Observation
+
+Api = Literal["chat.completions", "responses", "completions", "embeddings"]
+"""The OpenAI endpoint a model call is for; decides the body's shape."""
+
+
+class JsonBody:
+    """A JSON object and the bytes it came from, parsed and encoded at most once each."""
+
+    __slots__ = ("_data", "_raw")
+
+    def __init__(self, raw: bytes | None, data: Mapping[str, Any] | None) -> None:
+        self._raw = raw
+        self._data = data
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> JsonBody:
+        """Wrap bytes; they are parsed on first access to :attr:`data`."""
+        return cls(raw, None)
+
+    @classmethod
+    def parsed(cls, raw: bytes, data: Mapping[str, Any]) -> JsonBody:
+        """Wrap bytes together with the object already parsed from them."""
+        return cls(raw, data)
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> JsonBody:
+        """Wrap a new object; it is encoded on first call to :meth:`to_bytes`."""
+        return cls(None, data)
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """The parsed object. Treat it as read-only."""
+        if self._data is None:
+            assert self._raw is not None
+            self._data = orjson.loads(self._raw)
+        return self._data
+
+    def to_bytes(self) -> bytes:
+        """The encoded object: the original bytes when the body was never replaced."""
+        if self._raw is None:
+            self._raw = orjson.dumps(self._data)
+        return self._raw
+
+
+class EventStream(Protocol):
+    """The SSE events of a streamed response, as they arrive.
+
+    Each item holds one or more complete event blocks (each ending in a blank line):
+    events that arrived together are yielded together, so a relay writes them at once.
+
+    Whoever consumes it must call :meth:`aclose` when done, early or not; that frees the
+    upstream connection (and cancels the upstream's work when the stream is unfinished).
+    Async generators satisfy this protocol.
+    """
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One upstream a model alias may be served by."""
+
+    provider: str
+    model: str | None
+    """Upstream model name; ``None`` keeps the client's name."""
+    priority: int = 0
+    weight: float = 1.0
+    context_window: int | None = None
+
+    def label(self, requested: str) -> str:
+        """``provider/model`` as reported in headers, spans and metrics."""
+        return f"{self.provider}/{self.model or requested}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model request on its way upstream.
+
+    ``targets`` is the alias's ordered target list; the terminal handler sends to
+    ``targets[0]``. A policy that wants another target (fallback, load balancing) calls
+    ``next(call.with_targets((t,)), ctx)`` once per attempt.
+    """
+
+    api: Api
+    payload: JsonBody
+    model: str
+    """The model name the client asked for (the alias)."""
+    stream: bool
+    targets: tuple[Target, ...]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Client headers that will be forwarded upstream (already filtered)."""
+    query: str = ""
+    """The client's query string, as sent (``api-version=...``), forwarded upstream."""
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        """The request body as a read-only mapping."""
+        return self.payload.data
+
+    def with_body(self, body: Mapping[str, Any]) -> ModelCall:
+        """A copy carrying a new body (encoded once, when it is sent)."""
+        return dataclasses.replace(self, payload=JsonBody.from_data(body))
+
+    def with_targets(self, targets: tuple[Target, ...]) -> ModelCall:
+        """A copy that will be sent to ``targets[0]``."""
+        return dataclasses.replace(self, targets=targets)
+
+    def with_headers(self, headers: Mapping[str, str]) -> ModelCall:
+        """A copy forwarding ``headers`` upstream instead."""
+        return dataclasses.replace(self, headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What came back for a :class:`ModelCall`: a JSON body, or an SSE stream.
+
+    Exactly one of ``payload`` and ``stream`` is set. ``stream`` yields raw SSE events
+    as they arrive (see :class:`EventStream`); the provider layer guarantees a
+    stream that ends without its protocol's terminal event raises
+    :class:`~hookgate.errors.UpstreamReset` instead of ending quietly.
+    """
+
+    status: int
+    headers: Mapping[str, str]
+    """Upstream headers worth relaying to the client (``x-request-id``, ratelimits)."""
+    target: Target
+    payload: JsonBody | None = None
+    stream: EventStream | None = None
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        """The JSON body of a non-streamed response, parsed on first access."""
+        if self.payload is None:
+            raise TypeError("a streamed response has no body; use on_response_stream")
+        return self.payload.data
+
+    def with_body(self, body: Mapping[str, Any]) -> ModelResponse:
+        """A copy carrying a new JSON body."""
+        return dataclasses.replace(self, payload=JsonBody.from_data(body))
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who is calling. Without virtual keys every caller is ``anonymous``."""
+
+    key_id: str = "anonymous"
+    team: str | None = None
+    user: str | None = None
+
+
+ANONYMOUS = Identity()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Per-request facts every hook may read, plus mutable slots.
+
+    ``state`` is keyed by policy name: a policy keeps what its pre- and post-steps share
+    there (``ctx.state.setdefault(self.name, {})``). ``response_headers`` collects
+    ``x-hookgate-*`` headers policies want the client to see.
+    """
+
+    request_id: str
+    api: Api
+    identity: Identity = ANONYMOUS
+    agent: str | None = None
+    session_id: str | None = None
+    reply_id: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    response_headers: dict[str, str] = field(default_factory=dict)
+    observation: Observation = field(default_factory=Observation)
+    """Telemetry of this request (spans, timings, policy decisions); see
+    :mod:`hookgate.pipeline.observe`."""
+    reply: ReplyContext | None = None
+    """In the SDK: the agent reply this model call belongs to (None in the proxy)."""

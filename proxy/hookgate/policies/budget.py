@@ -1,0 +1,378 @@
+"""``budget``: USD and token limits per key, team, user, agent, reply or model — never overspent.
+
+YAML::
+
+    - budget:
+        limits:
+          - {scope: team, window: day, usd: 50}
+          - {scope: reply, tokens: 20000}          # window defaults to total
+          - {scope: key, window: month, usd: 10, tokens: 2000000}
+        default_max_output_tokens: 4096   # worst case when a request sets no max
+        image_tokens: 1600                # prompt tokens reserved per image part
+        unpriced: refuse                  # or allow (then only token limits apply)
+        on_store_error: refuse            # store down: refuse (503) or allow unchecked
+
+Before the call the worst case — estimated prompt tokens (tiktoken) plus the output
+ceiling, priced at the dearest of the alias's targets — is reserved against every
+applicable limit, all or nothing; a request that does not fit gets 429
+``budget_exceeded`` naming the scope (with ``Retry-After`` when only reservations in
+flight fill it). After the call the reservation is replaced by the provider's reported
+usage, written to the store before the response completes; a call that fails before
+any output releases it, and a stream cut short after its first event (a client that
+hangs up, an upstream that fails mid-way) is charged for what was produced.
+The promise rests on the estimate being an upper bound: tiktoken's count plus chat
+framing; a provider that counts more prompt tokens is logged, and its spend recorded.
+Streams: ``stream_options.include_usage`` is added upstream when the client did not ask
+for it, and the extra usage chunk is removed from what the client sees; a stream that
+ends without usage is charged by counting its text. Responses carry
+``x-hookgate-budget-remaining-usd`` and ``-tokens`` (after this request's reservation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import AsyncGenerator, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hookgate.budgets import tokens as token_estimates
+from hookgate.budgets.ledger import Ledger, Refusal
+from hookgate.budgets.limits import Counter, Limit, counters
+from hookgate.budgets.pricing import Pricing
+from hookgate.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
+from hookgate.ids import UniqueIds
+from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.observe import Charge, Usage
+from hookgate.pipeline.services import Services
+from hookgate.pipeline.types import Context, EventStream, ModelCall, ModelResponse
+from hookgate.store.base import UsageRow
+from hookgate.wire import sse
+from hookgate.wire.usage import usage_of
+
+log = logging.getLogger("hookgate")
+
+BUSY_RETRY_AFTER_S = 1.0
+MAX_KEPT_BYTES = 8 * 1024 * 1024
+
+
+class LimitConfig(BaseModel):
+    """One limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: Literal["key", "team", "user", "agent", "reply", "model"]
+    window: Literal["minute", "hour", "day", "month", "total"] = "total"
+    usd: Annotated[float, Field(gt=0)] | None = None
+    tokens: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _some_cap(self) -> LimitConfig:
+        if self.usd is None and self.tokens is None:
+            raise ValueError("a limit needs usd, tokens or both")
+        return self
+
+
+class BudgetConfig(BaseModel):
+    """Settings of the ``budget`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limits: list[LimitConfig]
+    default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    image_tokens: Annotated[int, Field(ge=0)] = token_estimates.IMAGE_TOKENS
+    """Prompt tokens reserved per image part (see ``hookgate.budgets.tokens.IMAGE_TOKENS``;
+    raise it for models that weight image tokens, e.g. ~50000 for gpt-4o-mini)."""
+    unpriced: Literal["refuse", "allow"] = "refuse"
+    on_store_error: Literal["refuse", "allow"] = "refuse"
+    """When the store cannot be read to check a limit: ``refuse`` the request (503, fail
+    closed) or ``allow`` it unchecked (fail open: logged, and the response says so)."""
+
+
+class BudgetPolicy(Policy):
+    """See the module docstring."""
+
+    name = "budget"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
+    Config = BudgetConfig
+    config: BudgetConfig
+    ledger: Ledger
+    pricing: Pricing
+
+    def __init__(self, config: BudgetConfig) -> None:
+        super().__init__(config)
+        self.limits = tuple(Limit(c.scope, c.window, c.usd, c.tokens) for c in config.limits)
+        self._reservation_ids = UniqueIds()
+        token_estimates.warm()  # the first request does not pay for loading the tokenizer
+
+    def attach(self, services: Services) -> None:
+        self.ledger = services.ledger
+        self.pricing = services.pricing
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        identity = ctx.identity
+        values = {"key": identity.key_id, "team": identity.team, "user": identity.user,
+                  "agent": ctx.agent, "reply": ctx.reply_id, "model": call.model}  # fmt: skip
+        charged = counters(self.limits, values, time.time())
+        if not charged:
+            return await next(call, ctx)
+        if call.api == "responses" and call.body.get("background") is True:
+            # answered "queued": its usage is only known later, from a GET the relay
+            # serves with no policy, so it could never be settled
+            raise InvalidRequest(
+                "a background response cannot be budgeted: its usage arrives later, outside "
+                "the proxy. Send it without background: true, or from a key no budget covers.",
+                param="background",
+                code="background_not_budgetable",
+            )
+        size = len(call.payload.to_bytes())
+        usd, tokens = await token_estimates.off_loop(size, lambda: self._worst_case(call))
+        reservation = self._reservation_ids.next()
+        observation = ctx.observation
+        try:
+            await self.ledger.load(charged)
+            refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
+        except StoreUnavailable as exc:
+            if self.config.on_store_error == "refuse":
+                raise StoreUnavailable(
+                    f"The budget cannot be checked, so the request was refused (budget "
+                    f"on_store_error: refuse): {exc.message}"
+                ) from exc
+            log.warning(
+                "budget: store unavailable, request %s served unchecked (on_store_error: "
+                "allow): %s", ctx.request_id, exc.message,
+            )  # fmt: skip
+            observation.attributes["hookgate.budget.decision"] = "unchecked"
+            ctx.response_headers["x-hookgate-budget"] = "unchecked: store unavailable"
+            return await next(call, ctx)
+        observation.attributes["hookgate.budget.reserved_usd"] = usd
+        observation.attributes["hookgate.budget.reserved_tokens"] = tokens
+        if refusal is not None:
+            scope = refusal.counter.limit.scope
+            observation.attributes["hookgate.budget.decision"] = f"refused:{scope}"
+            observation.refusals.append((self.name, scope))
+            raise _refused(refusal, usd, tokens)
+        observation.attributes["hookgate.budget.decision"] = "reserved"
+        ctx.state[self.name] = (tokens, charged)
+        await self._remaining_headers(ctx, charged)
+        injected = False
+        if call.stream and call.api in ("chat.completions", "completions"):
+            call, injected = _with_usage(call)
+        try:
+            response = await next(call, ctx)
+        except BaseException:
+            await self.ledger.release(reservation)
+            raise
+        if response.stream is not None:
+            metered = _metered(self, response, call, ctx, reservation, injected)
+            return dataclasses.replace(response, stream=metered)
+        if response.status >= 300:
+            await self.ledger.release(reservation)
+            return response
+        usage = usage_of(response.body.get("usage"))
+        text = "" if usage is not None else token_estimates.output_text(call.api, response.body)
+        model = response.target.model or call.model
+        await self._settle(reservation, call, ctx, model, usage, text)
+        return response
+
+    def _worst_case(self, call: ModelCall) -> tuple[float, int]:
+        prompt = token_estimates.prompt_tokens(
+            call.api, call.model, call.body, self.config.image_tokens
+        )
+        output = (
+            0  # an embedding is all input
+            if call.api == "embeddings"
+            else token_estimates.max_output_tokens(call.body, self.config.default_max_output_tokens)
+        )
+        worst = Usage(input_tokens=prompt, output_tokens=output)
+        costs = [self.pricing.cost(t.model or call.model, worst) for t in call.targets]
+        if any(c is None for c in costs) and self.config.unpriced == "refuse":
+            raise InvalidRequest(
+                f"model '{call.model}' has no price, so its spend cannot be budgeted; add it "
+                "to `pricing:` (or set the budget policy's unpriced: allow)",
+                param="model",
+                code="model_unpriced",
+            )
+        return max((c for c in costs if c is not None), default=0.0), prompt + output
+
+    def _estimate_usage(self, call: ModelCall, text: str) -> Usage:
+        prompt = token_estimates.prompt_tokens(
+            call.api, call.model, call.body, self.config.image_tokens
+        )
+        return Usage(input_tokens=prompt, output_tokens=token_estimates.count(call.model, text))
+
+    async def _settle(
+        self,
+        reservation: str,
+        call: ModelCall,
+        ctx: Context,
+        model: str,
+        usage: Usage | None,
+        text: str = "",
+    ) -> None:
+        """Charge ``usage`` (the response's own), else an estimate: the prompt's tokens and
+        those of ``text``, the output seen."""
+        estimated = usage is None
+        if usage is None:
+            size = len(call.payload.to_bytes()) + len(text)
+            usage = await token_estimates.off_loop(size, lambda: self._estimate_usage(call, text))
+        priced = self.pricing.cost(model, usage)
+        cost = priced or 0.0
+        ctx.observation.charge = Charge(usage, priced, estimated)
+        reserved, charged = ctx.state[self.name]
+        if usage.input_tokens + usage.output_tokens > reserved:
+            log.warning(
+                "request %s used %d tokens, more than the %d reserved (the provider counted "
+                "more prompt tokens than estimated); a limit may be exceeded by the difference",
+                ctx.request_id, usage.input_tokens + usage.output_tokens, reserved,
+            )  # fmt: skip
+        identity = ctx.identity
+        row = UsageRow(
+            ts=time.time(), request_id=ctx.request_id, model=call.model,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost,
+            key_id=identity.key_id, team=identity.team, user=identity.user, agent=ctx.agent,
+            reply=ctx.reply_id, target=model,
+        )  # fmt: skip
+        try:
+            await self.ledger.settle(reservation, charged, row)
+        except StoreUnavailable as exc:
+            # The call happened and the client gets its answer; the spend counts in memory
+            # but is not durable. Loud, never silent.
+            log.error(
+                "budget: the spend of request %s (%d tokens, $%.6f) was not written: %s",
+                ctx.request_id, usage.input_tokens + usage.output_tokens, cost, exc.message,
+            )  # fmt: skip
+
+    async def _remaining_headers(self, ctx: Context, charged: list[Counter]) -> None:
+        """Report each counter's room (metrics) and the least of them (headers)."""
+        usd: float | None = None
+        tokens: int | None = None
+        for counter in charged:
+            left_usd, left_tokens = await self.ledger.remaining([counter])
+            limit = counter.limit
+            ctx.observation.budgets.append(
+                (limit.scope, limit.window, counter.value, left_usd, left_tokens)
+            )
+            if left_usd is not None:
+                usd = left_usd if usd is None else min(usd, left_usd)
+            if left_tokens is not None:
+                tokens = left_tokens if tokens is None else min(tokens, left_tokens)
+        if usd is not None:
+            ctx.response_headers["x-hookgate-budget-remaining-usd"] = f"{usd:.6f}"
+        if tokens is not None:
+            ctx.response_headers["x-hookgate-budget-remaining-tokens"] = str(tokens)
+
+
+def _refused(refusal: Refusal, usd: float, tokens: int) -> BudgetExceeded:
+    limit = refusal.counter.limit
+    where = f"{limit.scope} '{refusal.counter.value}'"
+    window = "" if limit.window == "total" else f" per {limit.window}"
+    cap = f"${limit.usd:g}" if refusal.unit == "usd" else f"{limit.tokens} tokens"
+    asked = f"${usd:.6g}" if refusal.unit == "usd" else f"{tokens} tokens"
+    capacity = limit.usd if refusal.unit == "usd" else limit.tokens
+    if capacity is not None and (usd if refusal.unit == "usd" else tokens) > capacity:
+        return BudgetExceeded(
+            f"Budget exceeded: this request's worst case ({asked}: its prompt plus its "
+            f"max_tokens, or the budget's default_max_output_tokens) is more than the whole "
+            f"{cap}{window} of {where}; ask for fewer output tokens."
+        )
+    if refusal.exhausted:
+        return BudgetExceeded(f"Budget exceeded: {where} has spent its {cap}{window}.")
+    return BudgetExceeded(
+        f"Budget busy: requests in flight for {where} hold its {cap}{window}; retry shortly.",
+        retry_after=BUSY_RETRY_AFTER_S,
+    )
+
+
+def _with_usage(call: ModelCall) -> tuple[ModelCall, bool]:
+    """Ask the upstream for a usage chunk if the client did not; True when added."""
+    options = call.body.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage"):
+        return call, False
+    merged: dict[str, Any] = {
+        **(options if isinstance(options, Mapping) else {}),
+        "include_usage": True,
+    }
+    return call.with_body({**call.body, "stream_options": merged}), True
+
+
+def _is_usage_chunk(block: bytes) -> bool:
+    if b'"choices":[]' not in block and b'"choices": []' not in block:
+        return False
+    data = sse.json_of(block)
+    return (
+        isinstance(data, dict) and data.get("choices") == [] and isinstance(data.get("usage"), dict)
+    )
+
+
+async def _metered(
+    policy: BudgetPolicy,
+    response: ModelResponse,
+    call: ModelCall,
+    ctx: Context,
+    reservation: str,
+    strip_usage: bool,
+) -> AsyncGenerator[bytes, None]:
+    """Pass the stream through; settle before its terminal event reaches the client.
+
+    A stream cut short after its first event — the client hung up, the upstream failed
+    mid-way — is settled too, with what was produced: the upstream was generating and
+    bills for it, and a client must not be able to read a whole answer and leave before
+    the last event to be charged nothing. Only a stream that yielded no event at all
+    releases its reservation.
+    """
+    stream: EventStream | None = response.stream
+    assert stream is not None
+    seen: list[bytes] = []
+    kept = 0
+    settled = False
+    terminal = sse.is_responses_terminal if call.api == "responses" else sse.is_done
+
+    async def settle() -> None:
+        facts = ctx.observation.stream_facts
+        usage = facts.usage if facts else None
+        text = (
+            ""
+            if usage is not None
+            else await token_estimates.off_loop(kept, lambda: _streamed_text(call.api, seen))
+        )
+        model = response.target.model or call.model
+        await policy._settle(reservation, call, ctx, model, usage, text)
+
+    try:
+        async for events in stream:
+            if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
+                seen.append(events)
+                kept += len(events)
+            blocks = sse.split(events)
+            if strip_usage:
+                blocks = [b for b in blocks if not _is_usage_chunk(b)]
+            if any(terminal(b) for b in blocks):
+                await settle()
+                settled = True
+            if blocks:
+                yield b"".join(blocks)
+    finally:
+        try:
+            # shielded: the client's cancellation must not cancel the charge (or the
+            # release) as well
+            if settled:
+                pass
+            elif seen:
+                await asyncio.shield(settle())
+            else:
+                await asyncio.shield(policy.ledger.release(reservation))
+        finally:
+            await stream.aclose()
+
+
+def _streamed_text(api: str, seen: list[bytes]) -> str:
+    """What the model wrote in the events seen (text, tool-call arguments, ...)."""
+    return "".join(
+        token_estimates.output_text(api, data)
+        for block in sse.split(b"".join(seen))
+        if isinstance(data := sse.json_of(block), Mapping)
+    )

@@ -1,0 +1,324 @@
+"""``fallback``: retries, fallback across targets, timeouts, circuit breakers, load balancing.
+
+YAML (every key optional)::
+
+    - fallback:
+        retries: 2                # extra tries of the same target before moving on
+        backoff_base_s: 0.25      # full jitter: wait U(0, min(backoff_max_s, base * 2**n))
+        backoff_max_s: 8
+        retry_after_max_s: 30     # honour Retry-After / retry-after-ms up to this; asked
+                                  # for longer, the next target is tried at once
+        attempt_timeout_s: 300    # one attempt until its first byte (streams: first event;
+                                  #   non-streamed calls: the whole answer)
+        stall_timeout_s: 120      # streams: longest gap between events
+        deadline_s: 900           # the whole request, every retry and wait included
+        retry_on: [connect, timeout, reset, bad_response, stall, "408", "409", "429", "5xx"]
+        fallback_on_content_policy: false
+        balance: weighted         # or least_inflight, among targets of equal priority
+        circuit: {failures: 5, failure_rate: 0.5, window_s: 30, min_requests: 10, open_s: 30}
+
+Targets come from the alias (``models:``), tried by ascending ``priority`` (default:
+list order). A failure listed in ``retry_on`` is retried on the same target, then moves
+to the next; any other failure (400, 403, 404, 422, ...) is returned at once, since
+it would fail everywhere — except a context-length error, which moves to the next target
+whose ``context_window`` is larger, a provider refusing hookgate's own credentials (its
+401: the next target has others), and a content-policy refusal when configured. A
+target whose breaker is open is skipped. Nothing waits past ``deadline_s``.
+
+Streams fall back only before their first event reaches the client: the policy waits
+for the first event before answering. After it, a failure or a stall ends the stream
+with an error event (the client's SDK raises it), never a quiet truncation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from collections import Counter
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from itertools import groupby
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hookgate.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout, UpstreamUnavailable
+from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.types import Context, EventStream, ModelCall, ModelResponse, Target
+from hookgate.providers.routing import CANCELLED
+from hookgate.resilience.backoff import full_jitter, retry_after
+from hookgate.resilience.breaker import BreakerSettings, CircuitBreaker
+from hookgate.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
+
+
+class CircuitConfig(BaseModel):
+    """Circuit breaker settings (per target)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failures: Annotated[int, Field(gt=0)] = 5
+    failure_rate: Annotated[float, Field(gt=0, le=1)] = 0.5
+    window_s: Annotated[float, Field(gt=0)] = 30.0
+    min_requests: Annotated[int, Field(gt=0)] = 10
+    open_s: Annotated[float, Field(gt=0)] = 30.0
+
+
+class FallbackConfig(BaseModel):
+    """Settings of the ``fallback`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    backoff_base_s: Annotated[float, Field(ge=0)] = 0.25
+    backoff_max_s: Annotated[float, Field(ge=0)] = 8.0
+    retry_after_max_s: Annotated[float, Field(ge=0)] = 30.0
+    attempt_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    stall_timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    deadline_s: Annotated[float, Field(gt=0)] = 900.0
+    retry_on: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRY_ON))
+    fallback_on_content_policy: bool = False
+    balance: Literal["weighted", "least_inflight"] = "weighted"
+    circuit: CircuitConfig = Field(default_factory=CircuitConfig)
+
+
+class FallbackPolicy(Policy):
+    """See the module docstring."""
+
+    name = "fallback"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
+    Config = FallbackConfig
+    config: FallbackConfig
+
+    def __init__(self, config: FallbackConfig) -> None:
+        super().__init__(config)
+        self._settings = BreakerSettings(**config.circuit.model_dump())
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._in_flight: Counter[str] = Counter()
+        self._rng = random.Random()
+        self._retry_on = frozenset(config.retry_on)
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.deadline_s
+        observation = ctx.observation
+        last: UpstreamError | None = None
+        last_reason = ""
+        window: int | None = None
+        for target in self._plan(call.targets, call.model):
+            label = target.label(call.model)
+            if last_reason == "context_length" and not _larger(target, window):
+                continue
+            breaker = self._breaker(label)
+            if not breaker.allow():
+                observation.circuits[label] = breaker.state
+                observation.fallbacks.append((label, "circuit_open"))
+                continue
+            try:
+                return await self._try_target(call.with_targets((target,)), ctx, next, deadline)
+            except UpstreamError as exc:
+                last, last_reason, window = exc, reason(exc), target.context_window
+                observation.circuits[label] = breaker.state
+                if not self._moves_on(last_reason) or loop.time() >= deadline:
+                    raise
+                observation.fallbacks.append((label, last_reason))
+        if last is not None:
+            raise last
+        raise UpstreamUnavailable(
+            f"no upstream for model {call.model!r} is available (every circuit is open)"
+        )
+
+    async def _try_target(
+        self, call: ModelCall, ctx: Context, next: Next, deadline: float
+    ) -> ModelResponse:
+        """One target: the first try and its retries."""
+        loop = asyncio.get_running_loop()
+        target = call.targets[0]
+        label = target.label(call.model)
+        breaker = self._breaker(label)
+        for attempt in range(self.config.retries + 1):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise UpstreamTimeout(
+                    f"deadline of {self.config.deadline_s}s exceeded", target=label
+                )
+            self._in_flight[label] += 1
+            held = True  # a stream keeps its target busy until it ends
+            try:
+                response = await self._attempt(call, ctx, next, remaining, deadline)
+                if response.stream is not None:
+                    held = False
+                    response = dataclasses.replace(
+                        response, stream=_counted(response.stream, self._in_flight, label)
+                    )
+            except UpstreamError as exc:
+                failure = reason(exc)
+                if matches(failure, self._retry_on):
+                    breaker.failure()
+                ctx.observation.circuits[label] = breaker.state
+                if attempt == self.config.retries or not matches(failure, self._retry_on):
+                    raise
+                delay = self._delay(exc, attempt)
+                if delay is None or loop.time() + delay >= deadline or not breaker.allow():
+                    raise
+                ctx.observation.retries.append((label, failure))
+                await asyncio.sleep(delay)
+                continue
+            finally:
+                if held:
+                    self._in_flight[label] -= 1
+            breaker.success()
+            ctx.observation.circuits[label] = breaker.state
+            return response
+        raise AssertionError("unreachable")
+
+    async def _attempt(
+        self, call: ModelCall, ctx: Context, next: Next, remaining: float, deadline: float
+    ) -> ModelResponse:
+        """One attempt, bounded until its first byte; a stream is peeked at its first event."""
+        label = call.targets[0].label(call.model)
+        budget = min(self.config.attempt_timeout_s, remaining)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(budget):  # no task per attempt, unlike wait_for
+                response = await next(call, ctx)
+        except TimeoutError:
+            _relabel_cancelled(ctx, label)
+            waited_for = "its response headers" if call.stream else "a whole answer"
+            raise UpstreamTimeout(
+                f"{label} did not send {waited_for} within {budget:.3g}s", target=label
+            ) from None
+        if response.stream is None:
+            return response
+        stream = response.stream
+        events = aiter(stream)
+        try:
+            async with asyncio.timeout(max(0.0, budget - (loop.time() - started))):
+                first = await anext(events)
+        except TimeoutError:
+            await stream.aclose()
+            raise UpstreamTimeout(
+                f"{label} sent no first event within {budget:.3g}s", target=label
+            ) from None
+        except StopAsyncIteration:
+            await stream.aclose()
+            raise UpstreamTimeout(f"{label} sent an empty stream", target=label) from None
+        except BaseException:
+            await stream.aclose()
+            raise
+        guarded = _guarded(first, events, stream, label, self.config.stall_timeout_s, deadline)
+        return dataclasses.replace(response, stream=guarded)
+
+    def _delay(self, exc: UpstreamError, attempt: int) -> float | None:
+        """Seconds to wait before retrying the same target; None when the upstream asked
+        for longer than ``retry_after_max_s`` (move on to the next target instead)."""
+        if isinstance(exc, UpstreamStatusError):
+            asked = retry_after(exc.upstream_headers)
+            if asked is not None:
+                return asked if asked <= self.config.retry_after_max_s else None
+        return full_jitter(
+            attempt, self.config.backoff_base_s, self.config.backoff_max_s, self._rng
+        )
+
+    def _moves_on(self, failure: str) -> bool:
+        if failure in ("context_length", "auth"):  # another target may fit, or have a key
+            return True
+        if failure == "content_policy":
+            return self.config.fallback_on_content_policy
+        return matches(failure, self._retry_on)
+
+    def _plan(self, targets: Sequence[Target], model: str) -> list[Target]:
+        """Targets in the order to try: by priority, balanced within a priority."""
+        plan: list[Target] = []
+        for _, group in groupby(
+            sorted(targets, key=lambda t: t.priority), key=lambda t: t.priority
+        ):
+            plan += self._balance(list(group), model)
+        return plan
+
+    def _balance(self, group: list[Target], model: str) -> list[Target]:
+        if len(group) == 1:
+            return group
+        if self.config.balance == "least_inflight":
+            self._rng.shuffle(group)
+            return sorted(group, key=lambda t: self._in_flight[t.label(model)])
+        ordered: list[Target] = []
+        pool = list(group)
+        while pool:
+            pick = self._rng.choices(range(len(pool)), weights=[t.weight for t in pool])[0]
+            ordered.append(pool.pop(pick))
+        return ordered
+
+    def _breaker(self, label: str) -> CircuitBreaker:
+        breaker = self._breakers.get(label)
+        if breaker is None:
+            breaker = self._breakers[label] = CircuitBreaker(self._settings)
+        return breaker
+
+    def status(self) -> Mapping[str, Any]:
+        """Breaker states for ``/readyz``; not ready when every known breaker is open."""
+        states = {label: breaker.state for label, breaker in self._breakers.items()}
+        ready = not states or any(state != "open" for state in states.values())
+        return {"ready": ready, "circuits": states}
+
+
+async def _counted(
+    stream: EventStream, in_flight: Counter[str], label: str
+) -> AsyncGenerator[bytes, None]:
+    """Pass ``stream`` through; the target counts as in flight until the stream ends."""
+    try:
+        async for events in stream:
+            yield events
+    finally:
+        in_flight[label] -= 1
+        await stream.aclose()
+
+
+def _relabel_cancelled(ctx: Context, label: str) -> None:
+    """The attempt our timeout cancelled was recorded as cancelled; it timed out."""
+    attempts = ctx.observation.attempts
+    if attempts and attempts[-1].target == label and attempts[-1].outcome == CANCELLED:
+        attempts[-1] = dataclasses.replace(
+            attempts[-1], outcome="upstream_timeout", message="no first byte in time"
+        )
+
+
+def _larger(target: Target, window: int | None) -> bool:
+    return (
+        window is not None and target.context_window is not None and target.context_window > window
+    )
+
+
+async def _guarded(
+    first: bytes,
+    events: AsyncIterator[bytes],
+    stream: EventStream,
+    label: str,
+    stall_s: float,
+    deadline: float,
+) -> AsyncGenerator[bytes, None]:
+    """Re-yield ``first`` then the rest, failing on a stall or past the deadline."""
+    loop = asyncio.get_running_loop()
+    try:
+        yield first
+        while True:
+            remaining = deadline - loop.time()
+            wait = min(stall_s, remaining)
+            try:
+                # Armed only around the read, never across the yield below: the timeout
+                # cancels the consumer's task, which must not be hit while it writes.
+                async with asyncio.timeout(max(0.0, wait)):
+                    chunk = await anext(events)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if remaining <= stall_s:
+                    raise UpstreamTimeout(
+                        f"deadline reached while streaming from {label}", target=label
+                    ) from None
+                raise StallError(
+                    f"{label} sent nothing for {stall_s:.3g}s mid-stream", target=label
+                ) from None
+            yield chunk
+    finally:
+        await stream.aclose()

@@ -1,0 +1,382 @@
+"""The ``pii`` policy: Presidio redaction before the model, exact restoration after it.
+
+Request side (every text the model reads; see :mod:`hookgate.redaction.texts`):
+``convert_to_llm`` for chat ``messages`` and Responses ``input``, ``on_system_prompt`` for
+Responses ``instructions``, and ``on_model_call`` for the texts outside the messages
+(:func:`~hookgate.redaction.texts.map_fields`: tool and schema descriptions, ``stop``,
+``user``, ...), a legacy completions ``prompt`` and, with ``embeddings: true``, an
+embeddings ``input``. Each distinct text is analyzed once and
+its redaction cached (bounded LRU): an agent resending its history pays only for its new
+text. Analysis runs on worker threads, never on the event loop.
+
+Response side: non-streamed bodies are restored in ``on_response``; streams by a
+:class:`~hookgate.redaction.restore.RestoringStream`. Only placeholders this request produced
+are restored; tool-call arguments get JSON-escaped values.
+
+Fails closed: an analyzer error or timeout refuses the request (503
+``guardrail_unavailable``) unless ``on_error: allow``. Telemetry gets counts by entity type
+and action only (``ctx.observation.pii``, an ``apply_guardrail pii`` span), never values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import Field, SecretStr, field_validator
+
+from hookgate.errors import GuardrailUnavailable, PolicyBlocked
+from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.hooks import Messages, Next, Policy, StreamTransform
+from hookgate.pipeline.services import Services
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.redaction import texts
+from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
+from hookgate.redaction.placeholders import Vault
+from hookgate.redaction.redactor import Action, Redaction, Redactor
+from hookgate.redaction.restore import Restorer, RestoringStream
+from hookgate.telemetry import semconv
+
+log = logging.getLogger("hookgate")
+
+T = TypeVar("T")
+
+
+class PiiConfig(AnalyzerSettings):
+    """YAML settings of ``- pii: {...}`` (analyzer settings plus the ones below)."""
+
+    action: Action = "pseudonymize"
+    """What to do with an entity whose type has no entry in ``actions``."""
+    actions: dict[str, Action] = Field(default_factory=dict)
+    """Entity type → action, e.g. ``{SECRET: block, CREDIT_CARD: mask}``."""
+    on_error: Literal["block", "allow"] = "block"
+    """``block`` refuses a request the analyzer failed on (503); ``allow`` sends it as is."""
+    secret: SecretStr | None = Field(None, min_length=16)
+    """Key of the placeholder hash (and of ``hash``). Unset: a random secret created once
+    and kept in the store, shared by every replica on that store."""
+    embeddings: bool = False
+    """Also redact embeddings ``input`` (the vectors then encode placeholders)."""
+    cache_size: int = Field(20_000, ge=0)
+    """Redacted texts kept (LRU); 0 turns the cache off."""
+    workers: int = Field(1, ge=1, le=64)
+    """Analyzer threads."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Longest wait for the analysis of one request's new texts. One worker analyzes about
+    30 KB of new text per second with the small English model (more when the text is dense
+    with phone numbers); only text not seen before in any request is analyzed."""
+
+    @field_validator("secret", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value  # `${HOOKGATE_PII_SECRET:-}` when unset
+
+
+class PiiPolicy(Policy):
+    """See the module docstring."""
+
+    name: ClassVar[str] = "pii"
+    Config: ClassVar[type[PiiConfig]] = PiiConfig
+    config: PiiConfig
+
+    def __init__(self, config: PiiConfig) -> None:
+        super().__init__(config)
+        settings = AnalyzerSettings.model_validate(
+            config.model_dump(include=set(AnalyzerSettings.model_fields))
+        )
+        try:
+            self._analyzer = analyzer_for(settings)
+        except ImportError as exc:
+            raise ValueError(
+                f"the pii policy needs Presidio: pip install 'hookgate[pii]' ({exc})"
+            ) from None
+        except OSError as exc:  # spaCy: model package not installed
+            raise ValueError(f"pii: cannot load spaCy model {config.model!r}: {exc}") from None
+        self._pool = ThreadPoolExecutor(config.workers, thread_name_prefix="hookgate-pii")
+        self._cache: OrderedDict[str, Redaction] = OrderedDict()
+        self._redactor: Redactor | None = None
+        self._secret_lock = asyncio.Lock()
+        self._store_secret: Callable[[], Any] | None = None
+        if config.secret is not None:
+            self._redactor = self._make_redactor(config.secret.get_secret_value().encode())
+
+    def attach(self, services: Services) -> None:
+        self._store_secret = lambda: services.store.secret("pii")
+
+    # request side ---------------------------------------------------------------
+
+    async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
+        # Chat system messages are among the messages convert_to_llm sees; Responses
+        # ``instructions`` are not, so they are redacted here.
+        if ctx.api != "responses" or not prompt:
+            return prompt
+        return await self._redact(ctx, prompt, lambda fn: fn(prompt))
+
+    async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
+        return await self._redact(ctx, messages, lambda fn: texts.map_messages(messages, fn))
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        body = call.body
+        mapped = await self._redact(ctx, body, lambda fn: texts.map_fields(body, fn))
+        field = {"completions": "prompt", "embeddings": "input"}.get(call.api)
+        if field == "input" and not self.config.embeddings:
+            field = None
+        if field is not None and field in mapped:
+            value = mapped[field]
+            prompt = await self._redact(ctx, value, lambda fn: texts.map_prompt(value, fn))
+            if prompt is not value:
+                mapped = {**mapped, field: prompt}
+        return await next(call if mapped is body else call.with_body(dict(mapped)), ctx)
+
+    # response side --------------------------------------------------------------
+
+    async def on_response(self, response: ModelResponse, ctx: Context) -> ModelResponse:
+        restorer = self._restorer(ctx)
+        if restorer is None:
+            return response
+
+        def restore(text: str, json: bool) -> str:
+            return restorer.json_string(text) if json else restorer.text(text)
+
+        body = texts.map_response(response.body, restore)
+        return response if body is response.body else response.with_body(body)
+
+    def on_response_stream(self, ctx: Context) -> StreamTransform | None:
+        restorer = self._restorer(ctx)
+        return None if restorer is None else RestoringStream(restorer)
+
+    # SDK: tool results -----------------------------------------------------------------
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """SDK: redact a tool's result before it re-enters the agent's context; restore
+        placeholders in the arguments of later calls, so tools get real values.
+
+        The session keeps the placeholders it made (in memory, per session); they are the
+        same keyed hashes the proxy makes for the same values.
+        """
+        values: dict[str, str] = ctx.session.setdefault(self.name, {})
+        if values:
+            restorer = Restorer(dict(values))
+            call = call.with_arguments(texts.map_leaves(call.arguments, restorer.text))
+        result = await next(call, ctx)
+        if not _worth_analyzing(result.content):
+            return result
+        redactor = await self._get_redactor()
+        try:
+            done, _ = await self._analyze(redactor, [result.content])
+        except Exception as exc:
+            reason = _reason(exc)
+            if self.config.on_error == "allow":
+                log.warning("pii: tool result analysis failed (%s); passed unredacted", reason)
+                return result
+            log.error("pii: tool result analysis failed (%s); result withheld", reason)
+            return ToolResult.refused(
+                f"the result could not be checked for personal data ({reason})"
+            )
+        redaction = done[result.content]
+        if redaction.blocked:
+            kinds = ", ".join(sorted(redaction.blocked))
+            return ToolResult.refused(f"the result contains data not sent to models: {kinds}")
+        values.update(redaction.values)
+        if not redaction.counts:
+            return result
+        return result.with_content(redaction.text)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # internals --------------------------------------------------------------------
+
+    def _restorer(self, ctx: Context) -> Restorer | None:
+        vault: Vault | None = ctx.state.get(self.name)
+        return Restorer(vault.values) if vault is not None and vault.values else None
+
+    async def _redact(self, ctx: Context, value: T, walk: Callable[[texts.TextFn], T]) -> T:
+        """Redact every text ``walk`` visits in ``value``; the same object if none changed."""
+        found: list[str] = []
+
+        def collect(text: str) -> str:
+            found.append(text)
+            return text
+
+        walk(collect)
+        wanted = [t for t in dict.fromkeys(found) if _worth_analyzing(t)]
+        if not wanted:
+            return value
+        started = time.perf_counter()
+        redactor = await self._get_redactor()
+        try:
+            done, fresh = await self._analyze(redactor, wanted)
+        except Exception as exc:  # any analyzer failure fails closed
+            return self._failed(ctx, value, exc)
+        vault: Vault = ctx.state.setdefault(self.name, Vault(redactor.secret))
+        occurrences = Counter(found)
+        counts: dict[tuple[str, str], int] = {}
+        blocked: set[str] = set()
+        renamed: dict[str, str] = {}
+        for text, redaction in done.items():
+            blocked |= redaction.blocked
+            for key, n in redaction.counts.items():
+                counts[key] = counts.get(key, 0) + n * occurrences[text]
+            renames = vault.merge(dict(redaction.values))
+            if renames:
+                renamed[text] = _renamed(redaction.text, renames)
+        outputs = {text: renamed.get(text, r.text) for text, r in done.items() if r.counts}
+        propagate = _Propagation.of(vault.values)
+        if propagate is not None:  # a value found in one text is redacted in all of them
+            for text in wanted:
+                out, spread = propagate(outputs.get(text, text))
+                if spread:
+                    outputs[text] = out
+                    for key, n in spread.items():
+                        counts[key] = counts.get(key, 0) + n * occurrences[text]
+        self._observe(ctx, counts, started, len(wanted), len(fresh), blocked)
+        if blocked:
+            kinds = ", ".join(sorted(blocked))
+            raise PolicyBlocked(
+                f"the request contains data this deployment does not send to models: {kinds}",
+                code="pii_blocked",
+            )
+        if not outputs:
+            return value
+        return walk(lambda text: outputs.get(text, text))
+
+    async def _analyze(
+        self, redactor: Redactor, wanted: list[str]
+    ) -> tuple[dict[str, Redaction], list[str]]:
+        """The redaction of every text (cached ones from the cache), and which were new."""
+        done, fresh = self._cached(wanted)
+        if fresh:
+            analyzed = await asyncio.wait_for(
+                asyncio.wrap_future(self._pool.submit(_redact_all, redactor, fresh)),
+                self.config.timeout_s,
+            )
+            done.update(analyzed)
+            self._remember(analyzed)
+        return done, fresh
+
+    def _cached(self, wanted: Iterable[str]) -> tuple[dict[str, Redaction], list[str]]:
+        done: dict[str, Redaction] = {}
+        fresh: list[str] = []
+        for text in wanted:
+            redaction = self._cache.get(text)
+            if redaction is None:
+                fresh.append(text)
+            else:
+                self._cache.move_to_end(text)
+                done[text] = redaction
+        return done, fresh
+
+    def _remember(self, analyzed: Mapping[str, Redaction]) -> None:
+        if not self.config.cache_size:
+            return
+        self._cache.update(analyzed)
+        while len(self._cache) > self.config.cache_size:
+            self._cache.popitem(last=False)
+
+    def _failed(self, ctx: Context, value: T, exc: Exception) -> T:
+        reason = _reason(exc)
+        ctx.observation.attributes[semconv.PII_ERROR] = reason
+        if self.config.on_error == "allow":
+            log.warning(
+                "pii: analysis failed (%s); request %s sent unredacted", reason, ctx.request_id
+            )
+            return value
+        log.error("pii: analysis failed (%s); request %s refused", reason, ctx.request_id)
+        raise GuardrailUnavailable(f"PII analysis failed ({reason}); the request was not sent")
+
+    def _observe(
+        self,
+        ctx: Context,
+        counts: Mapping[tuple[str, str], int],
+        started: float,
+        texts_seen: int,
+        analyzed: int,
+        blocked: set[str],
+    ) -> None:
+        pii = ctx.observation.pii
+        for key, n in counts.items():
+            pii[key] = pii.get(key, 0) + n
+        spans = ctx.observation.spans
+        if spans is None:
+            return
+        span = spans.start(
+            "apply_guardrail pii",
+            {
+                semconv.OPERATION_NAME: "apply_guardrail",
+                semconv.PII_ENTITIES: sum(counts.values()),
+                semconv.PII_ENTITY_TYPES: sorted({kind for kind, _ in counts}),
+                semconv.PII_TEXTS: texts_seen,
+                semconv.PII_ANALYZED: analyzed,
+                semconv.PII_DECISION: "block" if blocked else "modify" if counts else "allow",
+                semconv.PII_SECONDS: round(time.perf_counter() - started, 6),
+            },
+        )
+        span.end()
+
+    async def _get_redactor(self) -> Redactor:
+        if self._redactor is None:
+            async with self._secret_lock:
+                if self._redactor is None:
+                    if self._store_secret is None:
+                        raise GuardrailUnavailable("pii: no secret configured and no store")
+                    secret = await self._store_secret()
+                    self._redactor = self._make_redactor(secret)
+        return self._redactor
+
+    def _make_redactor(self, secret: bytes) -> Redactor:
+        return Redactor(self._analyzer, secret, self.config.action, self.config.actions)
+
+
+class _Propagation:
+    """Replaces every word-bounded occurrence of a request's pseudonymized values.
+
+    A name the analyzer found in one message (``Ngozi Eze`` next to her e-mail address) may
+    be missed in another (a table cell); the same value then still gets its placeholder.
+    """
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._tokens = {value: token for token, value in values.items() if len(value) > 2}
+        ordered = sorted(self._tokens, key=len, reverse=True)
+        self._pattern = re.compile(
+            r"(?<!\w)(?:" + "|".join(re.escape(v) for v in ordered) + r")(?!\w)"
+        )
+
+    @classmethod
+    def of(cls, values: Mapping[str, str]) -> _Propagation | None:
+        return cls(values) if any(len(v) > 2 for v in values.values()) else None
+
+    def __call__(self, text: str) -> tuple[str, dict[tuple[str, str], int]]:
+        found: dict[tuple[str, str], int] = {}
+
+        def swap(match: re.Match[str]) -> str:
+            token = self._tokens[match.group(0)]
+            key = (token[1 : token.rindex("_")], "pseudonymize")
+            found[key] = found.get(key, 0) + 1
+            return token
+
+        return self._pattern.sub(swap, text), found
+
+
+def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:
+    return {text: redactor.redact(text) for text in fresh}
+
+
+def _reason(exc: Exception) -> str:
+    """How an analysis failed, for logs and errors (never the text)."""
+    return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
+def _worth_analyzing(text: str) -> bool:
+    return len(text) > 2 and not text.isspace()
+
+
+def _renamed(text: str, renames: Mapping[str, str]) -> str:
+    for old, new in renames.items():
+        text = text.replace(old, new)
+    return text

@@ -1,0 +1,135 @@
+"""``rate_limit``: requests and tokens per minute per key, team or model.
+
+YAML::
+
+    - rate_limit:
+        limits:
+          - {scope: key, rpm: 60, tpm: 100000}
+          - {scope: team, rpm: 600}
+          - {scope: model, tpm: 2000000}
+
+Tokens are the request's estimate (prompt tokens plus its output ceiling), charged when
+it is admitted, as providers do. A request over a limit gets 429 ``rate_limit_exceeded``
+with ``Retry-After``; every response carries OpenAI-style ``x-ratelimit-limit-requests``,
+``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests`` (and ``-tokens``) for
+the tightest limit. Counters live in the store: per process with SQLite, shared by all
+replicas with Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hookgate.budgets import tokens as token_estimates
+from hookgate.budgets.rates import RateCheck, RateLimiter, RateResult
+from hookgate.errors import RateLimited
+from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.services import Services
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+
+
+class RateConfig(BaseModel):
+    """One rate limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: Literal["key", "team", "model"]
+    rpm: Annotated[int, Field(gt=0)] | None = None
+    tpm: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _some_rate(self) -> RateConfig:
+        if self.rpm is None and self.tpm is None:
+            raise ValueError("a rate limit needs rpm, tpm or both")
+        return self
+
+
+class RateLimitConfig(BaseModel):
+    """Settings of the ``rate_limit`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limits: list[RateConfig]
+    default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+
+
+class RateLimitPolicy(Policy):
+    """See the module docstring."""
+
+    name = "rate_limit"
+    runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
+    Config = RateLimitConfig
+    config: RateLimitConfig
+    rates: RateLimiter
+
+    def __init__(self, config: RateLimitConfig) -> None:
+        super().__init__(config)
+        if any(limit.tpm is not None for limit in config.limits):
+            token_estimates.warm()  # the first request does not pay for loading the tokenizer
+
+    def attach(self, services: Services) -> None:
+        self.rates = services.rates
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        values = {"key": ctx.identity.key_id, "team": ctx.identity.team, "model": call.model}
+        requests: list[RateCheck] = []
+        token_checks: list[RateCheck] = []
+        estimate: int | None = None
+        for limit in self.config.limits:
+            value = values.get(limit.scope)
+            if not value:
+                continue
+            if limit.rpm is not None:
+                requests.append(RateCheck(f"req|{limit.scope}={value}", limit.rpm, 1))
+            if limit.tpm is not None:
+                if estimate is None:
+                    estimate = await token_estimates.off_loop(
+                        len(call.payload.to_bytes()),
+                        lambda: token_estimates.prompt_tokens(call.api, call.model, call.body),
+                    )
+                    estimate += token_estimates.max_output_tokens(
+                        call.body, self.config.default_max_output_tokens
+                    )
+                if estimate > limit.tpm:  # it would never fit: say so, and count nothing
+                    ctx.observation.refusals.append((self.name, limit.scope))
+                    raise RateLimited(
+                        f"Request too large for {limit.scope}={value}: it needs up to "
+                        f"{estimate} tokens (prompt plus output ceiling), more than the limit "
+                        f"of {limit.tpm} tokens per minute. Send a shorter prompt or set a "
+                        "lower max_tokens.",
+                        kind="tokens",
+                        retry_after=None,
+                        headers={},
+                    )
+                token_checks.append(RateCheck(f"tok|{limit.scope}={value}", limit.tpm, estimate))
+        headers: dict[str, str] = {}
+        for kind, checks in (("requests", requests), ("tokens", token_checks)):
+            if not checks:
+                continue
+            result = await self.rates.hit(checks)
+            headers.update(_headers(kind, result))
+            if not result.allowed:
+                assert result.check is not None
+                scope = result.check.key.split("|", 1)[1]
+                ctx.observation.refusals.append((self.name, scope.split("=", 1)[0]))
+                raise RateLimited(
+                    f"Rate limit reached for {scope}: {result.check.cap} {kind} per minute. "
+                    f"Retry in {result.reset_s:.1f}s.",
+                    kind=kind,
+                    retry_after=result.reset_s,
+                    headers=headers,
+                )
+        ctx.response_headers.update(headers)
+        return await next(call, ctx)
+
+
+def _headers(kind: str, result: RateResult) -> dict[str, str]:
+    if result.check is None:
+        return {}
+    return {
+        f"x-ratelimit-limit-{kind}": str(result.check.cap),
+        f"x-ratelimit-remaining-{kind}": str(max(0, result.remaining)),
+        f"x-ratelimit-reset-{kind}": f"{result.reset_s:.3f}s",
+    }

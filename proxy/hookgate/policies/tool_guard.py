@@ -1,0 +1,285 @@
+"""``tool_guard`` (SDK): which tools an agent may run, with which arguments, how often.
+
+YAML (every key optional)::
+
+    - tool_guard:
+        allow: ["search_*", get_weather]   # when set, only these tools (shell-style globs)
+        deny: ["delete_*"]                 # never these (deny wins over allow)
+        arguments:                         # a call whose JSON arguments match is refused
+          - {tool: run_shell, pattern: "rm\\\\s+-rf"}
+        approval: mypkg.hitl:ask           # human in the loop: called as fn(call, ctx) ->
+        approve: [send_email]              #   bool | str (a refusal reason) | awaitable;
+                                           #   for the tools in `approve` (default: all)
+        max_per_reply: 10                  # tool calls per reply
+        max_per_session: 100               # tool calls per session (x-hookgate-session-id)
+        on_limit: continue                 # continue | end | error
+
+In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
+its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
+``allow``/``deny`` exclude are removed from each request — function and custom tools by
+name, built-in tools by type (``web_search_preview``, ``code_interpreter``), legacy
+``functions`` too — and a ``tool_choice``/``function_call`` naming one is dropped (an
+``allowed_tools`` choice is narrowed), so the model is never offered them. Globs match
+case-insensitively; a tool is judged by every name it carries; an MCP server's
+``allowed_tools`` is narrowed (a server without that list exposes whatever it serves, which
+the proxy cannot see: list its tools, or deny ``mcp``).
+
+On a limit, ``continue`` refuses further calls and lets the agent go on; ``end`` also ends
+the reply after the current turn; ``error`` aborts the reply with a 429 ``tool_call_limit``
+error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hookgate.errors import HookgateError
+from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+
+Approver = Callable[[ToolCall, ReplyContext], Any]
+
+
+class ToolLimitExceeded(HookgateError):
+    """A reply or session made more tool calls than ``tool_guard`` allows (``on_limit: error``)."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "tool_call_limit"
+
+
+class ArgumentRule(BaseModel):
+    """Refuse calls of ``tool`` (a glob) whose JSON arguments match ``pattern``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = "*"
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        re.compile(value)
+        return value
+
+
+class ToolGuardConfig(BaseModel):
+    """Settings of the ``tool_guard`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow: tuple[str, ...] | None = None
+    deny: tuple[str, ...] = ()
+    arguments: tuple[ArgumentRule, ...] = ()
+    approval: str | None = Field(None, pattern=r"^[\w.]+:\w+$")
+    """``package.module:function`` asked before a call runs (see the module docstring)."""
+    approve: tuple[str, ...] = ("*",)
+    max_per_reply: int | None = Field(None, ge=0)
+    max_per_session: int | None = Field(None, ge=0)
+    on_limit: Literal["continue", "end", "error"] = "continue"
+
+
+class ToolGuardPolicy(Policy):
+    """See the module docstring. ``approver`` may also be set in code."""
+
+    name: ClassVar[str] = "tool_guard"
+    Config = ToolGuardConfig
+
+    config: ToolGuardConfig
+
+    def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
+        super().__init__(config)
+        self._rules = [(r.tool, re.compile(r.pattern)) for r in config.arguments]
+        self.approver = approver or (_import(config.approval) if config.approval else None)
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        reason = self._name_refusal(call.name) or self._argument_refusal(call)
+        if reason is None:
+            reason = self._limit_refusal(ctx)
+        if reason is None and self.approver is not None and _listed(call.name, self.config.approve):
+            reason = await self._approval(call, ctx)
+        if reason is not None:
+            return ToolResult.refused(reason)
+        return await next(call, ctx)
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        """Offer the model only the tools it may call (proxy, and in-process model calls).
+
+        Every shape a request can offer a tool in is filtered: ``tools`` (chat and
+        Responses; function, custom and built-in tools, the last matched by their type, e.g.
+        ``web_search_preview``), the legacy ``functions``, and a ``tool_choice`` or
+        ``function_call`` naming a removed tool (an ``allowed_tools`` choice is narrowed)."""
+        body = call.body
+        changed: dict[str, list[Any]] = {}
+        for field in ("tools", "functions"):
+            offered = body.get(field)
+            if isinstance(offered, list) and offered:
+                kept = [k for t in offered if (k := self._offered(t)) is not None]
+                if kept != offered:  # a tool dropped, or an MCP server's list narrowed
+                    changed[field] = kept
+        if not changed:
+            return await next(call, ctx)
+        new = {**body, **changed}
+        names = {_tool_name(t) for field in ("tools", "functions") for t in _list(new, field)}
+        for field, choice_field in (("tools", "tool_choice"), ("functions", "function_call")):
+            if field in changed and not changed[field]:
+                new.pop(field)
+                new.pop(choice_field, None)
+                if field == "tools":
+                    new.pop("parallel_tool_calls", None)
+            elif choice_field in new:
+                choice = _narrowed(new[choice_field], names)
+                if choice is None:
+                    new.pop(choice_field)
+                else:
+                    new[choice_field] = choice
+        return await next(call.with_body(new), ctx)
+
+    def _offered(self, tool: Any) -> Any:
+        """``tool`` as it may be offered, or None. Every name it carries must pass (a
+        Responses tool with a decoy ``function.name`` is judged by both); an MCP server's
+        ``allowed_tools`` is narrowed to the tools that pass, and a server left with none
+        is dropped."""
+        if any(self._name_refusal(name) is not None for name in _tool_names(tool)):
+            return None
+        if not isinstance(tool, dict) or tool.get("type") != "mcp":
+            return tool
+        listed = tool.get("allowed_tools")
+        names = listed.get("tool_names") if isinstance(listed, dict) else listed
+        if not isinstance(names, list):
+            return tool  # every tool of the server: only its type and label were checked
+        kept = [n for n in names if isinstance(n, str) and self._name_refusal(n) is None]
+        if len(kept) == len(names):
+            return tool
+        if not kept:
+            return None
+        narrowed = {**listed, "tool_names": kept} if isinstance(listed, dict) else kept
+        return {**tool, "allowed_tools": narrowed}
+
+    def _name_refusal(self, name: str) -> str | None:
+        if _listed(name, self.config.deny):
+            return f"the tool {name!r} is not allowed"
+        if self.config.allow is not None and not _listed(name, self.config.allow):
+            return f"the tool {name!r} is not allowed"
+        return None
+
+    def _argument_refusal(self, call: ToolCall) -> str | None:
+        text = orjson.dumps(call.arguments, default=str).decode()
+        for tool, pattern in self._rules:
+            if fnmatch.fnmatchcase(call.name, tool) and pattern.search(text):
+                return f"these arguments are not allowed for {call.name!r}"
+        return None
+
+    def _limit_refusal(self, ctx: ReplyContext) -> str | None:
+        counts = ctx.session.setdefault(self.name, {"calls": 0})
+        counts["calls"] += 1
+        reply = ctx.state.setdefault(self.name, {"calls": 0})
+        reply["calls"] += 1
+        over = None
+        if self.config.max_per_reply is not None and reply["calls"] > self.config.max_per_reply:
+            over = f"at most {self.config.max_per_reply} tool calls per reply"
+        elif (
+            self.config.max_per_session is not None
+            and counts["calls"] > self.config.max_per_session
+        ):
+            over = f"at most {self.config.max_per_session} tool calls per session"
+        if over is None:
+            return None
+        if self.config.on_limit == "error":
+            raise ToolLimitExceeded(f"tool call limit reached: {over}")
+        if self.config.on_limit == "end":
+            ctx.stop = True
+        return f"the tool call limit is reached ({over}); answer with what you have"
+
+    async def _approval(self, call: ToolCall, ctx: ReplyContext) -> str | None:
+        assert self.approver is not None
+        verdict = self.approver(call, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is True:
+            return None
+        if isinstance(verdict, str) and verdict:
+            return verdict
+        return f"a human did not approve the call of {call.name!r}"
+
+
+def _tool_name(tool: Any) -> str:
+    """The name of a chat or Responses tool, a legacy function, or a tool choice: a
+    function's or custom tool's name, else a built-in tool's type; "" if none."""
+    if not isinstance(tool, dict):
+        return ""
+    for key in ("function", "custom"):
+        inner = tool.get(key)
+        if isinstance(inner, dict):
+            name = inner.get("name")
+            return name if isinstance(name, str) else ""
+    name = tool.get("name")
+    if isinstance(name, str):
+        return name
+    kind = tool.get("type")
+    return kind if isinstance(kind, str) and kind not in ("function", "custom") else ""
+
+
+def _list(body: dict[str, Any], field: str) -> list[Any]:
+    value = body.get(field)
+    return value if isinstance(value, list) else []
+
+
+def _narrowed(choice: Any, names: set[str]) -> Any:
+    """``choice`` (a ``tool_choice`` or ``function_call``) kept to the tools still offered;
+    None when it names only removed ones. Strings (``auto``, ``required``) stay."""
+    if not isinstance(choice, dict):
+        return choice
+    if choice.get("type") == "allowed_tools":
+        inner = choice.get("allowed_tools")  # chat nests it; Responses does not
+        holder = inner if isinstance(inner, dict) else choice
+        listed = holder.get("tools")
+        if not isinstance(listed, list):
+            return choice
+        kept = [t for t in listed if _tool_name(t) in names]
+        if not kept:
+            return None
+        if holder is choice:
+            return {**choice, "tools": kept}
+        return {**choice, "allowed_tools": {**holder, "tools": kept}}
+    name = _tool_name(choice)
+    return None if name and name not in names else choice
+
+
+def _listed(name: str, globs: tuple[str, ...]) -> bool:
+    """Shell-style globs, case-insensitive: ``delete_*`` also refuses ``Delete_User``."""
+    folded = name.casefold()
+    return any(fnmatch.fnmatchcase(folded, g.casefold()) for g in globs)
+
+
+def _tool_names(tool: Any) -> list[str]:
+    """Every name a tool definition carries (``function.name``, ``custom.name``, ``name``,
+    a built-in tool's ``type``), so none can stand in for another."""
+    if not isinstance(tool, dict):
+        return []
+    names = [
+        inner["name"]
+        for key in ("function", "custom")
+        if isinstance(inner := tool.get(key), dict) and isinstance(inner.get("name"), str)
+    ]
+    if isinstance(tool.get("name"), str):
+        names.append(tool["name"])
+    kind = tool.get("type")
+    if isinstance(kind, str) and kind not in ("function", "custom"):
+        names.append(kind)
+    return names
+
+
+def _import(path: str) -> Approver:
+    module, _, attribute = path.partition(":")
+    approver: Approver = getattr(importlib.import_module(module), attribute)
+    return approver

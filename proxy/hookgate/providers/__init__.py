@@ -1,0 +1,1 @@
+"""Upstreams behind one small interface; transport errors become :mod:`hookgate.errors` kinds."""

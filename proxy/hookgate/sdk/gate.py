@@ -1,0 +1,405 @@
+"""The in-process runner of hookgate policies: :class:`Gate`.
+
+A gate holds the policies of one YAML file that run in the SDK (``runs_in`` includes
+``"sdk"``), composed once, with the proxy's own compose primitives:
+
+* :meth:`Gate.reply` runs one agent reply inside the ``on_reply`` onion and makes its
+  :class:`~hookgate.pipeline.agent.ReplyContext` current (a context variable: concurrent
+  replies never mix);
+* :meth:`Gate.tool` runs one tool execution inside the ``on_tool_call`` onion;
+* :meth:`Gate.after_turn` records a model call's usage and asks ``should_stop_after_turn``;
+* :meth:`Gate.model_call` runs an OpenAI-shaped model call through the model-level hooks
+  (``on_system_prompt``, ``convert_to_llm``, ``on_model_call``, ``on_response``) with the
+  framework's own model as the terminal handler — no HTTP;
+* :meth:`Gate.begin_reply` splits the reply onion for frameworks that report a reply's
+  start and end in two callbacks.
+
+Framework adapters (:mod:`hookgate.sdk.adapters`) call these; applications call only
+:meth:`Gate.from_config` and pass the gate to an adapter. Importing this module imports
+neither the server nor aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.compose import compose_onion
+from hookgate.pipeline.hooks import Next, Policy, implements
+from hookgate.pipeline.observe import Usage
+from hookgate.pipeline.pipeline import Pipeline
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.store.base import Store
+from hookgate.wire import prompts
+
+log = logging.getLogger("hookgate")
+
+T = TypeVar("T")
+V = TypeVar("V")
+R = TypeVar("R")
+
+CURRENT: contextvars.ContextVar[ReplyContext | None] = contextvars.ContextVar(
+    "hookgate_reply", default=None
+)
+"""The reply the running code belongs to (None outside :meth:`Gate.reply`)."""
+
+LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "hookgate_loop", default=None
+)
+"""The event loop running the current reply (for hooks a framework calls from threads)."""
+
+
+def current_reply() -> ReplyContext | None:
+    """The :class:`ReplyContext` of the reply being run here, if any."""
+    return CURRENT.get()
+
+
+def reply_now(entry: str) -> ReplyContext:
+    """The current reply; a RuntimeError naming ``entry`` (how to start one) when none runs.
+
+    For hooks a framework calls: they only make sense inside a reply.
+    """
+    ctx = CURRENT.get()
+    if ctx is None:
+        raise RuntimeError(f"hookgate: no reply is running; run the agent with {entry}")
+    return ctx
+
+
+class Gate:
+    """The SDK policies of one config, composed once. Safe to share between replies."""
+
+    MAX_SESSIONS = 10_000
+    """Sessions whose shared state is kept (least recently used ones are forgotten)."""
+
+    def __init__(
+        self, policies: Sequence[Policy], *, agent: str = "agent", store: Store | None = None
+    ) -> None:
+        self.policies = tuple(p for p in policies if "sdk" in p.runs_in)
+        self._store = store
+        for policy in policies:
+            if "sdk" not in policy.runs_in:
+                log.info("policy %s runs in the proxy only; the SDK skips it", policy.name)
+        self.agent = agent
+        self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        listed = list(self.policies)
+        self._reply_layers = [p.on_reply for p in listed if implements(p, "on_reply")]
+        self._tool_layers = [p.on_tool_call for p in listed if implements(p, "on_tool_call")]
+        self._stops = [
+            p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
+        ]
+        self._model_terminal: contextvars.ContextVar[Next | None] = contextvars.ContextVar(
+            "hookgate_model_terminal", default=None
+        )
+        self._pipeline = Pipeline(self.policies, self._terminal)
+
+    @classmethod
+    def from_config(cls, path: str | Path, *, agent: str = "agent") -> Gate:
+        """A gate for the SDK policies of a hookgate YAML file (the proxy's format).
+
+        Policies that run only in the proxy are skipped with a log line. Raises
+        :class:`~hookgate.config.loader.ConfigError` listing every problem of the file.
+        """
+        from hookgate.config.loader import load_file
+        from hookgate.sdk.services import sdk_services
+
+        loaded = load_file(str(path))
+        services = sdk_services(loaded.config)
+        for policy in loaded.policies:
+            policy.attach(services)
+        return cls(loaded.policies, agent=agent, store=services.store)
+
+    # replies ------------------------------------------------------------------------
+
+    async def run_reply(
+        self,
+        run: Callable[[], Awaitable[T]],
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> T:
+        """Run ``run()`` as one reply, inside every policy's ``on_reply``."""
+        ctx = self.new_reply(agent, session_id, reply_id)
+
+        async def terminal(reply: Reply, ctx: ReplyContext) -> Any:
+            return await run()
+
+        with self.current(ctx):
+            result: T = await compose_onion(self._reply_layers, terminal)(
+                Reply(ctx.agent, input), ctx
+            )
+        return result
+
+    @asynccontextmanager
+    async def reply(
+        self,
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> AsyncIterator[ReplyContext]:
+        """``async with gate.reply(...) as ctx:`` — the block is the reply's body.
+
+        The ``on_reply`` layers run around the block (their result is not used: for
+        policies that rewrite the reply's result use :meth:`run_reply`).
+        """
+        handle = await self.begin_reply(
+            agent=agent, input=input, session_id=session_id, reply_id=reply_id
+        )
+        with self.current(handle.ctx):
+            try:
+                yield handle.ctx
+            except BaseException as exc:
+                await handle.fail(exc)
+                raise
+            else:
+                await handle.finish(None)
+
+    async def begin_reply(
+        self,
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+        reply_id: str | None = None,
+    ) -> ReplyHandle:
+        """Start a reply whose end another callback will report (:class:`ReplyHandle`).
+
+        Runs the ``on_reply`` layers up to the point where they call ``next``; they finish
+        when :meth:`ReplyHandle.finish` is given the reply's result.
+        """
+        ctx = self.new_reply(agent, session_id, reply_id)
+        handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
+        return handle
+
+    def new_reply(
+        self, agent: str | None, session_id: str | None, reply_id: str | None
+    ) -> ReplyContext:
+        """A fresh :class:`ReplyContext` (the session's shared state attached)."""
+        session: dict[str, Any] = {}
+        if session_id:
+            session = self._sessions.setdefault(session_id, session)
+            self._sessions.move_to_end(session_id)
+            while len(self._sessions) > self.MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        return ReplyContext(
+            agent=agent or self.agent,
+            reply_id=reply_id or f"reply_{uuid.uuid4().hex}",
+            session_id=session_id,
+            session=session,
+        )
+
+    # tools and turns ----------------------------------------------------------------
+
+    async def tool(
+        self,
+        call: ToolCall,
+        execute: Callable[[ToolCall], Awaitable[ToolResult]],
+        ctx: ReplyContext | None = None,
+    ) -> ToolResult:
+        """Run one tool execution inside every policy's ``on_tool_call``."""
+        ctx = ctx or self._context()
+
+        async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
+            return await execute(call)
+
+        ctx.tool_calls += 1
+        return await compose_onion(self._tool_layers, terminal)(call, ctx)
+
+    async def begin_tool(
+        self, call: ToolCall, ctx: ReplyContext | None = None
+    ) -> Split[ToolCall, ToolResult]:
+        """Start a tool execution whose result another callback will report.
+
+        When the returned split is ``short_circuited`` the tool must not run and
+        ``split.result()`` is what the model should read; otherwise run the tool with
+        ``split.value`` (arguments possibly rewritten) and pass its result to ``finish``.
+        """
+        ctx = ctx or self._context()
+        ctx.tool_calls += 1
+        split: Split[ToolCall, ToolResult] = await Split.start(self._tool_layers, call, ctx)
+        return split
+
+    async def after_turn(self, usage: Usage | None, ctx: ReplyContext | None = None) -> bool:
+        """Record one finished model call; True when a policy says the reply must stop."""
+        ctx = ctx or self._context()
+        ctx.turns += 1
+        if usage is not None:
+            ctx.add_usage(usage)
+        answers = [await stop(ctx) for stop in self._stops]
+        ctx.stop = ctx.stop or any(answers)
+        return ctx.stop
+
+    # model calls in-process -------------------------------------------------------
+
+    async def model_call(
+        self, call: ModelCall, terminal: Next, ctx: Context | None = None
+    ) -> ModelResponse:
+        """Run an OpenAI-shaped model call through the model-level hooks, in-process.
+
+        ``terminal`` performs the call with the framework's own model. ``ctx`` defaults to
+        one made for the current reply. A reply told to wrap up (``ReplyContext.wrap_up``,
+        whichever policy set it) gets the instruction as a last system message and
+        ``tool_choice: none``.
+        """
+        ctx = ctx or self.model_context(call.api)
+        if ctx.reply is not None and ctx.reply.wrap_up and call.api == "chat.completions":
+            call = call.with_body(_wrapped_up(call, ctx.reply.wrap_up))
+        token = self._model_terminal.set(terminal)
+        try:
+            return await self._pipeline.run(call, ctx)
+        finally:
+            self._model_terminal.reset(token)
+
+    def model_context(self, api: str = "chat.completions") -> Context:
+        """A per-model-call :class:`Context` tied to the current reply."""
+        reply = CURRENT.get()
+        return Context(
+            request_id=f"call_{uuid.uuid4().hex}",
+            api=api,  # type: ignore[arg-type]
+            agent=reply.agent if reply else self.agent,
+            session_id=reply.session_id if reply else None,
+            reply_id=reply.reply_id if reply else None,
+            reply=reply,
+        )
+
+    async def _terminal(self, call: ModelCall, ctx: Context) -> ModelResponse:
+        terminal = self._model_terminal.get()
+        assert terminal is not None, "model_call sets the terminal"
+        return await terminal(call, ctx)
+
+    @contextmanager
+    def current(self, ctx: ReplyContext) -> Iterator[ReplyContext]:
+        """Make ``ctx`` the current reply (and this loop its loop) for the block.
+
+        For adapters that start a framework's background work inside a split reply
+        (:meth:`begin_reply`): tasks created in the block inherit the reply.
+        """
+        token, loop = CURRENT.set(ctx), LOOP.set(asyncio.get_running_loop())
+        try:
+            yield ctx
+        finally:
+            CURRENT.reset(token)
+            LOOP.reset(loop)
+
+    def system_prompt(self, prompt: str, ctx: Context | None = None) -> Awaitable[str]:
+        """Run the ``on_system_prompt`` chain in-process (for adapters of frameworks that
+        expose the system prompt but not an OpenAI-shaped request)."""
+        return self._pipeline.system_prompt(prompt, ctx or self.model_context())
+
+    def call_sync(self, coroutine: Awaitable[T]) -> T:
+        """Run a gate coroutine from a framework's worker thread, on the reply's loop.
+
+        For synchronous hooks: the reply runs on an event loop (:meth:`run_reply`) while the
+        framework calls its hooks from another thread.
+        """
+        loop = LOOP.get()
+        if loop is None:
+            raise RuntimeError("no reply is running: use Gate.run_reply first")
+
+        async def run() -> T:
+            return await coroutine
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result()
+
+    def _context(self) -> ReplyContext:
+        return reply_now("Gate.reply or Gate.run_reply")
+
+    async def aclose(self) -> None:
+        """Close every policy (exporters, pools) and the store."""
+        for policy in self.policies:
+            await policy.aclose()
+        if self._store is not None:
+            await self._store.close()
+
+
+def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:
+    """A chat body that tells the model to finish now and lets it call no tool."""
+    messages = list(prompts.messages_of(call.api, call.body) or ())
+    messages.append({"role": "system", "content": message})
+    body = prompts.with_messages(call.api, call.body, messages)
+    if "tools" in body:
+        body["tool_choice"] = "none"
+    return body
+
+
+class Split(Generic[V, R]):
+    """An onion run in two halves, for frameworks that report a step's start and end in two
+    callbacks (a reply's start and end; a tool's before and after hooks).
+
+    :meth:`start` runs the layers up to their ``next``; :attr:`value` is what reached the
+    terminal (a tool call with rewritten arguments), or :attr:`short_circuited` is True and
+    :meth:`result` holds what a layer answered instead (a refusal). :meth:`finish` hands the
+    framework's result to the layers' second halves and returns what they make of it.
+    """
+
+    def __init__(self, ctx: ReplyContext) -> None:
+        self.ctx = ctx
+        loop = asyncio.get_running_loop()
+        self._result: asyncio.Future[R] = loop.create_future()
+        self._entered: asyncio.Future[V] = loop.create_future()
+        self._task: asyncio.Task[R] | None = None
+
+    @classmethod
+    async def start(cls, layers: Sequence[Any], value: V, ctx: ReplyContext) -> Split[V, R]:
+        split: Split[V, R] = cls(ctx)
+
+        async def terminal(value: V, ctx: ReplyContext) -> R:
+            split._entered.set_result(value)
+            return await split._result
+
+        run = compose_onion(layers, terminal)
+
+        async def whole() -> R:
+            result: R = await run(value, ctx)
+            return result
+
+        split._task = asyncio.create_task(whole())
+        waiters: set[asyncio.Future[Any]] = {split._task, split._entered}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if split._task.done() and not split._entered.done():
+            split._task.result()  # a layer refused by raising: raise it here
+        return split
+
+    @property
+    def short_circuited(self) -> bool:
+        """True when a layer answered without letting the framework run the step."""
+        return not self._entered.done()
+
+    @property
+    def value(self) -> V:
+        """What the innermost layer passed on (only when not short-circuited)."""
+        return self._entered.result()
+
+    def result(self) -> R:
+        """The layers' answer of a short-circuited step."""
+        assert self._task is not None
+        return self._task.result()
+
+    async def finish(self, result: R) -> R:
+        """Hand the framework's result to the layers; returns what they make of it."""
+        assert self._task is not None
+        if not self._result.done():
+            self._result.set_result(result)
+        return await self._task
+
+    async def fail(self, error: BaseException) -> None:
+        """The framework failed: the layers see the error; it is not raised again here."""
+        assert self._task is not None
+        if not self._result.done():
+            self._result.set_exception(error)
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+ReplyHandle = Split[Reply, Any]
+"""A reply split in two halves (see :meth:`Gate.begin_reply`)."""

@@ -1,0 +1,242 @@
+"""``create_app(config)``: the aiohttp application, its fixed layers and its lifecycle.
+
+Fixed layers, placed by code and not by YAML: the error mapper is the outermost
+middleware (every error becomes an OpenAI-format body and no traceback leaves the
+process); the upstream call is the terminal handler of the policy onion. Importing this
+module does nothing; all state lives under typed ``AppKey``s of the app it builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
+from prometheus_client import CollectorRegistry
+
+from hookgate.config.loader import ConfigError, LoadedConfig
+from hookgate.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge
+from hookgate.ids import UniqueIds
+from hookgate.server import exposure, routes
+from hookgate.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
+from hookgate.server.reload import ConfigWatcher
+from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
+from hookgate.store.base import display_url, open_store
+from hookgate.telemetry.metrics import Metrics
+
+log = logging.getLogger("hookgate")
+
+WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
+
+
+class _MalformedHttp(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR with a traceback that quotes the
+    offending bytes, which may be a credential. One plain line is enough: the client got
+    its 400, and nothing of ours failed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError) and isinstance(exc.__cause__, HttpProcessingError):
+            exc = exc.__cause__  # a body aiohttp could not decode, met again as it drains it
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args = (
+                "refused a malformed HTTP request (%s, %s)",
+                (type(exc).__name__, exc.code),
+            )
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_QUIET = _MalformedHttp()
+
+
+def create_app(
+    loaded: LoadedConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    watch: bool | None = None,
+    host: str | None = None,
+) -> web.Application:
+    """Build the proxy for a loaded config.
+
+    Metrics go to ``registry`` (a new one by default; never the global registry).
+    ``watch`` turns hot reload of ``loaded.source`` on or off; by default it follows
+    ``server.reload`` and is on only when the config came from a file. ``host`` is the
+    address the app is served on (default ``server.host``): a reload that would serve
+    anonymous callers there from the network is refused like a broken edit (see
+    :mod:`hookgate.server.exposure`), and ``/readyz`` carries the warning when it is allowed.
+    With ``server.ops`` set, the ops endpoints are left to :func:`create_ops_app`.
+    """
+    server_log = logging.getLogger("aiohttp.server")
+    if _QUIET not in server_log.filters:
+        server_log.addFilter(_QUIET)
+    app = web.Application(middlewares=[_errors], client_max_size=2**62)
+    metrics = Metrics(registry if registry is not None else CollectorRegistry())
+    app[METRICS] = metrics
+    store = open_store(loaded.config.store)
+    app[STORE] = store
+    ledger = store.ledger()
+    rates = store.rate_limiter()
+    runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
+    _admit_labels(metrics, runtime)
+    holder = RuntimeHolder(runtime)
+    app[HOLDER] = holder
+    app[LISTEN_HOST] = host = loaded.config.server.host if host is None else host
+    if watch is None:
+        watch = loaded.config.server.reload and loaded.source != "<string>"
+    if watch:
+
+        def reloaded(new: Runtime | None) -> None:
+            metrics.reloads.labels("success" if new is not None else "failure").inc()
+            if new is not None:
+                _admit_labels(metrics, new)
+                if new.config.store != app[STORE].url:
+                    log.warning(
+                        "store changed to %s: restart to use it", display_url(new.config.store)
+                    )
+                if new.config.server.ops != loaded.config.server.ops:
+                    log.warning("server.ops changed: restart to use it")
+
+        def build(new: LoadedConfig, generation: int) -> Runtime:
+            problem = exposure.refusal(new.config, host)
+            if problem is not None:
+                raise ConfigError(new.source, [new.problem(("server", "host"), problem)])
+            return build_runtime(new, lambda: app[SESSION], generation, store, ledger, rates)
+
+        app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
+    app.cleanup_ctx.append(_lifecycle)
+    routes.add_routes(app, ops=loaded.config.server.ops is None)
+    return app
+
+
+def create_ops_app(app: web.Application) -> web.Application:
+    """The ops listener's app (``server.ops``): ``/metrics``, ``/healthz`` and ``/readyz``
+    of ``app``, on state it shares with it, and nothing else (404 for any other path).
+    Run it beside ``app``, after ``app``'s own startup."""
+    ops = web.Application(middlewares=[_errors])
+    ops[HOLDER], ops[STORE] = app[HOLDER], app[STORE]
+    ops[METRICS], ops[LISTEN_HOST] = app[METRICS], app[LISTEN_HOST]
+    routes.add_ops_routes(ops)
+    return ops
+
+
+async def _prune_audit(app: web.Application) -> None:
+    """Apply ``audit.retention_days`` now and every hour."""
+    while True:
+        audit = app[HOLDER].current.config.audit
+        if audit.enabled and audit.retention_days > 0:
+            try:
+                before = time.time() - audit.retention_days * 86400
+                removed = await app[STORE].prune_audit(before)
+                if removed:
+                    log.info(
+                        "audit: removed %d records older than %g days",
+                        removed,
+                        audit.retention_days,
+                    )
+            except HookgateError as exc:
+                log.warning("audit retention skipped: %s", exc.message)
+        await asyncio.sleep(3600)
+
+
+def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
+    config = runtime.config
+    targets = [
+        f"{t.provider}/{t.model}"
+        for ts in config.models.values()
+        for t in ts
+        if t.model is not None
+    ]
+    metrics.known_models([a for a in config.models if a != "*"], targets)
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
+    # No cookie jar: the session is shared by every client, so a cookie one upstream
+    # answer sets must never ride along on anyone's later requests.
+    app[SESSION] = aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=True,
+        skip_auto_headers=("User-Agent",),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+    watcher = app.get(WATCHER)
+    tasks = [asyncio.create_task(_prune_audit(app))]
+    if watcher is not None:
+        tasks.append(asyncio.create_task(watcher.run()))
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if watcher is not None:
+            await watcher.close()
+        await app[HOLDER].current.pipeline.aclose()
+        await app[SESSION].close()
+        await app[STORE].close()
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+"""A client-chosen request id is kept only if it is short and plain (no log injection)."""
+
+
+request_ids = UniqueIds()
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamResponse:
+    given = request.headers.get("x-hookgate-request-id", "")
+    request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
+    request[REQUEST_ID] = request_id
+    try:
+        return await handler(request)
+    except HookgateError as exc:
+        return error_response(exc, request_id)
+    except web.HTTPException as exc:
+        return error_response(_from_http(request, exc), request_id)
+    except RequestPayloadError as exc:  # a body cut short, or not in its Content-Encoding
+        error = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
+        return error_response(error, request_id)
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("internal error in request %s", request_id)
+        return error_response(HookgateError(f"internal error (request {request_id})"), request_id)
+
+
+def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.AppRunner:
+    """The runner ``hookgate serve`` uses (tests use it too, to run the same server).
+
+    ``handler_cancellation`` is on: when a client disconnects, its handler is cancelled,
+    which closes the upstream request instead of letting it run on unobserved.
+    """
+    return web.AppRunner(
+        app, handler_cancellation=True, access_log=None, shutdown_timeout=shutdown_timeout
+    )
+
+
+def error_response(exc: HookgateError, request_id: str) -> web.Response:
+    """The OpenAI-format error response for ``exc``."""
+    headers = {**exc.headers(), "x-hookgate-request-id": request_id}
+    headers.setdefault("content-type", "application/json")
+    return web.Response(status=exc.status, body=exc.to_bytes(), headers=headers)
+
+
+def _from_http(request: web.Request, exc: web.HTTPException) -> HookgateError:
+    if exc.status == 404:
+        return NotFound(f"Unknown request URL: {request.method} {request.path}.")
+    if exc.status == 413:
+        return PayloadTooLarge("request body too large")
+    error = HookgateError(exc.reason)
+    error.status = exc.status
+    error.type = "invalid_request_error"
+    error.code = "method_not_allowed" if exc.status == 405 else None
+    return error

@@ -1,0 +1,28 @@
+"""Typed keys for what the app and each request carry."""
+
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from hookgate.server.runtime import RuntimeHolder
+from hookgate.store.base import Store
+from hookgate.telemetry.metrics import Metrics
+
+HOLDER = web.AppKey("hookgate.runtime", RuntimeHolder)
+"""The current config generation; see :mod:`hookgate.server.runtime`."""
+
+SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
+"""The one upstream ``ClientSession`` of the app (keep-alive pool)."""
+
+STORE = web.AppKey("hookgate.store", Store)
+"""Durable state, from the config the app started with (a reload does not move it)."""
+
+METRICS = web.AppKey("hookgate.metrics", Metrics)
+"""The app's metric families (on the registry given to ``create_app``)."""
+
+LISTEN_HOST = web.AppKey("hookgate.listen_host", str)
+"""The address the model routes are served on (see :mod:`hookgate.server.exposure`)."""
+
+REQUEST_ID = web.RequestKey("hookgate.request_id", str)
+"""Request key holding the id reported in ``x-hookgate-request-id``."""

@@ -1,0 +1,153 @@
+"""The generic ``/v1/*`` relay: any method, any path, bodies streamed both ways.
+
+Used for everything without a model pipeline (files, batches, uploads, vector stores,
+...). Requests go only to the configured relay provider's ``base_url``; the path is
+appended below it after :func:`path_problem` found nothing wrong with it, so no client
+input can point the proxy anywhere else, and no spelling of a model endpoint that an
+upstream server might normalise (``/v1/Chat/Completions``, ``/v1/chat%2Fcompletions``,
+``/v1/chat/completions/``) can skip the pipeline.
+
+The relay runs no policy, and what it reaches is the provider account's shared state
+(every caller's files, batches, stored responses). A key limited to some models is
+therefore refused here, and ``server.relay: false`` turns the relay off.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from hookgate.errors import (
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PermissionDenied,
+    UpstreamError,
+)
+from hookgate.providers.openai import read_error_body, redirect_refused, translated
+from hookgate.server.auth import authenticate
+from hookgate.server.headers import response_headers
+from hookgate.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
+from hookgate.server.runtime import Runtime, relay_target
+
+log = logging.getLogger("hookgate")
+
+_BODY_HEADERS = ("content-type", "content-length")
+
+
+async def relay(request: web.Request) -> web.StreamResponse:
+    """The ``/v1/*`` handler: authenticate, check the relay may be used, forward."""
+    runtime = request.app[HOLDER].current
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    if not runtime.config.server.relay:
+        raise NotFound(
+            f"Unknown request URL: {request.method} {request.path} (this proxy serves only "
+            "the model endpoints: server.relay is off)"
+        )
+    if key is not None and key.models:
+        raise PermissionDenied(
+            f"API key {key.id} is limited to some models and may not use "
+            f"{request.method} {request.path}: the generic relay reaches the shared "
+            "provider account with no policy.",
+            code="relay_not_allowed",
+        )
+    return await forward(request, runtime)
+
+
+async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
+    """Send ``request`` (already authenticated and allowed) to the relay provider and
+    stream its answer back."""
+    provider = relay_target(runtime)
+    if provider is None:
+        raise NotFound(
+            f"Unknown request URL: {request.method} {request.path} (the relay provider "
+            f"{runtime.relay.name!r} answers locally and serves only model endpoints)"
+        )
+    suffix = request.rel_url.raw_path.removeprefix("/v1")
+    if (problem := path_problem(suffix)) is not None:
+        raise InvalidRequest(f"The request path {problem}.", code="invalid_path")
+    if suffix in _MODEL_PATHS and (request.method != "GET" or request.body_exists):
+        # POST is the model route, with every policy; only a bodiless GET (a listing of
+        # stored completions or responses) may be relayed past them.
+        raise MethodNotAllowed(
+            f"{request.method} {request.path} is not served: model requests are POST, and "
+            "only a GET without a body is relayed"
+        )
+    url = provider.url(suffix, request.rel_url.raw_query_string)
+    headers = provider.headers(runtime.forward(request.headers))
+    for name in _BODY_HEADERS:
+        if name in request.headers:
+            headers[name] = request.headers[name]
+    if "content-encoding" in request.headers:
+        # aiohttp hands the body on decoded: its encoded length no longer applies
+        headers.pop("content-length", None)
+    body = request.content.iter_any() if request.body_exists else None
+    label = f"{provider.name}/{request.method} {request.path}"
+    with translated(label):
+        upstream = await request.app[SESSION].request(
+            request.method,
+            url,
+            headers=headers,
+            data=body,
+            allow_redirects=False,
+            timeout=provider.timeout,
+        )
+    async with upstream:
+        if 300 <= upstream.status < 400:
+            raise redirect_refused(upstream.status, label)
+        relayed = provider.scrub.headers(response_headers(upstream.headers))
+        relayed["x-hookgate-request-id"] = request[REQUEST_ID]
+        relayed["x-hookgate-upstream"] = provider.name
+        if upstream.status >= 400:  # may quote the provider's key: read, mask, send
+            error = provider.scrub.body(await read_error_body(upstream, label))
+            return web.Response(status=upstream.status, headers=relayed, body=error)
+        out = web.StreamResponse(status=upstream.status, headers=relayed)
+        if upstream.content_length is not None and "content-encoding" not in upstream.headers:
+            # (aiohttp decodes a compressed body, so its encoded length does not apply)
+            out.content_length = upstream.content_length
+        await out.prepare(request)
+        try:
+            with translated(label):
+                async for chunk in upstream.content.iter_any():
+                    await out.write(chunk)
+        except UpstreamError as exc:
+            # The status is sent; the only honest signal left is a cut connection, so
+            # the client sees an incomplete body instead of one that looks complete.
+            log.warning("relay %s failed mid-body: %s", label, exc.message)
+            if request.transport is not None:
+                request.transport.abort()
+            return out
+        await out.write_eof()
+        return out
+
+
+def path_problem(raw: str) -> str | None:
+    """What is wrong with ``raw``, a relayed path below ``/v1`` as sent (still
+    percent-encoded), or None. Pure.
+
+    Refused: ``.``/``..`` segments (also encoded), encoded or back slashes, ``;`` path
+    parameters, empty segments (``//``, a trailing ``/``), and any other spelling of a
+    model endpoint (case, percent-encoding), which some servers would route to it.
+    """
+    lowered = raw.lower()
+    if "%2f" in lowered or "%5c" in lowered or "\\" in raw:
+        return "may not contain encoded or back slashes"
+    if "%25" in raw:
+        return "may not be percent-encoded twice"
+    if ";" in raw:
+        return "may not contain ';' parameters"
+    segments = unquote(raw).split("/")[1:]
+    if any(segment in (".", "..") for segment in segments):
+        return "may not contain '.' or '..' segments"
+    if "" in segments:
+        return "may not contain empty segments ('//' or a trailing '/')"
+    decoded = unquote(lowered)
+    for endpoint in _MODEL_PATHS:
+        if decoded == endpoint and raw != endpoint:
+            return f"spells the model endpoint /v1{endpoint} differently; send it as written"
+    return None
+
+
+_MODEL_PATHS = ("/chat/completions", "/responses", "/completions", "/embeddings", "/models")

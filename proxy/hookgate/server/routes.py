@@ -1,0 +1,400 @@
+"""HTTP routes: the model endpoints, ``/v1/models``, health, and the generic relay."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client.exposition import choose_encoder
+
+from hookgate.errors import (
+    HookgateError,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    error_type,
+)
+from hookgate.pipeline.observe import Outcome, ResponseFacts, Usage
+from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
+from hookgate.server import admin, exposure
+from hookgate.server.auth import authenticate, check_model
+from hookgate.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
+from hookgate.server.relay import forward, relay
+from hookgate.server.runtime import Runtime
+from hookgate.server.streaming import relay_stream
+from hookgate.store.base import AuditRecord, Store, display_url
+from hookgate.telemetry.metrics import Metrics
+from hookgate.wire.usage import facts_of
+
+log = logging.getLogger("hookgate")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MAX_MODEL_CHARS = 256
+
+MODEL_ENDPOINTS: dict[str, Api] = {
+    "/v1/chat/completions": "chat.completions",
+    "/v1/responses": "responses",
+    "/v1/completions": "completions",
+    "/v1/embeddings": "embeddings",
+}
+
+
+def add_routes(app: web.Application, *, ops: bool = True) -> None:
+    """Register the model, relay and admin routes on ``app``, and the ops endpoints
+    unless ``ops`` is false (they are on a listener of their own)."""
+    for path, api in MODEL_ENDPOINTS.items():
+        app.router.add_post(path, _model_handler(api))
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/v1/models/{model}", get_model)
+    app.router.add_route("*", "/v1/{tail:.*}", relay)
+    admin.add_routes(app)
+    if ops:
+        add_ops_routes(app)
+
+
+def add_ops_routes(app: web.Application) -> None:
+    """Register ``/healthz``, ``/readyz`` and ``/metrics`` on ``app``."""
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
+
+
+MAX_LABEL_CHARS = 256
+
+
+def _label_header(headers: Mapping[str, str], name: str) -> str | None:
+    """A client-chosen id header (agent, session, reply). It lands in the store, the audit
+    log and spans: printable text of at most :data:`MAX_LABEL_CHARS` characters, else 400
+    (aiohttp hands bytes that are not UTF-8 on as surrogates, which no encoder takes)."""
+    value = headers.get(name)
+    if value is not None and (len(value) > MAX_LABEL_CHARS or not value.isprintable()):
+        raise InvalidRequest(
+            f"the {name} header must be printable UTF-8 text of at most "
+            f"{MAX_LABEL_CHARS} characters",
+            param=name,
+            code="invalid_header",
+        )
+    return value
+
+
+def _model_handler(api: Api) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await model_call(request, api)
+
+    return handle
+
+
+async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
+    """Serve one model endpoint request through the current pipeline, observed."""
+    runtime = request.app[HOLDER].current
+    metrics = request.app[METRICS]
+    started = time.perf_counter()
+    headers = request.headers
+    ctx = Context(
+        request_id=request[REQUEST_ID],
+        api=api,
+        agent=_label_header(headers, "x-hookgate-agent"),
+        session_id=_label_header(headers, "x-hookgate-session-id"),
+        reply_id=_label_header(headers, "x-hookgate-reply-id"),
+    )
+    outcome = Outcome(status=500, stream=False, target=None)
+    model = ""
+    in_flight = metrics.in_flight_gauge(api)
+    in_flight.inc()
+    try:
+        identity, key = await authenticate(request, runtime, request.app[STORE])
+        if identity is not ANONYMOUS:
+            ctx = dataclasses.replace(ctx, identity=identity)
+        call = await _read_call(request, runtime, api)
+        model = call.model
+        check_model(key, model)
+        outcome.stream = call.stream
+        response = await runtime.pipeline.run(call, ctx)
+        outcome.status = response.status
+        outcome.target = response.target.label(model)
+        out_headers = {
+            **response.headers,
+            **ctx.response_headers,
+            "x-hookgate-request-id": ctx.request_id,
+            "x-hookgate-upstream": outcome.target,
+            "x-hookgate-attempts": str(len(ctx.observation.attempts)),
+        }
+        collect = ctx.observation.capture_output
+        if response.stream is not None:
+            out = await relay_stream(
+                request, response.status, out_headers, response.stream, api=api,
+                transform=runtime.pipeline.stream_transform(ctx), outcome=outcome,
+                observation=ctx.observation, started=started,
+            )  # fmt: skip
+            _apply(outcome, ctx.observation.stream_facts or ResponseFacts(), collect)
+            return out
+        assert response.payload is not None
+        _apply(outcome, facts_of(api, response.body, collect_text=collect), collect)
+        out_headers.setdefault("content-type", "application/json")
+        return web.Response(
+            status=response.status, body=response.payload.to_bytes(), headers=out_headers
+        )
+    except HookgateError as exc:
+        outcome.status = exc.status
+        outcome.error_type, outcome.error_message = error_type(exc), exc.message
+        outcome.target = outcome.target or getattr(exc, "target", None)
+        raise
+    except asyncio.CancelledError:
+        outcome.status, outcome.error_type = 499, "client_disconnected"
+        raise
+    except Exception as exc:
+        outcome.error_type = error_type(exc)
+        raise
+    finally:
+        in_flight.dec()
+        outcome.duration_s = time.perf_counter() - started
+        outcome.upstream_s = ctx.observation.upstream_s
+        # Off the latency path: the server writes the response before the loop runs this.
+        asyncio.get_running_loop().call_soon(
+            _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
+        )
+
+
+def _record(
+    store: Store,
+    runtime: Runtime,
+    metrics: Metrics,
+    api: Api,
+    model: str,
+    ctx: Context,
+    outcome: Outcome,
+) -> None:
+    """Everything a finished request reports: finish callbacks, metrics, the audit record."""
+    cost = _finish(runtime, metrics, api, model, ctx, outcome)
+    if runtime.config.audit.enabled:
+        _audit(store, api, model, ctx, outcome, cost)
+
+
+async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
+    server = runtime.config.server
+    try:
+        async with asyncio.timeout(server.body_timeout_s):
+            raw = await read_body(request, server.max_body_bytes)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the request body did not arrive within {server.body_timeout_s:g}s"
+        ) from None
+    body = parse_object(raw)
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("you must provide a model parameter", param="model")
+    if len(model) > MAX_MODEL_CHARS or not model.isprintable():
+        # It names metrics, spans and the x-hookgate-upstream header: no control characters.
+        raise InvalidRequest(
+            f"'model' must be a printable name of at most {MAX_MODEL_CHARS} characters",
+            param="model",
+        )
+    stream = body.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        raise InvalidRequest("'stream' must be a boolean", param="stream")
+    if api == "embeddings":
+        stream = False  # embeddings never stream; the field goes upstream as sent
+    return ModelCall(
+        api=api,
+        # Sent re-encoded, never as received: the upstream gets exactly what the policies
+        # checked. (Raw bytes with a duplicate key, {"messages": [PII], "messages": []},
+        # were checked as the last one and sent with both.)
+        payload=JsonBody.from_data(body),
+        model=model,
+        stream=stream,
+        targets=runtime.router.targets(model),
+        headers=runtime.forward(request.headers),
+        query=request.rel_url.raw_query_string,
+    )
+
+
+def _apply(outcome: Outcome, facts: ResponseFacts, collect: bool) -> None:
+    outcome.usage = facts.usage
+    outcome.response_id = facts.response_id
+    outcome.response_model = facts.response_model
+    outcome.finish_reasons = tuple(facts.finish_reasons)
+    if collect:
+        outcome.output_text = "".join(facts.text)
+
+
+def _finish(
+    runtime: Runtime, metrics: Metrics, api: Api, model: str, ctx: Context, outcome: Outcome
+) -> float | None:
+    """Hand the outcome to finish callbacks and metrics; telemetry never fails a request.
+
+    Returns the request's cost in USD (None when unknown). Where a budget charged the
+    request, usage and cost are what it charged, so every report agrees with the ledger:
+    a stream cut before its usage chunk is reported at the estimate it was charged."""
+    charge = ctx.observation.charge
+    if charge is not None and charge.estimated and outcome.usage is None:
+        outcome.usage = charge.usage
+        ctx.observation.attributes["hookgate.usage.estimated"] = True
+    for callback in ctx.observation.on_finish:
+        try:
+            callback(outcome)
+        except Exception:
+            log.exception("a finish callback failed (request %s)", ctx.request_id)
+    cost = None
+    if charge is not None:
+        cost = charge.cost_usd
+    elif outcome.usage is not None and outcome.target is not None:
+        cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
+    shown = runtime.config.server.metric_labels
+    identity = (
+        (ctx.identity.team or "") if "team" in shown else "",
+        ctx.identity.key_id if "key" in shown else "",
+    )
+    try:
+        metrics.observe(api, model, outcome, ctx.observation, cost, identity)
+    except Exception:
+        log.exception("recording metrics failed (request %s)", ctx.request_id)
+    return cost
+
+
+def _audit(
+    store: Store, api: Api, model: str, ctx: Context, outcome: Outcome, cost: float | None
+) -> None:
+    """Queue the request's audit record (off the response path; a failure is logged)."""
+    usage = outcome.usage or Usage()
+    identity = ctx.identity
+    record = AuditRecord(
+        ts=time.time(), request_id=ctx.request_id, api=api, model=model, status=outcome.status,
+        latency_ms=round(outcome.duration_s * 1000, 3), target=outcome.target,
+        error=outcome.error_type, key_id=identity.key_id, team=identity.team, user=identity.user,
+        agent=ctx.agent, session=ctx.session_id, reply=ctx.reply_id,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cached_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens,
+        cost_usd=cost, attempts=len(ctx.observation.attempts),
+        decisions=orjson.dumps(ctx.observation.decisions).decode(),
+        findings=_findings(ctx.observation.pii),
+    )  # fmt: skip
+    store.submit_audit(record)
+
+
+def _findings(pii: dict[tuple[str, str], int]) -> str:
+    if not pii:
+        return "{}"
+    return orjson.dumps({f"{kind}:{action}": n for (kind, action), n in pii.items()}).decode()
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole request body, refusing (413) anything over ``limit`` bytes.
+
+    The limit holds for the body as decoded: a ``Content-Encoding: gzip`` body of 100 KB
+    may inflate to 100 MB, so only a plain body's ``Content-Length`` is trusted."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+    if length is not None and "content-encoding" not in request.headers:
+        return await request.read()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_object(raw: bytes) -> dict[str, Any]:
+    """Parse a JSON object body, or raise a 400 saying what is wrong."""
+    if not raw.strip():
+        raise InvalidRequest("the request body is empty; a JSON object is required")
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"We could not parse the JSON body of your request ({exc.msg} at byte {exc.pos})."
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    return body
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """``GET /v1/models``: the configured aliases (those the caller's key may use)."""
+    runtime = request.app[HOLDER].current
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    aliases = [a for a in runtime.router.aliases if key is None or key.allows(a)]
+    data = [_model_object(alias) for alias in aliases]
+    return _json({"object": "list", "data": data})
+
+
+async def get_model(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/models/{model}``: a configured alias, else the upstream's answer via ``*``."""
+    runtime = request.app[HOLDER].current
+    model = request.match_info["model"]
+    _, key = await authenticate(request, runtime, request.app[STORE])
+    check_model(key, model)
+    if model in runtime.router.aliases:
+        return _json(_model_object(model))
+    if runtime.router.wildcard is None:
+        raise NotFound(
+            f"The model '{model}' does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        )
+    return await forward(request, runtime)
+
+
+def _model_object(alias: str) -> dict[str, Any]:
+    return {"id": alias, "object": "model", "created": 0, "owned_by": "hookgate"}
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the process answers."""
+    return _json({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness: a config is loaded, the store answers (keys, spend and the audit log live
+    there), and no policy reports itself unready (e.g. every circuit open); the body gives
+    the config generation, providers, the store's state and each policy's status."""
+    runtime = request.app[HOLDER].current
+    policies = {
+        p.name: status for p in runtime.pipeline.policies if (status := p.status()) is not None
+    }
+    store = request.app[STORE]
+    try:
+        store_ready = await asyncio.wait_for(store.healthy(), READY_STORE_TIMEOUT_S)
+    except TimeoutError:
+        store_ready = False
+    ready = store_ready and all(status.get("ready", True) for status in policies.values())
+    warning = exposure.warning(runtime.config, request.app[LISTEN_HOST])
+    body = {
+        "status": "ready" if ready else "unavailable",
+        "config": {"source": runtime.source, "generation": runtime.generation},
+        "providers": sorted(runtime.providers),
+        "store": {"url": display_url(store.url), "ready": store_ready},
+        "policies": policies,
+        "warnings": [warning] if warning is not None else [],
+    }
+    return _json(body, status=200 if ready else 503)
+
+
+READY_STORE_TIMEOUT_S = 2.0
+"""How long ``/readyz`` waits for the store to answer before calling it unready."""
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    """Prometheus exposition; OpenMetrics (with exemplars) when the scraper asks for it."""
+    encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    body = encoder(request.app[METRICS].registry)
+    response = web.Response(body=body)
+    response.headers["content-type"] = content_type
+    return response
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(data), content_type="application/json")

@@ -1,0 +1,101 @@
+"""Everything built from one config, swapped as a unit on reload.
+
+A request reads :attr:`RuntimeHolder.current` once, at its start, and uses that
+:class:`Runtime` to the end: an edit to the YAML never changes a request mid-flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+
+from hookgate.budgets.ledger import Ledger
+from hookgate.budgets.pricing import Price, Pricing
+from hookgate.budgets.rates import RateLimiter
+from hookgate.config.loader import LoadedConfig
+from hookgate.config.schema import Config
+from hookgate.pipeline.pipeline import Pipeline
+from hookgate.pipeline.services import Services
+from hookgate.providers.base import Provider
+from hookgate.providers.openai import OpenAIProvider
+from hookgate.providers.routing import Router, Upstreams, build_providers
+from hookgate.server.headers import RequestHeaderFilter
+from hookgate.server.static_keys import StaticKeys
+from hookgate.store.base import Store
+
+log = logging.getLogger("hookgate")
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A loaded config turned into the objects requests use."""
+
+    config: Config
+    pipeline: Pipeline
+    router: Router
+    providers: Mapping[str, Provider]
+    forward: RequestHeaderFilter
+    relay: Provider
+    """The provider the generic ``/v1/*`` relay talks to."""
+    pricing: Pricing
+    static_keys: StaticKeys
+    """``keys.static``, as digests."""
+    generation: int
+    source: str
+
+
+def build_runtime(
+    loaded: LoadedConfig,
+    session: Callable[[], aiohttp.ClientSession],
+    generation: int,
+    store: Store,
+    ledger: Ledger,
+    rates: RateLimiter,
+) -> Runtime:
+    """Build the objects of one config generation (the store and ledger outlive it)."""
+    config = loaded.config
+    providers = build_providers(config, session)
+    router = Router(config.models)
+    pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
+    services = Services(store=store, pricing=pricing, ledger=ledger, rates=rates)
+    policies = [p for p in loaded.policies if "proxy" in p.runs_in]
+    for policy in loaded.policies:
+        if "proxy" not in policy.runs_in:
+            log.info("policy %s runs in the SDK only; the proxy skips it", policy.name)
+    for policy in policies:
+        policy.attach(services)
+    return Runtime(
+        config=config,
+        pipeline=Pipeline(policies, Upstreams(providers)),
+        router=router,
+        providers=providers,
+        forward=RequestHeaderFilter(config.server.forward_headers),
+        relay=providers[_relay_provider(config, router)],
+        pricing=pricing,
+        static_keys=StaticKeys(config.keys.static),
+        generation=generation,
+        source=loaded.source,
+    )
+
+
+def _relay_provider(config: Config, router: Router) -> str:
+    if config.server.relay_provider is not None:
+        return config.server.relay_provider
+    if router.wildcard:
+        return router.wildcard[0].provider
+    return next(iter(config.providers))
+
+
+class RuntimeHolder:
+    """Holds the current runtime; replacing it is one atomic reference swap."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.current = runtime
+
+
+def relay_target(runtime: Runtime) -> OpenAIProvider | None:
+    """The HTTP provider behind the generic relay, or None when it answers locally."""
+    return runtime.relay if isinstance(runtime.relay, OpenAIProvider) else None

@@ -1,0 +1,160 @@
+"""The store interface, and opening a store from its URL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hookgate.budgets.ledger import Ledger
+from hookgate.budgets.rates import RateLimiter
+from hookgate.errors import StoreUnavailable
+from hookgate.store.keys import KeyRecord
+
+__all__ = ["AuditRecord", "Store", "StoreUnavailable", "UsageRow", "open_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One request, as the audit log keeps it: who, what, how much, how it ended.
+
+    Never the prompt or the completion, and never a key: only the key's public id.
+    """
+
+    ts: float
+    request_id: str
+    api: str
+    model: str
+    status: int
+    latency_ms: float
+    target: str | None = None
+    error: str | None = None
+    key_id: str | None = None
+    team: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    reply: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+    attempts: int = 0
+    decisions: str = "{}"
+    """Policy decisions as a JSON object (policy → allow, modify or block)."""
+    findings: str = "{}"
+    """Guardrail findings as a JSON object (``"EMAIL_ADDRESS:pseudonymize"`` → count):
+    entity types and counts only, never a value."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """The settled spend of one request."""
+
+    ts: float
+    request_id: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    key_id: str | None = None
+    team: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    reply: str | None = None
+    target: str | None = None
+
+
+class Store(Protocol):
+    """Durable state. Every method may raise :class:`StoreUnavailable`."""
+
+    url: str
+
+    async def open(self) -> None:
+        """Connect and create what is missing (idempotent)."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def add_key(self, record: KeyRecord) -> None: ...
+
+    async def key_by_digest(self, digest: str) -> KeyRecord | None: ...
+
+    async def keys(self) -> list[KeyRecord]: ...
+
+    async def revoke_key(self, key_id: str, at: float) -> bool:
+        """Revoke a key by id; False when there is no such key."""
+        ...
+
+    async def record_usage(self, row: UsageRow) -> None:
+        """Append a settled spend record; committed (durable) when this returns."""
+        ...
+
+    async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
+        """``(usd, tokens)`` recorded for a scope value (``team``, ``payments``) since then."""
+        ...
+
+    async def write_audit(self, record: AuditRecord) -> None:
+        """Append one audit record; committed when this returns."""
+        ...
+
+    def submit_audit(self, record: AuditRecord) -> None:
+        """Queue one audit record, committed in the background with the next group commit
+        (milliseconds); :meth:`close` waits for queued records. A failure is logged."""
+        ...
+
+    async def audit_records(self, since: float) -> list[dict[str, Any]]:
+        """Audit records since a time, oldest first (for JSONL export)."""
+        ...
+
+    async def prune_audit(self, before: float) -> int:
+        """Delete audit records older than ``before``; returns how many."""
+        ...
+
+    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+        """``(group, usd, tokens, requests served)`` from the audit log, grouped by a
+        scope (``key``, ``team``, ``user``, ``agent``, ``model``) or ``day``."""
+        ...
+
+    def ledger(self) -> Ledger:
+        """The budget ledger that fits this store."""
+        ...
+
+    def rate_limiter(self) -> RateLimiter:
+        """The per-minute rate limiter that fits this store."""
+        ...
+
+    async def healthy(self) -> bool: ...
+
+    async def secret(self, name: str) -> bytes:
+        """A 32-byte random secret of this deployment, created on first use and then kept.
+
+        Every process sharing the store reads the same value (the ``pii`` policy keys its
+        placeholders with it when its config names no secret).
+        """
+        ...
+
+
+def display_url(url: str) -> str:
+    """``url`` without credentials, for messages, logs and ``/readyz``: no user info
+    (``redis://:secret@host/0`` → ``redis://host/0``) and no query, where a client
+    library may take a password too (``?password=...``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
+
+
+def open_store(url: str) -> Store:
+    """The store for a ``store:`` URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
+    or ``redis://host:port/db``."""
+    if url.startswith("sqlite:///"):
+        from hookgate.store.sqlite import SQLiteStore
+
+        return SQLiteStore(url)
+    if url.startswith(("redis://", "rediss://")):
+        from hookgate.store.redis import RedisStore
+
+        return RedisStore(url)
+    raise ValueError(f"unsupported store URL {url!r} (use sqlite:///path.db or redis://host/0)")

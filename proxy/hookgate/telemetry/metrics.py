@@ -1,0 +1,257 @@
+"""Prometheus metrics, on a registry passed in (never the global one).
+
+Every family is created once per app. Label values are bounded: model names that are
+not configured aliases (requests through ``"*"``) are admitted up to a limit and then
+reported as ``other``, so a client cannot blow up the series count; no key, user id or
+prompt text is ever a label. Latency histograms carry the trace id as an exemplar
+(visible with the OpenMetrics exposition) when the request was traced.
+
+One worker process per proxy: hookgate does not fork workers, so no multiprocess
+aggregation is needed; run replicas and let Prometheus aggregate across them.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from hookgate import __version__
+from hookgate.pipeline.observe import Observation, Outcome
+from hookgate.resilience.breaker import STATE_VALUES
+
+LATENCY_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip
+OVERHEAD_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+)  # fmt: skip
+TOKEN_TYPES = ("input", "output", "cached_input", "reasoning")
+OTHER = "other"
+
+
+class BoundedLabel:
+    """Admits known values always and at most ``limit`` others; the rest become ``other``."""
+
+    def __init__(self, known: Iterable[str] = (), limit: int = 100) -> None:
+        self._admitted = set(known)
+        self._extra = 0
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return "none"
+        if value in self._admitted:
+            return value
+        with self._lock:
+            if self._extra >= self._limit:
+                return OTHER
+            self._extra += 1
+            self._admitted.add(value)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class _RequestSeries:
+    """The children every request with the same labels touches, looked up once."""
+
+    requests: Any
+    duration: Any
+    overhead: Any
+
+
+class Metrics:
+    """The hookgate metric families and how an :class:`Outcome` feeds them.
+
+    Label children are cached: ``labels()`` validates and locks on every call, and a
+    request touches a dozen series. The series every request touches are cached together
+    per label combination (:class:`_RequestSeries`), the rest one by one when first used
+    (so a series appears only once it has something to say).
+    """
+
+    def __init__(self, registry: CollectorRegistry, *, label_limit: int = 100) -> None:
+        self.registry = registry
+        self._children: dict[tuple[object, ...], Any] = {}
+        self._series: dict[tuple[str, ...], _RequestSeries] = {}
+        self.model_label = BoundedLabel(limit=label_limit)
+        self.target_label = BoundedLabel(limit=label_limit)
+        Info("hookgate_build", "hookgate build information", registry=registry).info(
+            {"version": __version__, "python": platform.python_version()}
+        )
+        self.requests = Counter(
+            "hookgate_requests", "Model requests by API, model alias, serving target and status",
+            ["api", "model", "target", "status"], registry=registry,
+        )  # fmt: skip
+        self.in_flight = Gauge(
+            "hookgate_requests_in_flight", "Model requests being served", ["api"], registry=registry
+        )
+        self.duration = Histogram(
+            "hookgate_request_duration_seconds", "Whole request, until the last byte is sent",
+            ["api", "model"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.upstream_duration = Histogram(
+            "hookgate_upstream_duration_seconds", "Time spent waiting on the upstream",
+            ["target"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.overhead = Histogram(
+            "hookgate_overhead_seconds", "The proxy's own time: total minus upstream wait",
+            ["api"], buckets=OVERHEAD_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.ttft = Histogram(
+            "hookgate_time_to_first_token_seconds", "Streams: request start to first event sent",
+            ["model", "target"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.tokens = Counter(
+            "hookgate_tokens", "Tokens reported by the provider (cached within input, "
+            "reasoning within output); team and key only with server.metric_labels",
+            ["model", "target", "type", "team", "key"], registry=registry,
+        )  # fmt: skip
+        self.cost = Counter(
+            "hookgate_cost_usd", "Spend in USD from reported usage and the price table; "
+            "team and key only with server.metric_labels",
+            ["model", "target", "team", "key"], registry=registry,
+        )  # fmt: skip
+        self.budget_remaining = Gauge(
+            "hookgate_budget_remaining_usd", "USD left in a budget window after the last "
+            "reservation (value: the model; the team or key id with server.metric_labels)",
+            ["scope", "window", "value"], registry=registry,
+        )  # fmt: skip
+        self.refusals = Counter(
+            "hookgate_refusals", "Requests refused by the budget or rate_limit policy, by scope",
+            ["policy", "scope"], registry=registry,
+        )  # fmt: skip
+        self.unpriced = Counter(
+            "hookgate_unpriced_requests", "Requests whose model has no price (cost unknown)",
+            ["model"], registry=registry,
+        )  # fmt: skip
+        self.decisions = Counter(
+            "hookgate_policy_decisions", "Per request and policy: allow, modify or block",
+            ["policy", "decision"], registry=registry,
+        )  # fmt: skip
+        self.pii_entities = Counter(
+            "hookgate_pii_entities", "PII entities found in requests by the pii policy, by "
+            "entity type and the action taken (every occurrence sent upstream, history "
+            "included)", ["entity_type", "action"], registry=registry,
+        )  # fmt: skip
+        self.attempts = Counter(
+            "hookgate_upstream_attempts", "Upstream attempts by target and outcome "
+            "(ok, or the error code: upstream_timeout, http_503, ...)",
+            ["target", "outcome"], registry=registry,
+        )  # fmt: skip
+        self.stream_errors = Counter(
+            "hookgate_stream_errors", "Streams ended with an error event after their first byte",
+            ["target", "kind"], registry=registry,
+        )  # fmt: skip
+        self.retries = Counter(
+            "hookgate_retries", "Retries of the same target, by reason",
+            ["target", "reason"], registry=registry,
+        )  # fmt: skip
+        self.fallbacks = Counter(
+            "hookgate_fallbacks", "Moves from a target to the next, by reason "
+            "(circuit_open when skipped)", ["target", "reason"], registry=registry,
+        )  # fmt: skip
+        self.circuit_state = Gauge(
+            "hookgate_circuit_state", "Breaker per target: 0 closed, 1 half-open, 2 open",
+            ["target"], registry=registry,
+        )  # fmt: skip
+        self.reloads = Counter(
+            "hookgate_config_reloads", "Config reloads by result", ["result"], registry=registry
+        )
+        self.spans_dropped = Counter(
+            "hookgate_trace_spans_dropped", "Spans dropped because the export queue was full",
+            registry=registry,
+        )  # fmt: skip
+
+    def _child(self, family: Any, *labels: str) -> Any:
+        key = (id(family), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = family.labels(*labels)
+        return child
+
+    def in_flight_gauge(self, api: str) -> Any:
+        """The in-flight gauge child of ``api`` (cached)."""
+        return self._child(self.in_flight, api)
+
+    def known_models(self, aliases: Iterable[str], targets: Iterable[str]) -> None:
+        """Admit the configured aliases and target labels (they never become ``other``)."""
+        self.model_label = BoundedLabel(aliases, self.model_label._limit)
+        self.target_label = BoundedLabel(targets, self.target_label._limit)
+
+    def _series_for(self, api: str, model: str, target: str, status: str) -> _RequestSeries:
+        key = (api, model, target, status)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _RequestSeries(
+                requests=self.requests.labels(api, model, target, status),
+                duration=self.duration.labels(api, model),
+                overhead=self.overhead.labels(api),
+            )
+        return series
+
+    def observe(
+        self,
+        api: str,
+        model: str,
+        outcome: Outcome,
+        observation: Observation,
+        cost: float | None,
+        identity: tuple[str, str] = ("", ""),
+    ) -> None:
+        """Record one finished request. ``identity`` is ``(team, key id)`` as allowed by
+        ``server.metric_labels`` (empty strings when not)."""
+        model_label = self.model_label(model)
+        target_label = self.target_label(outcome.target)
+        series = self._series_for(api, model_label, target_label, str(outcome.status))
+        exemplar = {"trace_id": observation.trace_id} if observation.trace_id else None
+        series.requests.inc()
+        series.duration.observe(outcome.duration_s, exemplar)
+        if outcome.upstream_s:
+            self._child(self.upstream_duration, target_label).observe(outcome.upstream_s, exemplar)
+        series.overhead.observe(max(0.0, outcome.duration_s - outcome.upstream_s), exemplar)
+        if outcome.ttft_s is not None:
+            self._child(self.ttft, model_label, target_label).observe(outcome.ttft_s, exemplar)
+        usage = outcome.usage
+        if usage is not None:
+            counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                      usage.reasoning_tokens)  # fmt: skip
+            for kind, count in zip(TOKEN_TYPES, counts, strict=True):
+                if count:
+                    self._child(self.tokens, model_label, target_label, kind, *identity).inc(count)
+            if cost is None:
+                self._child(self.unpriced, model_label).inc()
+            else:
+                self._child(self.cost, model_label, target_label, *identity).inc(cost)
+        for policy, decision in observation.decisions.items():
+            self._child(self.decisions, policy, decision).inc()
+        for (entity_type, action), count in observation.pii.items():
+            self._child(self.pii_entities, entity_type, action).inc(count)
+        for attempt in observation.attempts:
+            self._child(self.attempts, self.target_label(attempt.target), attempt.outcome).inc()
+        team, key = identity
+        for scope, window, value, usd_left, _tokens_left in observation.budgets:
+            if usd_left is None:
+                continue
+            if scope == "model":
+                self._child(self.budget_remaining, scope, window, self.model_label(value)).set(
+                    usd_left
+                )
+            elif {"team": team, "key": key}.get(scope):
+                self._child(self.budget_remaining, scope, window, value).set(usd_left)
+        for policy, scope in observation.refusals:
+            self._child(self.refusals, policy, scope).inc()
+        for target, why in observation.retries:
+            self._child(self.retries, self.target_label(target), why).inc()
+        for target, why in observation.fallbacks:
+            self._child(self.fallbacks, self.target_label(target), why).inc()
+        for target, state in observation.circuits.items():
+            self._child(self.circuit_state, self.target_label(target)).set(STATE_VALUES[state])
+        if observation.spans_dropped:
+            self.spans_dropped.inc(observation.spans_dropped)
+        if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
+            self._child(self.stream_errors, target_label, outcome.error_type).inc()

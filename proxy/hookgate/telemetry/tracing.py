@@ -1,0 +1,243 @@
+"""OpenTelemetry plumbing: a tracer provider per tracing config, the model call's span,
+and span adapters.
+
+Export is a side channel: finished spans go to a
+:class:`~hookgate.telemetry.export.SpanShipper`, which hands them to an export worker
+process through a bounded queue, so an exporter that is slow or down never slows or fails
+a request; spans that do not fit the queue are dropped and counted.
+
+The model call's span (:class:`CallSpan`) is not an SDK span: every proxied request has
+one, and the SDK's ``Span`` validates and copies each attribute under a lock, which costs
+more than the rest of the request. It takes its ids from the SDK's id generator and its
+sampling decision from the SDK's sampler, collects attributes in a dict, and when it ends
+becomes one export record. Child spans (guardrails, failed attempts) and the SDK's agent
+spans are ordinary SDK spans.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Literal
+
+from opentelemetry import trace
+from opentelemetry.context import Context as OtelContext
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, TraceIdRatioBased
+from opentelemetry.trace import (
+    INVALID_SPAN_CONTEXT,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from hookgate import __version__
+from hookgate.pipeline.observe import Attributes, AttributeValue
+from hookgate.telemetry.export import SpanShipper, make_record
+
+log = logging.getLogger("hookgate")
+
+PROPAGATOR = TraceContextTextMapPropagator()
+
+Protocol = Literal["http/protobuf", "grpc"]
+
+
+def make_exporter(
+    kind: str, protocol: Protocol | None, endpoint: str | None, headers: dict[str, str],
+    timeout_s: float,
+) -> SpanExporter | None:  # fmt: skip
+    """The configured exporter; ``OTEL_EXPORTER_OTLP_*`` fill in what the YAML leaves out."""
+    if kind == "none":
+        return None
+    if kind == "console":
+        return ConsoleSpanExporter()
+    protocol = protocol or env_protocol()
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpExporter,
+    )
+
+    return HttpExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
+
+
+def otlp_endpoint_in_env() -> bool:
+    """True when the standard variables name an OTLP endpoint for traces."""
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+
+
+def env_protocol() -> Protocol:
+    value = os.environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+    )
+    return "grpc" if value.strip() == "grpc" else "http/protobuf"
+
+
+def make_provider(
+    service_name: str, sample_ratio: float, processor: SpanProcessor | None
+) -> TracerProvider:
+    """A tracer provider of our own (never the global one)."""
+    resource = Resource.create({"service.name": service_name, "service.version": __version__})
+    provider = TracerProvider(
+        resource=resource, sampler=ParentBased(TraceIdRatioBased(sample_ratio))
+    )
+    if processor is not None:
+        provider.add_span_processor(processor)
+    return provider
+
+
+class OtelSpan:
+    """:class:`~hookgate.pipeline.observe.Span` over an OpenTelemetry span."""
+
+    __slots__ = ("_span",)
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    @property
+    def otel(self) -> trace.Span:
+        return self._span
+
+    def set_attributes(self, attributes: Attributes) -> None:
+        self._span.set_attributes(attributes)
+
+    def add_event(self, name: str, attributes: Attributes | None = None) -> None:
+        self._span.add_event(name, attributes)
+
+    def record_error(self, error_type: str, message: str) -> None:
+        self._span.set_attribute("error.type", error_type)
+        self._span.set_status(Status(StatusCode.ERROR, message))
+
+    def trace_headers(self) -> dict[str, str]:
+        carrier: dict[str, str] = {}
+        PROPAGATOR.inject(carrier, context=trace.set_span_in_context(self._span))
+        return carrier
+
+    def end(self, end_ns: int | None = None) -> None:
+        self._span.end(end_ns)
+
+
+class OtelSpans:
+    """:class:`~hookgate.pipeline.observe.Spans` under the model call's span: SDK spans."""
+
+    __slots__ = ("_context", "_headers", "_tracer")
+
+    def __init__(self, tracer: trace.Tracer, parent: SpanContext) -> None:
+        self._tracer = tracer
+        self._context = trace.set_span_in_context(NonRecordingSpan(parent))
+        self._headers: dict[str, str] | None = None
+
+    def start(
+        self,
+        name: str,
+        attributes: Attributes | None = None,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+        start_ns: int | None = None,
+    ) -> OtelSpan:
+        span = self._tracer.start_span(
+            name, context=self._context, kind=kind, attributes=attributes, start_time=start_ns
+        )
+        return OtelSpan(span)
+
+    def trace_headers(self) -> dict[str, str]:
+        if self._headers is None:
+            self._headers = {}
+            PROPAGATOR.inject(self._headers, context=self._context)
+        return self._headers
+
+
+def parent_context(headers: dict[str, str]) -> OtelContext:
+    """The client's trace context from ``traceparent``/``tracestate`` (empty if none)."""
+    return PROPAGATOR.extract(headers)
+
+
+class CallSpan:
+    """The model call's span, recorded without an SDK span (see the module docstring).
+
+    Implements :class:`~hookgate.pipeline.observe.Span`. ``context`` is what children and
+    the upstream continue; when the span is not sampled it is never exported.
+    """
+
+    __slots__ = ("_events", "_shipper", "_status", "attributes", "context", "name", "parent",
+                 "start_ns")  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        context: SpanContext,
+        parent: SpanContext | None,
+        attributes: dict[str, AttributeValue],
+        shipper: SpanShipper | None,
+    ) -> None:
+        self.name = name
+        self.context = context
+        self.parent = parent
+        self.attributes = attributes
+        self.start_ns = time.time_ns()
+        self._events: list[list[object]] = []
+        self._status: tuple[int, str | None] = (StatusCode.UNSET.value, None)
+        self._shipper = shipper if context.trace_flags.sampled else None
+
+    def set_attributes(self, attributes: Attributes) -> None:
+        self.attributes.update(attributes)
+
+    def add_event(self, name: str, attributes: Attributes | None = None) -> None:
+        self._events.append([name, time.time_ns(), dict(attributes or {})])
+
+    def record_error(self, error_type: str, message: str) -> None:
+        self.attributes["error.type"] = error_type
+        self._status = (StatusCode.ERROR.value, message)
+
+    def trace_headers(self) -> dict[str, str]:
+        carrier: dict[str, str] = {}
+        PROPAGATOR.inject(
+            carrier, context=trace.set_span_in_context(NonRecordingSpan(self.context))
+        )
+        return carrier
+
+    def end(self, end_ns: int | None = None) -> None:
+        if self._shipper is None:
+            return
+        self._shipper.submit(
+            make_record(
+                self.name, SpanKind.CLIENT.value, self.context, self.parent, self.start_ns,
+                end_ns or time.time_ns(), self.attributes, self._events, self._status,
+            )
+        )  # fmt: skip
+        self._shipper = None
+
+
+def start_call_span(
+    provider: TracerProvider,
+    shipper: SpanShipper | None,
+    name: str,
+    parent: OtelContext,
+    attributes: dict[str, AttributeValue],
+) -> CallSpan:
+    """A CLIENT :class:`CallSpan` under ``parent``, sampled by the provider's sampler."""
+    parent_span = trace.get_current_span(parent).get_span_context()
+    valid = parent_span is not INVALID_SPAN_CONTEXT and parent_span.is_valid
+    ids = provider.id_generator
+    trace_id = parent_span.trace_id if valid else ids.generate_trace_id()
+    result = provider.sampler.should_sample(parent, trace_id, name, SpanKind.CLIENT, attributes)
+    if result.attributes:
+        attributes.update(result.attributes)
+    sampled = result.decision is Decision.RECORD_AND_SAMPLE
+    flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+    context = SpanContext(trace_id, ids.generate_span_id(), False, flags, result.trace_state)
+    return CallSpan(name, context, parent_span if valid else None, attributes, shipper)

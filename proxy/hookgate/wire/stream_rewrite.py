@@ -1,0 +1,216 @@
+"""Apply a :class:`~hookgate.pipeline.hooks.StreamTransform` to the events of a stream.
+
+Only the fields that carry text are touched: chat ``delta.content`` and
+``delta.tool_calls[].function.arguments``; legacy completions ``choices[].text``;
+Responses ``output_text`` and ``function_call_arguments`` deltas. When a string is
+complete (a ``finish_reason``, a ``.done`` event, or the end of the stream) the
+transform's :meth:`~hookgate.pipeline.hooks.StreamTransform.end` is asked for what it held
+back, and that text is delivered before the stream moves on. Responses ``.done``,
+``output_item.done`` and ``response.completed`` events, which repeat the whole text, are
+rewritten to the transformed text so they agree with the deltas the client received.
+
+Events that are not JSON are passed through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookgate.pipeline.hooks import DeltaKey, StreamTransform
+from hookgate.wire import sse
+
+
+def rewriter_for(api: str, transform: StreamTransform) -> StreamRewriter:
+    """The rewriter that knows ``api``'s event shapes."""
+    if api == "responses":
+        return ResponsesRewriter(transform)
+    return ChoicesRewriter(transform, text_field="content" if api == "chat.completions" else "text")
+
+
+class StreamRewriter:
+    """Feed event blocks in order, get the blocks to send in their place."""
+
+    def __init__(self, transform: StreamTransform) -> None:
+        self.transform = transform
+
+    def feed(self, block: bytes) -> list[bytes]:
+        """The blocks to send for ``block`` (possibly more than one, never none for data)."""
+        raise NotImplementedError
+
+
+class ChoicesRewriter(StreamRewriter):
+    """Chat completion chunks (``delta``) and legacy completion chunks (``text``)."""
+
+    def __init__(self, transform: StreamTransform, text_field: str) -> None:
+        super().__init__(transform)
+        self._chat = text_field == "content"
+        self._open: dict[int, set[DeltaKey]] = {}
+        self._last: dict[str, Any] | None = None
+
+    def feed(self, block: bytes) -> list[bytes]:
+        if sse.is_done(block):
+            tail = self._flush_all()
+            return [*tail, block]
+        data = sse.json_of(block)
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            return [block]
+        self._last = data
+        choices = [self._choice(c) if isinstance(c, dict) else c for c in data["choices"]]
+        return [sse.encode({**data, "choices": choices})]
+
+    def _choice(self, choice: dict[str, Any]) -> dict[str, Any]:
+        index = choice.get("index", 0)
+        index = index if isinstance(index, int) else 0
+        keys = self._open.setdefault(index, set())
+        if self._chat:
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                choice = {**choice, "delta": self._delta(index, delta, keys)}
+        elif isinstance(choice.get("text"), str):
+            key = DeltaKey("text", index)
+            keys.add(key)
+            choice = {**choice, "text": self.transform.delta(key, choice["text"])}
+        if choice.get("finish_reason") is not None:
+            choice = self._finish(index, choice, keys)
+        return choice
+
+    def _delta(self, index: int, delta: dict[str, Any], keys: set[DeltaKey]) -> dict[str, Any]:
+        out = dict(delta)
+        if isinstance(delta.get("content"), str):
+            key = DeltaKey("text", index)
+            keys.add(key)
+            out["content"] = self.transform.delta(key, delta["content"])
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            out["tool_calls"] = [self._tool_call(index, c, keys) for c in calls]
+        return out
+
+    def _tool_call(self, index: int, call: Any, keys: set[DeltaKey]) -> Any:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+            return call
+        key = DeltaKey("tool_arguments", index, call.get("index", 0))
+        keys.add(key)
+        arguments = self.transform.delta(key, function["arguments"])
+        return {**call, "function": {**function, "arguments": arguments}}
+
+    def _finish(self, index: int, choice: dict[str, Any], keys: set[DeltaKey]) -> dict[str, Any]:
+        for key in sorted(keys, key=lambda k: (k.kind, k.index)):
+            tail = self.transform.end(key)
+            if tail:
+                choice = _append(choice, key, tail, chat=self._chat)
+        keys.clear()
+        return choice
+
+    def _flush_all(self) -> list[bytes]:
+        """At ``[DONE]``: deliver what is still held for choices that never finished."""
+        out: list[bytes] = []
+        for index, keys in self._open.items():
+            if not keys or self._last is None:
+                continue
+            empty: dict[str, Any] = {"index": index, "finish_reason": None}
+            if self._chat:
+                empty["delta"] = {}
+            else:
+                empty["text"] = ""
+            choice = self._finish(index, empty, keys)
+            choice["finish_reason"] = None
+            out.append(sse.encode({**self._last, "choices": [choice]}))
+        return out
+
+
+def _append(choice: dict[str, Any], key: DeltaKey, tail: str, *, chat: bool) -> dict[str, Any]:
+    if not chat:
+        return {**choice, "text": (choice.get("text") or "") + tail}
+    delta = dict(choice.get("delta") or {})
+    if key.kind == "text":
+        delta["content"] = (delta.get("content") or "") + tail
+    else:
+        calls = [c for c in delta.get("tool_calls") or [] if isinstance(c, dict)]
+        calls.append({"index": key.index, "function": {"arguments": tail}})
+        delta["tool_calls"] = calls
+    return {**choice, "delta": delta}
+
+
+class ResponsesRewriter(StreamRewriter):
+    """Responses API streaming events."""
+
+    def __init__(self, transform: StreamTransform) -> None:
+        super().__init__(transform)
+        self._text: dict[DeltaKey, str] = {}
+
+    def feed(self, block: bytes) -> list[bytes]:
+        event = sse.parse(block)
+        data = sse.json_of(block)
+        if not isinstance(data, dict):
+            return [block]
+        kind = data.get("type", event.event)
+        name = event.event
+        if kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
+            key = self._key(kind, data)
+            text = self.transform.delta(key, str(data.get("delta", "")))
+            self._text[key] = self._text.get(key, "") + text
+            return [sse.encode({**data, "delta": text}, event=name)]
+        if kind in ("response.output_text.done", "response.function_call_arguments.done"):
+            return self._done(kind, data, name)
+        if kind == "response.content_part.done" and isinstance(data.get("part"), dict):
+            key = DeltaKey("text", _int(data.get("output_index")), _int(data.get("content_index")))
+            part = data["part"]
+            if key in self._text and "text" in part:
+                part = {**part, "text": self._text[key]}
+            return [sse.encode({**data, "part": part}, event=name)]
+        if kind == "response.output_item.done" and isinstance(data.get("item"), dict):
+            item = self._item(_int(data.get("output_index")), data["item"])
+            return [sse.encode({**data, "item": item}, event=name)]
+        if isinstance(data.get("response"), dict) and isinstance(
+            data["response"].get("output"), list
+        ):
+            response = data["response"]
+            output = [self._item(i, item) for i, item in enumerate(response["output"])]
+            return [sse.encode({**data, "response": {**response, "output": output}}, event=name)]
+        return [block]
+
+    @staticmethod
+    def _key(kind: str, data: dict[str, Any]) -> DeltaKey:
+        output_index = _int(data.get("output_index"))
+        if kind.startswith("response.output_text"):
+            return DeltaKey("text", output_index, _int(data.get("content_index")))
+        return DeltaKey("tool_arguments", output_index)
+
+    def _done(self, kind: str, data: dict[str, Any], name: str | None) -> list[bytes]:
+        key = self._key(kind, data)
+        field = "text" if key.kind == "text" else "arguments"
+        tail = self.transform.end(key)
+        out: list[bytes] = []
+        if tail:
+            delta_kind = kind.removesuffix(".done") + ".delta"
+            extra = {k: v for k, v in data.items() if k not in (field, "logprobs")}
+            out.append(
+                sse.encode(
+                    {**extra, "type": delta_kind, "delta": tail}, event=delta_kind if name else None
+                )
+            )
+        self._text[key] = self._text.get(key, "") + tail
+        out.append(sse.encode({**data, field: self._text[key]}, event=name))
+        return out
+
+    def _item(self, output_index: int, item: Any) -> Any:
+        if not isinstance(item, dict):
+            return item
+        if item.get("type") == "function_call":
+            key = DeltaKey("tool_arguments", output_index)
+            return {**item, "arguments": self._text[key]} if key in self._text else item
+        content = item.get("content")
+        if not isinstance(content, list):
+            return item
+        parts = []
+        for index, part in enumerate(content):
+            key = DeltaKey("text", output_index, index)
+            if isinstance(part, dict) and key in self._text and "text" in part:
+                part = {**part, "text": self._text[key]}
+            parts.append(part)
+        return {**item, "content": parts}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0

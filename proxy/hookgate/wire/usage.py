@@ -1,0 +1,176 @@
+"""Read usage and response facts (id, model, finish reasons, text) from OpenAI responses.
+
+:func:`facts_of` reads a JSON body. :class:`StreamFacts` reads a stream's events as they
+pass without parsing them all: it parses the first event (id, model), events that carry
+usage or a finish reason, and the Responses terminal event. With ``collect_text`` it also
+gathers the output text (parsing every event; only used when content capture is on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from hookgate.pipeline.observe import ResponseFacts, Usage
+from hookgate.pipeline.types import EventStream
+from hookgate.wire import sse
+
+
+def usage_of(data: Any) -> Usage | None:
+    """Normalise a chat, completions, embeddings or Responses ``usage`` object."""
+    if not isinstance(data, Mapping):
+        return None
+    if "input_tokens" in data:  # Responses API
+        input_details = _mapping(data.get("input_tokens_details"))
+        output_details = _mapping(data.get("output_tokens_details"))
+        return Usage(
+            _int(data.get("input_tokens")),
+            _int(data.get("output_tokens")),
+            _int(input_details.get("cached_tokens")),
+            _int(output_details.get("reasoning_tokens")),
+        )
+    prompt_details = _mapping(data.get("prompt_tokens_details"))
+    completion_details = _mapping(data.get("completion_tokens_details"))
+    return Usage(
+        _int(data.get("prompt_tokens")),
+        _int(data.get("completion_tokens")),
+        _int(prompt_details.get("cached_tokens")),
+        _int(completion_details.get("reasoning_tokens")),
+    )
+
+
+def facts_of(api: str, body: Mapping[str, Any], *, collect_text: bool = False) -> ResponseFacts:
+    """Facts of a non-streamed response body."""
+    facts = ResponseFacts()
+    _read_head(body, facts)
+    facts.usage = usage_of(body.get("usage"))
+    if api == "responses":
+        _read_response_output(body, facts, collect_text)
+        return facts
+    for choice in _list(body.get("choices")):
+        if not isinstance(choice, Mapping):
+            continue
+        if isinstance(choice.get("finish_reason"), str):
+            facts.finish_reasons.append(choice["finish_reason"])
+        if collect_text:
+            message = _mapping(choice.get("message"))
+            text = message.get("content", choice.get("text"))
+            if isinstance(text, str):
+                facts.text.append(text)
+    return facts
+
+
+class StreamFacts:
+    """Accumulates :class:`ResponseFacts` from a stream's events, cheaply."""
+
+    def __init__(self, api: str, *, collect_text: bool = False) -> None:
+        self.api = api
+        self.facts = ResponseFacts()
+        self._collect_text = collect_text
+        self._seen_first = False
+        self._markers = _RESPONSES_MARKERS if api == "responses" else _CHOICE_MARKERS
+
+    def feed(self, events: bytes) -> None:
+        """Look at a batch of complete event blocks; parse only the ones that matter."""
+        for block in self._blocks_of_interest(events):
+            data = sse.json_of(block)
+            if isinstance(data, Mapping):
+                self._read(data)
+
+    def _blocks_of_interest(self, events: bytes) -> list[bytes]:
+        """The first block ever, and blocks holding a marker, found without splitting all."""
+        if self._collect_text or b"\r" in events:
+            return sse.split(events)
+        starts = set() if self._seen_first else {0}
+        for marker in self._markers:
+            at = events.find(marker)
+            while at >= 0:
+                previous = events.rfind(b"\n\n", 0, at)
+                starts.add(0 if previous < 0 else previous + 2)
+                at = events.find(marker, at + len(marker))
+        blocks = []
+        for start in sorted(starts):
+            end = events.find(b"\n\n", start)
+            blocks.append(events[start : len(events) if end < 0 else end + 2])
+        return blocks
+
+    def _read(self, data: Mapping[str, Any]) -> None:
+        facts = self.facts
+        if self.api == "responses":
+            kind = data.get("type")
+            response = data.get("response")
+            if isinstance(response, Mapping):
+                _read_head(response, facts)
+                if kind in ("response.completed", "response.incomplete", "response.failed"):
+                    facts.usage = usage_of(response.get("usage")) or facts.usage
+                    _read_response_output(response, facts, collect_text=False)
+            if self._collect_text and kind == "response.output_text.delta":
+                facts.text.append(str(data.get("delta", "")))
+            self._seen_first = True
+            return
+        if not self._seen_first:
+            _read_head(data, facts)
+            self._seen_first = True
+        usage = usage_of(data.get("usage"))
+        if usage is not None:
+            facts.usage = usage
+        for choice in _list(data.get("choices")):
+            if not isinstance(choice, Mapping):
+                continue
+            if isinstance(choice.get("finish_reason"), str):
+                facts.finish_reasons.append(choice["finish_reason"])
+            if self._collect_text:
+                delta = _mapping(choice.get("delta"))
+                text = delta.get("content", choice.get("text"))
+                if isinstance(text, str):
+                    facts.text.append(text)
+
+
+_CHOICE_MARKERS = (b'"finish_reason":"', b'"usage":{', b'"finish_reason": "', b'"usage": {')
+_RESPONSES_MARKERS = (b"response.completed", b"response.incomplete", b"response.failed")
+
+
+async def observed(stream: EventStream, facts: StreamFacts) -> AsyncGenerator[bytes, None]:
+    """Pass ``stream`` through unchanged, feeding every batch of events to ``facts``."""
+    try:
+        async for events in stream:
+            facts.feed(events)
+            yield events
+    finally:
+        await stream.aclose()
+
+
+def _read_head(data: Mapping[str, Any], facts: ResponseFacts) -> None:
+    if isinstance(data.get("id"), str):
+        facts.response_id = data["id"]
+    if isinstance(data.get("model"), str):
+        facts.response_model = data["model"]
+
+
+def _read_response_output(
+    data: Mapping[str, Any], facts: ResponseFacts, collect_text: bool
+) -> None:
+    status = data.get("status")
+    has_calls = False
+    for item in _list(data.get("output")):
+        if not isinstance(item, Mapping):
+            continue
+        has_calls = has_calls or item.get("type") == "function_call"
+        if collect_text and item.get("type") == "message":
+            for part in _list(item.get("content")):
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                    facts.text.append(part["text"])
+    if isinstance(status, str) and status != "in_progress":
+        facts.finish_reasons = ["tool_calls" if has_calls else status]
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,1 +1,0 @@
-"""Upstreams behind one small interface; transport errors become :mod:`proxy.errors` kinds."""
