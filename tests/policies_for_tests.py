@@ -7,16 +7,9 @@ from collections import defaultdict
 from pydantic import BaseModel, ConfigDict
 
 from hookgate.errors import PolicyBlocked
-from hookgate.pipeline import (
-    Context,
-    DeltaKey,
-    ModelCall,
-    ModelResponse,
-    Next,
-    Policy,
-    StreamTransform,
-)
+from hookgate.pipeline import Context, ModelCall, ModelResponse, Next, Policy
 from hookgate.pipeline.hooks import Messages
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 LOGS: defaultdict[str, list[str]] = defaultdict(list)
 """Recorded hook calls, by the ``log`` name in each policy's config."""

@@ -27,7 +27,8 @@ from hookgate.config.schema import Config
 from hookgate.errors import StoreUnavailable
 from hookgate.pipeline import registry
 from hookgate.server import exposure
-from hookgate.store.base import Store, open_store
+from hookgate.store.base import Store
+from hookgate.store.open import open_store
 
 log = logging.getLogger("hookgate")
 

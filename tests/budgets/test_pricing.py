@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hookgate.budgets.pricing import Price, Pricing
-from hookgate.pipeline.observe import Usage
+from hookgate.wire.usage import Usage
 
 
 def test_lookup_variants() -> None:

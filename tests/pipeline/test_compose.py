@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
-from hookgate.pipeline.hooks import DeltaKey, StreamTransform
 from hookgate.pipeline.types import Context
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 CTX = Context(request_id="r", api="chat.completions")
 

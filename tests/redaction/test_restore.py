@@ -6,9 +6,9 @@ import itertools
 
 import orjson
 
-from hookgate.pipeline.hooks import DeltaKey
 from hookgate.redaction.placeholders import PATTERN, Vault, placeholder
 from hookgate.redaction.restore import Restorer, RestoringStream
+from hookgate.wire.deltas import DeltaKey
 
 SECRET = b"s" * 32
 TEXT = DeltaKey("text", 0)

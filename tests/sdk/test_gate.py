@@ -15,9 +15,9 @@ from hookgate.errors import HookgateError
 from hookgate.pipeline import registry
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy
-from hookgate.pipeline.observe import Usage
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk import Gate, current_headers, current_reply
+from hookgate.wire.usage import Usage
 
 LOG: list[str] = []
 

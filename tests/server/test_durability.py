@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openai
 
-from hookgate.store.base import UsageRow
+from hookgate.budgets.ledger import UsageRow
 from hookgate.store.sqlite import CHECKPOINT_EVERY_S, SQLiteStore
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve

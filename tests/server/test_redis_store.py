@@ -106,7 +106,8 @@ def test_budget_holds_across_two_proxies(two_proxies: list[str], upstream: FakeU
 
 async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServer) -> None:
     from hookgate.budgets.limits import Counter, Limit
-    from hookgate.store.redis import RedisLedger, RedisStore
+    from hookgate.store.redis import RedisStore
+    from hookgate.store.redis_budgets import RedisLedger
 
     store = RedisStore(redis_server.url)
     crashed = RedisLedger(store, reservation_ttl_s=0.3)
@@ -123,9 +124,10 @@ async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServe
 async def test_reserve_and_settle_repeated_by_a_retry_count_once(
     redis_server: RedisServer,
 ) -> None:
+    from hookgate.budgets.ledger import UsageRow
     from hookgate.budgets.limits import Counter, Limit
-    from hookgate.store.base import UsageRow
-    from hookgate.store.redis import RedisLedger, RedisStore
+    from hookgate.store.redis import RedisStore
+    from hookgate.store.redis_budgets import RedisLedger
 
     store = RedisStore(redis_server.url)
     ledger = RedisLedger(store)

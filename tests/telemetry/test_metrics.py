@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from hookgate.pipeline.observe import Attempt, Observation, Outcome, UpstreamAddress, Usage
+from hookgate.pipeline.observe import Attempt, Observation, Outcome, UpstreamAddress
 from hookgate.telemetry.metrics import BoundedLabel, Metrics
+from hookgate.wire.usage import Usage
 
 
 def test_bounded_label_admits_known_then_limits_others() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookgate.pipeline.hooks import DeltaKey, StreamTransform
 from hookgate.wire import sse, synth
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.stream_rewrite import rewriter_for
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hookgate.pipeline.observe import Usage
 from hookgate.wire import synth
-from hookgate.wire.usage import StreamFacts, facts_of, usage_of
+from hookgate.wire.usage import StreamFacts, Usage, facts_of, usage_of
 
 REPLY = synth.Reply(text="hello world", input_tokens=12, output_tokens=7, id="x")
 

@@ -21,14 +21,41 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from hookgate.budgets.limits import Counter
 
-if TYPE_CHECKING:
-    from hookgate.store.base import Store, UsageRow
-
 MAX_CACHED = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """The settled spend of one request."""
+
+    ts: float
+    request_id: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    key_id: str | None = None
+    team: str | None = None
+    user: str | None = None
+    agent: str | None = None
+    reply: str | None = None
+    target: str | None = None
+
+
+class SpendLog(Protocol):
+    """Where settled spend is kept durably (the store implements it)."""
+
+    async def record_usage(self, row: UsageRow) -> None:
+        """Append a settled spend record; committed (durable) when this returns."""
+        ...
+
+    async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
+        """``(usd, tokens)`` recorded for a scope value (``team``, ``payments``) since then."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +95,7 @@ class Ledger(Protocol):
 class MemoryLedger:
     """The one-process ledger (see the module docstring)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: SpendLog) -> None:
         self._store = store
         self._used: OrderedDict[str, list[float]] = OrderedDict()
         self._reserved: dict[str, list[float]] = {}

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hookgate.pipeline.observe import Usage
+from hookgate.wire.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The hook pipeline: types, the Policy contract, composition, the registry."""
 
-from hookgate.pipeline.hooks import DeltaKey, Next, Policy, StreamTransform
+from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.types import Context, Identity, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 __all__ = [
     "Context",

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hookgate.pipeline.observe import Span, Usage
+from hookgate.pipeline.observe import Span
+from hookgate.wire.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

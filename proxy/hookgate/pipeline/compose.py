@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from hookgate.pipeline.hooks import DeltaKey, StreamTransform
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")

@@ -35,13 +35,13 @@ reaching the client.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.wire.deltas import StreamTransform
 
 if TYPE_CHECKING:
     from hookgate.pipeline.services import Services
@@ -52,42 +52,7 @@ Messages = Sequence[Any]
 Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
 """The rest of the ``on_model_call`` onion, ending in the upstream call."""
 
-DeltaKind = Literal["text", "tool_arguments"]
 Where = Literal["proxy", "sdk"]
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaKey:
-    """Identifies one growing string in a stream.
-
-    ``choice`` is the chat choice index (or the Responses ``output_index``); ``index`` is
-    the tool-call index within the choice for ``tool_arguments`` (or the Responses
-    ``content_index`` for ``text``).
-    """
-
-    kind: DeltaKind
-    choice: int
-    index: int = 0
-
-
-class StreamTransform:
-    """Rewrites the text and tool-argument deltas of one streamed response.
-
-    Made per stream by :meth:`Policy.on_response_stream`, so it may keep state (a
-    look-behind buffer for a value split across chunks). The server calls :meth:`delta`
-    for every delta in arrival order and :meth:`end` once per key when that string is
-    complete; what :meth:`end` returns is sent before the stream moves on. A transform
-    may hold text back by returning less than it got, and must return all it held by
-    :meth:`end`. The default implementation passes everything through.
-    """
-
-    def delta(self, key: DeltaKey, text: str) -> str:
-        """Return the text to send in place of ``text``."""
-        return text
-
-    def end(self, key: DeltaKey) -> str:
-        """Return any text held back for ``key``; called once when ``key`` completes."""
-        return ""
 
 
 class NoSettings(BaseModel):

@@ -13,40 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hookgate.wire.usage import Charge, ResponseFacts, Usage
+
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
 Attributes = Mapping[str, AttributeValue]
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts as the provider reported them (cached ⊆ input, reasoning ⊆ output)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    reasoning_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Charge:
-    """What a budget settled for a request. ``estimated`` when the response reported no
-    usage (a cut or abandoned stream, an upstream that ignores ``include_usage``) and the
-    tokens were counted by the proxy; ``cost_usd`` is None for an unpriced model."""
-
-    usage: Usage
-    cost_usd: float | None
-    estimated: bool
-
-
-@dataclass(slots=True)
-class ResponseFacts:
-    """What telemetry reports about a response (read by :mod:`hookgate.wire.usage`)."""
-
-    response_id: str | None = None
-    response_model: str | None = None
-    finish_reasons: list[str] = field(default_factory=list)
-    usage: Usage | None = None
-    text: list[str] = field(default_factory=list)
 
 
 class Span(Protocol):
@@ -83,6 +53,10 @@ class UpstreamAddress:
     provider_kind: str
     host: str | None = None
     port: int | None = None
+
+
+CANCELLED = "cancelled"
+"""Attempt outcome of an attempt cancelled from outside (a timeout, a client gone)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ from typing import TypeVar
 
 from hookgate.errors import HookgateError, UpstreamError
 from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
-from hookgate.pipeline.hooks import Next, Policy, StreamTransform, implements
+from hookgate.pipeline.hooks import Next, Policy, implements
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import prompts
+from hookgate.wire.deltas import StreamTransform
 
 T = TypeVar("T")
 

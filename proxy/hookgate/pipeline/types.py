@@ -9,14 +9,15 @@ at the end. Hooks must never mutate a body in place: build a new mapping instead
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import orjson
 
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.observe import Observation
+from hookgate.wire.sse import EventStream
 
 Api = Literal["chat.completions", "responses", "completions", "embeddings"]
 """The OpenAI endpoint a model call is for; decides the body's shape."""
@@ -59,22 +60,6 @@ class JsonBody:
         if self._raw is None:
             self._raw = orjson.dumps(self._data)
         return self._raw
-
-
-class EventStream(Protocol):
-    """The SSE events of a streamed response, as they arrive.
-
-    Each item holds one or more complete event blocks (each ending in a blank line):
-    events that arrived together are yielded together, so a relay writes them at once.
-
-    Whoever consumes it must call :meth:`aclose` when done, early or not; that frees the
-    upstream connection (and cancels the upstream's work when the stream is unfinished).
-    Async generators satisfy this protocol.
-    """
-
-    def __aiter__(self) -> AsyncIterator[bytes]: ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,18 +40,17 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookgate.budgets import tokens as token_estimates
-from hookgate.budgets.ledger import Ledger, Refusal
+from hookgate.budgets.ledger import Ledger, Refusal, UsageRow
 from hookgate.budgets.limits import Counter, Limit, counters
 from hookgate.budgets.pricing import Pricing
 from hookgate.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.hooks import Next, Policy
-from hookgate.pipeline.observe import Charge, Usage
 from hookgate.pipeline.services import Services
-from hookgate.pipeline.types import Context, EventStream, ModelCall, ModelResponse
-from hookgate.store.base import UsageRow
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import sse
-from hookgate.wire.usage import usage_of
+from hookgate.wire.sse import EventStream
+from hookgate.wire.usage import Charge, Usage, usage_of
 
 log = logging.getLogger("hookgate")
 

@@ -44,11 +44,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hookgate.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout, UpstreamUnavailable
 from hookgate.pipeline.hooks import Next, Policy
-from hookgate.pipeline.types import Context, EventStream, ModelCall, ModelResponse, Target
-from hookgate.providers.routing import CANCELLED
+from hookgate.pipeline.observe import CANCELLED
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.backoff import full_jitter, retry_after
 from hookgate.resilience.breaker import BreakerSettings, CircuitBreaker
 from hookgate.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
+from hookgate.wire.sse import EventStream
 
 
 class CircuitConfig(BaseModel):

@@ -33,7 +33,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from hookgate.errors import GuardrailUnavailable, PolicyBlocked
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Messages, Next, Policy, StreamTransform
+from hookgate.pipeline.hooks import Messages, Next, Policy
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
@@ -42,6 +42,7 @@ from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
 from hookgate.redaction.restore import Restorer, RestoringStream
 from hookgate.telemetry import semconv
+from hookgate.wire.deltas import StreamTransform
 
 log = logging.getLogger("hookgate")
 

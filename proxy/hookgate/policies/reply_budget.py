@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.hooks import Policy
-from hookgate.pipeline.observe import Usage
+from hookgate.wire.usage import Usage
 
 WRAP_UP = (
     "Your budget for this reply is spent. Do not call any more tools: answer the user now "

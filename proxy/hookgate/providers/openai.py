@@ -29,8 +29,8 @@ from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import API_PATHS
 from hookgate.providers.scrub import Scrubber, credentials
-from hookgate.server.headers import response_headers
 from hookgate.wire import sse
+from hookgate.wire.headers import response_headers
 
 
 def translate(exc: BaseException, target: str) -> UpstreamError:

@@ -1,29 +1,22 @@
-"""Model aliases → ordered targets, and the terminal handler that sends to a target."""
+"""Model aliases → ordered targets, and one provider object per configured provider."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
 from hookgate.config.schema import Config, TargetConfig
-from hookgate.errors import HookgateError, NotFound, error_type
-from hookgate.pipeline.observe import Attempt
-from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
+from hookgate.errors import NotFound
+from hookgate.pipeline.types import Target
 from hookgate.providers.base import Provider
 from hookgate.providers.echo import EchoProvider
 from hookgate.providers.openai import OpenAIProvider
-from hookgate.wire.usage import StreamFacts, observed
 
 log = logging.getLogger("hookgate")
 
 WILDCARD = "*"
-CANCELLED = "cancelled"
-"""Attempt outcome of an attempt cancelled from outside (a timeout, a client gone)."""
 
 
 class Router:
@@ -86,55 +79,3 @@ def build_providers(
         else:
             providers[name] = OpenAIProvider(name, settings, session)
     return providers
-
-
-class Upstreams:
-    """The terminal handler of the ``on_model_call`` onion: sends to ``call.targets[0]``.
-
-    Rewrites ``model`` to the target's upstream name when it differs (the only change the
-    proxy itself makes to a body). Each call is one *attempt*: it is timed into
-    ``ctx.observation`` and recorded with its outcome and wall-clock bounds (the tracing
-    policy turns attempts into spans when a call needed more than one); when the request
-    is traced, the upstream receives the request span's context as ``traceparent``. For a
-    stream the attempt ends when the upstream's headers arrive; the stream's usage and
-    response facts are read from its events into ``ctx.observation.stream_facts``, so what
-    policies later hide from the client (a usage chunk) is still counted.
-    """
-
-    def __init__(self, providers: Mapping[str, Provider]) -> None:
-        self._providers = providers
-
-    async def __call__(self, call: ModelCall, ctx: Context) -> ModelResponse:
-        target = call.targets[0]
-        provider = self._providers[target.provider]
-        label = target.label(call.model)
-        if target.model is not None and call.body.get("model") != target.model:
-            call = call.with_body({**call.body, "model": target.model})
-        observation = ctx.observation
-        observation.sent_body = call.body
-        address = observation.upstream = provider.address
-        if observation.spans is not None:
-            call = call.with_headers({**call.headers, **observation.spans.trace_headers()})
-        started = time.perf_counter()
-        started_ns = time.time_ns()
-        try:
-            response = await provider.send(call, target)
-        except HookgateError as exc:
-            observation.attempts.append(
-                Attempt(label, error_type(exc), address, started_ns, time.time_ns(), exc.message)
-            )
-            raise
-        except asyncio.CancelledError:
-            # a timeout above us, or the client left; whoever cancelled may relabel it
-            observation.attempts.append(
-                Attempt(label, CANCELLED, address, started_ns, time.time_ns(), "attempt cancelled")
-            )
-            raise
-        finally:
-            observation.upstream_s += time.perf_counter() - started
-        observation.attempts.append(Attempt(label, "ok", address, started_ns, time.time_ns()))
-        if response.stream is not None:
-            facts = StreamFacts(call.api, collect_text=observation.capture_output)
-            observation.stream_facts = facts.facts
-            response = dataclasses.replace(response, stream=observed(response.stream, facts))
-        return response

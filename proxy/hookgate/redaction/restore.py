@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 
-from hookgate.pipeline.hooks import DeltaKey, StreamTransform
 from hookgate.redaction.placeholders import PATTERN
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 _JSON_PATTERN = re.compile(
     r"(?:<|\\u003[cC])([A-Z][A-Z0-9_]*_[A-Z2-7]{6}(?:[A-Z2-7]{6})?)(?:>|\\u003[eE])"

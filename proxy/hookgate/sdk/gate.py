@@ -34,11 +34,11 @@ from typing import Any, Generic, TypeVar
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
-from hookgate.pipeline.observe import Usage
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.store.base import Store
 from hookgate.wire import prompts
+from hookgate.wire.usage import Usage
 
 log = logging.getLogger("hookgate")
 

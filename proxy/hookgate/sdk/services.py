@@ -5,7 +5,7 @@ from __future__ import annotations
 from hookgate.budgets.pricing import Price, Pricing
 from hookgate.config.schema import Config
 from hookgate.pipeline.services import Services
-from hookgate.store.base import open_store
+from hookgate.store.open import open_budgets, open_store
 
 
 def sdk_services(config: Config) -> Services:
@@ -16,4 +16,5 @@ def sdk_services(config: Config) -> Services:
     """
     store = open_store(config.store)
     pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
-    return Services(store=store, pricing=pricing, ledger=store.ledger(), rates=store.rate_limiter())
+    ledger, rates = open_budgets(store)
+    return Services(store=store, pricing=pricing, ledger=ledger, rates=rates)

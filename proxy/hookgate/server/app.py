@@ -27,7 +27,8 @@ from hookgate.server import exposure, routes
 from hookgate.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
-from hookgate.store.base import display_url, open_store
+from hookgate.store.base import display_url
+from hookgate.store.open import open_budgets, open_store
 from hookgate.telemetry.metrics import Metrics
 
 log = logging.getLogger("hookgate")
@@ -82,8 +83,7 @@ def create_app(
     app[METRICS] = metrics
     store = open_store(loaded.config.store)
     app[STORE] = store
-    ledger = store.ledger()
-    rates = store.rate_limiter()
+    ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _admit_labels(metrics, runtime)
     holder = RuntimeHolder(runtime)

@@ -28,9 +28,9 @@ from hookgate.errors import (
 )
 from hookgate.providers.openai import read_error_body, redirect_refused, translated
 from hookgate.server.auth import authenticate
-from hookgate.server.headers import response_headers
 from hookgate.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
 from hookgate.server.runtime import Runtime, relay_target
+from hookgate.wire.headers import response_headers
 
 log = logging.getLogger("hookgate")
 

@@ -21,7 +21,7 @@ from hookgate.errors import (
     RequestTimeout,
     error_type,
 )
-from hookgate.pipeline.observe import Outcome, ResponseFacts, Usage
+from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
 from hookgate.server import admin, exposure
 from hookgate.server.auth import authenticate, check_model
@@ -31,7 +31,7 @@ from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
 from hookgate.store.base import AuditRecord, Store, display_url
 from hookgate.telemetry.metrics import Metrics
-from hookgate.wire.usage import facts_of
+from hookgate.wire.usage import ResponseFacts, Usage, facts_of
 
 log = logging.getLogger("hookgate")
 

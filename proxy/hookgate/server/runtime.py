@@ -21,10 +21,11 @@ from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.services import Services
 from hookgate.providers.base import Provider
 from hookgate.providers.openai import OpenAIProvider
-from hookgate.providers.routing import Router, Upstreams, build_providers
-from hookgate.server.headers import RequestHeaderFilter
+from hookgate.providers.routing import Router, build_providers
+from hookgate.providers.terminal import Upstreams
 from hookgate.server.static_keys import StaticKeys
 from hookgate.store.base import Store
+from hookgate.wire.headers import RequestHeaderFilter
 
 log = logging.getLogger("hookgate")
 

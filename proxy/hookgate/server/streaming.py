@@ -23,10 +23,10 @@ import aiohttp
 from aiohttp import web
 
 from hookgate.errors import UpstreamError, error_type
-from hookgate.pipeline.hooks import StreamTransform
 from hookgate.pipeline.observe import Observation, Outcome
-from hookgate.pipeline.types import EventStream
 from hookgate.wire import sse
+from hookgate.wire.deltas import StreamTransform
+from hookgate.wire.sse import EventStream
 from hookgate.wire.stream_rewrite import rewriter_for
 
 log = logging.getLogger("hookgate")

@@ -1,16 +1,17 @@
-"""The store interface, and opening a store from its URL."""
+"""The store interface: keys, settled spend, the audit log, deployment secrets.
+
+A store implements the budgets' :class:`~hookgate.budgets.ledger.SpendLog` (settled spend
+is durable state); the ledgers and rate limiters that fit a store are built beside it by
+:mod:`hookgate.store.open`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hookgate.budgets.ledger import Ledger
-from hookgate.budgets.rates import RateLimiter
-from hookgate.errors import StoreUnavailable
+from hookgate.budgets.ledger import UsageRow
 from hookgate.store.keys import KeyRecord
-
-__all__ = ["AuditRecord", "Store", "StoreUnavailable", "UsageRow", "open_store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,26 +48,8 @@ class AuditRecord:
     entity types and counts only, never a value."""
 
 
-@dataclass(frozen=True, slots=True)
-class UsageRow:
-    """The settled spend of one request."""
-
-    ts: float
-    request_id: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    key_id: str | None = None
-    team: str | None = None
-    user: str | None = None
-    agent: str | None = None
-    reply: str | None = None
-    target: str | None = None
-
-
 class Store(Protocol):
-    """Durable state. Every method may raise :class:`StoreUnavailable`."""
+    """Durable state. Every method may raise :class:`~hookgate.errors.StoreUnavailable`."""
 
     url: str
 
@@ -116,14 +99,6 @@ class Store(Protocol):
         scope (``key``, ``team``, ``user``, ``agent``, ``model``) or ``day``."""
         ...
 
-    def ledger(self) -> Ledger:
-        """The budget ledger that fits this store."""
-        ...
-
-    def rate_limiter(self) -> RateLimiter:
-        """The per-minute rate limiter that fits this store."""
-        ...
-
     async def healthy(self) -> bool: ...
 
     async def secret(self, name: str) -> bytes:
@@ -144,17 +119,3 @@ def display_url(url: str) -> str:
         return url
     authority, slash, path = rest.partition("/")
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
-
-
-def open_store(url: str) -> Store:
-    """The store for a ``store:`` URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
-    or ``redis://host:port/db``."""
-    if url.startswith("sqlite:///"):
-        from hookgate.store.sqlite import SQLiteStore
-
-        return SQLiteStore(url)
-    if url.startswith(("redis://", "rediss://")):
-        from hookgate.store.redis import RedisStore
-
-        return RedisStore(url)
-    raise ValueError(f"unsupported store URL {url!r} (use sqlite:///path.db or redis://host/0)")

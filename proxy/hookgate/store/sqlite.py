@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from hookgate.budgets.ledger import Ledger, MemoryLedger
-from hookgate.budgets.rates import MemoryRateLimiter, RateLimiter
-from hookgate.store.base import AuditRecord, StoreUnavailable, UsageRow, display_url
+from hookgate.budgets.ledger import UsageRow
+from hookgate.errors import StoreUnavailable
+from hookgate.store.base import AuditRecord, display_url
 from hookgate.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -316,12 +316,6 @@ class SQLiteStore:
             return [(str(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
 
         return await self._run(report)
-
-    def ledger(self) -> Ledger:
-        return MemoryLedger(self)
-
-    def rate_limiter(self) -> RateLimiter:
-        return MemoryRateLimiter()
 
     async def secret(self, name: str) -> bytes:
         def get_or_create(db: sqlite3.Connection) -> bytes:

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from hookgate.pipeline.observe import AttributeValue, Outcome, UpstreamAddress, Usage
+from hookgate.pipeline.observe import AttributeValue, Outcome, UpstreamAddress
+from hookgate.wire.usage import Usage
 
 OPERATION_NAME = "gen_ai.operation.name"
 PROVIDER_NAME = "gen_ai.provider.name"

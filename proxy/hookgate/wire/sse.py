@@ -7,7 +7,9 @@ parses a block only when a policy needs its content or to recognise the stream's
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -179,3 +181,19 @@ def is_responses_terminal(block: bytes) -> bool:
         return False
     kind = data.get("type") if isinstance(data, dict) else None
     return isinstance(kind, str) and kind in RESPONSES_TERMINAL
+
+
+class EventStream(Protocol):
+    """The SSE events of a streamed response, as they arrive.
+
+    Each item holds one or more complete event blocks (each ending in a blank line):
+    events that arrived together are yielded together, so a relay writes them at once.
+
+    Whoever consumes it must call :meth:`aclose` when done, early or not; that frees the
+    upstream connection (and cancels the upstream's work when the stream is unfinished).
+    Async generators satisfy this protocol.
+    """
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookgate.pipeline.hooks import DeltaKey, StreamTransform
 from hookgate.wire import sse
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 
 def rewriter_for(api: str, transform: StreamTransform) -> StreamRewriter:

@@ -9,11 +9,43 @@ gathers the output text (parsing every event; only used when content capture is 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from hookgate.pipeline.observe import ResponseFacts, Usage
-from hookgate.pipeline.types import EventStream
 from hookgate.wire import sse
+from hookgate.wire.sse import EventStream
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reported them (cached ⊆ input, reasoning ⊆ output)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What a budget settled for a request. ``estimated`` when the response reported no
+    usage (a cut or abandoned stream, an upstream that ignores ``include_usage``) and the
+    tokens were counted by the proxy; ``cost_usd`` is None for an unpriced model."""
+
+    usage: Usage
+    cost_usd: float | None
+    estimated: bool
+
+
+@dataclass(slots=True)
+class ResponseFacts:
+    """What telemetry reports about a response (read by :func:`facts_of`, :class:`StreamFacts`)."""
+
+    response_id: str | None = None
+    response_model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    text: list[str] = field(default_factory=list)
 
 
 def usage_of(data: Any) -> Usage | None:

@@ -36,8 +36,8 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.observe import Usage
 from hookgate.sdk.gate import Gate, reply_now
+from hookgate.wire.usage import Usage
 
 
 async def reply(

@@ -38,8 +38,8 @@ from cubeloop.agent.types import (
 )
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.observe import Usage
 from hookgate.sdk.gate import Gate, Split, current_reply, reply_now
+from hookgate.wire.usage import Usage
 
 
 async def prompt(

@@ -37,8 +37,8 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.observe import Usage
 from hookgate.sdk.gate import Gate, reply_now
+from hookgate.wire.usage import Usage
 
 
 class HookgateMiddleware(AgentMiddleware):

@@ -39,8 +39,8 @@ from agents import Agent, FunctionTool, ModelSettings, RunConfig, RunHooks, Runn
 from agents.run_config import CallModelData, ModelInputData
 
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.observe import Usage
 from hookgate.sdk.gate import Gate, Split, reply_now
+from hookgate.wire.usage import Usage
 
 
 @dataclass(frozen=True)
