@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from hookgate import __version__
 from hookgate.config.durations import parse_duration
 from hookgate.config.loader import ConfigError, LoadedConfig, load_file
 from hookgate.config.schema import Config
@@ -29,6 +28,7 @@ from hookgate.pipeline import registry
 from hookgate.server import exposure
 from hookgate.store.base import Store
 from hookgate.store.open import open_store
+from hookgate.version import __version__
 
 log = logging.getLogger("hookgate")
 

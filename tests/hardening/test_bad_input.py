@@ -21,12 +21,12 @@ from typing import Any
 
 import httpx
 import orjson
+import psutil
 import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.processes import rss_mb
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory
 from tests.fakes import LoopThread, RunningApp, send_raw, start_serve
@@ -103,7 +103,7 @@ class Proxy:
             self.log.append(line)
 
     def rss_mb(self) -> float:
-        return rss_mb(self.process.pid)
+        return psutil.Process(self.process.pid).memory_info().rss / 2**20
 
     def stop(self) -> None:
         self.process.terminate()

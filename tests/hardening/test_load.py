@@ -17,10 +17,10 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import psutil
 import pytest
 from aiohttp import web
 
-from bench.processes import rss_mb
 from hookgate.wire import synth
 from tests.fakes import RunningApp, start_serve
 
@@ -135,13 +135,13 @@ async def test_a_thousand_held_streams_then_fifty_thousand_mixed(
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             for _ in range(200):
                 await _json(session, endpoint)
-            rss_start = rss_mb(process.pid)
+            rss_start = psutil.Process(process.pid).memory_info().rss / 2**20
 
             held = [asyncio.create_task(_stream(session, endpoint, "hold")) for _ in range(STREAMS)]
             durations = await asyncio.gather(*held)
             assert upstream.peak >= STREAMS * 0.95, upstream.peak
             assert min(durations) >= HOLD_S * 0.9
-            rss_streams = rss_mb(process.pid)
+            rss_streams = psutil.Process(process.pid).memory_info().rss / 2**20
 
             latencies: list[float] = []
             rng = random.Random(5)
@@ -159,7 +159,7 @@ async def test_a_thousand_held_streams_then_fifty_thousand_mixed(
             started = time.monotonic()
             await asyncio.gather(*(worker() for _ in range(MIXED_CONCURRENCY)))
             elapsed = time.monotonic() - started
-            rss_end = rss_mb(process.pid)
+            rss_end = psutil.Process(process.pid).memory_info().rss / 2**20
         print(
             f"\n{STREAMS} held streams (peak {upstream.peak} open upstream), each "
             f"{statistics.median(durations):.1f} s; RSS {rss_start:.0f} -> {rss_streams:.0f} MB"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 import openai
+import psutil
 import pytest
 
-from bench.processes import children
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
@@ -210,9 +210,9 @@ def test_each_fallback_attempt_is_a_child_span(
 def _export_workers() -> list[int]:
     """Pids of this process's span export workers."""
     found = []
-    for pid in children(os.getpid()):
+    for pid in (child.pid for child in psutil.Process(os.getpid()).children()):
         try:
-            if b"hookgate.telemetry.export" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"hookgate.telemetry.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except OSError:  # it exited meanwhile
             continue

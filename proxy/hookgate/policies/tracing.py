@@ -41,14 +41,13 @@ from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.observe import Attempt, AttributeValue, Outcome
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.telemetry import semconv
-from hookgate.telemetry.export import SpanShipper
+from hookgate.telemetry.settings import env_protocol, otlp_endpoint_in_env
+from hookgate.telemetry.shipper import SpanShipper
 from hookgate.telemetry.tracing import (
     CallSpan,
     OtelSpan,
     OtelSpans,
-    env_protocol,
     make_provider,
-    otlp_endpoint_in_env,
     parent_context,
     start_call_span,
 )
@@ -243,7 +242,7 @@ class TracingPolicy(Policy):
 
     async def aclose(self) -> None:
         """Export what is queued and stop the export worker (bounded: see
-        :data:`~hookgate.telemetry.export.SHUTDOWN_S`), off the event loop."""
+        :data:`~hookgate.telemetry.shipper.SHUTDOWN_S`), off the event loop."""
         await asyncio.to_thread(self.provider.shutdown)
 
 

@@ -20,15 +20,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import pkgutil
 import re
 import threading
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hookgate.redaction.vocabulary import NAME_PARTICLES, ROLE_WORDS, given_names, tech_names
 
 log = logging.getLogger("hookgate")
 
@@ -54,18 +53,6 @@ may quote analyzed text (raw PII never reaches hookgate's logs)."""
 
 NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
-_PARTICLES = (
-    "da de del della der di do dos das du van von den la le bin ibn al el ter ten y e mac ní "
-    "nic ó ui"
-)
-NAME_PARTICLES = frozenset(_PARTICLES.split())
-"""Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
-_ROLE_WORDS = (
-    "contact support sales info admin team help service customer billing mail email write "
-    "call ask dear hi hello reply noreply our your the no security account accounts"
-)
-ROLE_WORDS = frozenset(_ROLE_WORDS.split())
-"""Words that end a name candidate next to an e-mail address (``Contact Support``)."""
 _DOTTED = re.compile(r"\.\w")
 """A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
 EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
@@ -207,10 +194,10 @@ class Analyzer:
         registry.add_recognizer(recognizers.Ipv6Recognizer(language))
         if "PERSON" in settings.entities and settings.given_names:
             registry.add_recognizer(
-                recognizers.GivenNameRecognizer(language, _given_names(), _tech_names())
+                recognizers.GivenNameRecognizer(language, given_names(), tech_names())
             )
             registry.add_recognizer(
-                recognizers.EmailNameRecognizer(language, _tech_names() | ROLE_WORDS)
+                recognizers.EmailNameRecognizer(language, tech_names() | ROLE_WORDS)
             )
         registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
         registry.add_recognizer(recognizers.SecretRecognizer(language))
@@ -237,7 +224,7 @@ class Analyzer:
         )
         self._entities = list(settings.all_entities())
         self._allow = list(settings.allow_list) or None
-        self._tech = _tech_names() if settings.tech_names else frozenset()
+        self._tech = tech_names() if settings.tech_names else frozenset()
 
     def analyze(self, text: str) -> tuple[Finding, ...]:
         """The entities in ``text``, in order, after hookgate's filters.
@@ -270,7 +257,7 @@ class Analyzer:
             return False
         words = value.split()
         if not all(w[0].isupper() or w.lower() in NAME_PARTICLES for w in words) and not any(
-            w.lower() in _given_names() for w in words
+            w.lower() in given_names() for w in words
         ):
             return False  # "helm rollback" is a command; "mei lin wong" is still a person
         if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
@@ -331,33 +318,6 @@ def _trim_pipeline(nlp: Any, *, lemmatize: bool) -> None:
             nlp.disable_pipe("tok2vec")
     if not lemmatize and "hookgate_lower_lemma" not in nlp.component_names:
         nlp.add_pipe("hookgate_lower_lemma", last=True)
-
-
-@cache
-def _tech_names() -> frozenset[str]:
-    text = resources.files("hookgate.redaction").joinpath("tech_names.txt").read_text("utf-8")
-    return frozenset(
-        line.strip().lower() for line in text.splitlines() if line.strip() and line[0] != "#"
-    )
-
-
-@cache
-def _given_names() -> frozenset[str]:
-    """Lower-cased first names of every Faker locale, Latin script only."""
-    import faker.providers.person as person
-
-    names: set[str] = set()
-    for locale in pkgutil.iter_modules(person.__path__):
-        provider = importlib.import_module(f"{person.__name__}.{locale.name}").Provider
-        for attribute in dir(provider):
-            values = getattr(provider, attribute)
-            if attribute.startswith("first_names") and isinstance(values, tuple | list | dict):
-                names.update(str(n).lower() for n in values)
-    return frozenset(n for n in names if len(n) > 1 and _LATIN.fullmatch(n)) - _tech_names()
-
-
-_LATIN = re.compile(r"[a-z\u00c0-\u024f'-]+")
-"""Lower-case Latin letters (with accents), apostrophes and hyphens."""
 
 
 _analyzers: dict[str, Analyzer] = {}

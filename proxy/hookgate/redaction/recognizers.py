@@ -38,7 +38,7 @@ from presidio_analyzer.predefined_recognizers import (
     UsSsnRecognizer,
 )
 
-from hookgate.redaction.analyzer import NAME_PARTICLES
+from hookgate.redaction.vocabulary import NAME_PARTICLES
 
 _CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
 

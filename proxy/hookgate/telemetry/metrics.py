@@ -20,9 +20,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from hookgate import __version__
 from hookgate.pipeline.observe import Observation, Outcome
 from hookgate.resilience.breaker import STATE_VALUES
+from hookgate.version import __version__
 
 LATENCY_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,

@@ -2,7 +2,7 @@
 and span adapters.
 
 Export is a side channel: finished spans go to a
-:class:`~hookgate.telemetry.export.SpanShipper`, which hands them to an export worker
+:class:`~hookgate.telemetry.shipper.SpanShipper`, which hands them to an export worker
 process through a bounded queue, so an exporter that is slow or down never slows or fails
 a request; spans that do not fit the queue are dropped and counted.
 
@@ -17,15 +17,12 @@ spans are ordinary SDK spans.
 from __future__ import annotations
 
 import logging
-import os
 import time
-from typing import Literal
 
 from opentelemetry import trace
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, TraceIdRatioBased
 from opentelemetry.trace import (
     INVALID_SPAN_CONTEXT,
@@ -38,53 +35,14 @@ from opentelemetry.trace import (
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from hookgate import __version__
 from hookgate.pipeline.observe import Attributes, AttributeValue
-from hookgate.telemetry.export import SpanShipper, make_record
+from hookgate.telemetry.frames import make_record
+from hookgate.telemetry.shipper import SpanShipper
+from hookgate.version import __version__
 
 log = logging.getLogger("hookgate")
 
 PROPAGATOR = TraceContextTextMapPropagator()
-
-Protocol = Literal["http/protobuf", "grpc"]
-
-
-def make_exporter(
-    kind: str, protocol: Protocol | None, endpoint: str | None, headers: dict[str, str],
-    timeout_s: float,
-) -> SpanExporter | None:  # fmt: skip
-    """The configured exporter; ``OTEL_EXPORTER_OTLP_*`` fill in what the YAML leaves out."""
-    if kind == "none":
-        return None
-    if kind == "console":
-        return ConsoleSpanExporter()
-    protocol = protocol or env_protocol()
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
-
-        return GrpcExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpExporter,
-    )
-
-    return HttpExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
-
-
-def otlp_endpoint_in_env() -> bool:
-    """True when the standard variables name an OTLP endpoint for traces."""
-    return bool(
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
-
-
-def env_protocol() -> Protocol:
-    value = os.environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-    )
-    return "grpc" if value.strip() == "grpc" else "http/protobuf"
 
 
 def make_provider(
