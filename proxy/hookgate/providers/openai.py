@@ -7,8 +7,16 @@ This module is the boundary where aiohttp and timeout exceptions become
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Mapping,
+)
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 
 import aiohttp
 import orjson
@@ -92,6 +100,27 @@ async def read_error_body(response: aiohttp.ClientResponse, label: str) -> bytes
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """An upstream answer to a relayed request (see :meth:`OpenAIProvider.relay`)."""
+
+    status: int
+    headers: dict[str, str]
+    """Filtered (no hop-by-hop headers, no cookies) and scrubbed of the provider's key."""
+    length: int | None
+    """The body's length where it is known and relayed as is."""
+    error: bytes | None
+    """The whole body of an error answer, scrubbed; None for a success."""
+    chunks: AsyncIterator[bytes]
+    """The body of a success as it arrives; raises :class:`UpstreamError` kinds."""
+
+
+async def _chunks(response: aiohttp.ClientResponse, label: str) -> AsyncGenerator[bytes, None]:
+    with translated(label):
+        async for chunk in response.content.iter_any():
+            yield chunk
+
+
 class OpenAIProvider:
     """Sends calls to ``base_url`` + the API's path, with the provider's key."""
 
@@ -125,6 +154,52 @@ class OpenAIProvider:
     def headers(self, forwarded: Mapping[str, str]) -> dict[str, str]:
         """``forwarded`` client headers plus this provider's own (its key wins)."""
         return {**forwarded, **self._headers}
+
+    @asynccontextmanager
+    async def relay(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: AsyncIterable[bytes] | None,
+    ) -> AsyncIterator[Relayed]:
+        """Send one request below ``base_url`` as it came (``path`` percent-encoded and
+        already checked by the caller; ``headers`` the forwarded client headers plus the
+        body's own), with this provider's key, and hand its answer back streamed.
+
+        The answer's headers are filtered and scrubbed of this provider's credentials; an
+        error answer (4xx/5xx) is read whole and scrubbed (:attr:`Relayed.error`). A
+        redirect is an :class:`UpstreamBadResponse`, never relayed; transport failures
+        are :class:`UpstreamError` kinds, also while the body streams. The connection is
+        released when the block ends.
+        """
+        label = f"{self.name}/{method} {path}"
+        with translated(label):
+            response = await self._session().request(
+                method,
+                self.url(path, query),
+                headers=self.headers(headers),
+                data=body,
+                allow_redirects=False,
+                timeout=self.timeout,
+            )
+        async with response:
+            if 300 <= response.status < 400:
+                raise redirect_refused(response.status, label)
+            error = None
+            if response.status >= 400:  # may quote the provider's key: read, mask
+                error = self.scrub.body(await read_error_body(response, label))
+            length = response.content_length
+            if "content-encoding" in response.headers:
+                length = None  # aiohttp decodes a compressed body: its encoded length is off
+            yield Relayed(
+                response.status,
+                self.scrub.headers(response_headers(response.headers)),
+                length,
+                error,
+                _chunks(response, label),
+            )
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         label = target.label(call.model)

@@ -17,8 +17,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from hookgate.config.durations import parse_duration
 from hookgate.errors import InvalidRequest, NotFound
+from hookgate.server.appkeys import HOLDER, STORE
 from hookgate.server.auth import check_admin
-from hookgate.server.keys import HOLDER, STORE
 from hookgate.store import keys
 from hookgate.store.keys import KeyRecord
 

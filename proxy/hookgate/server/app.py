@@ -24,7 +24,7 @@ from hookgate.config.loader import ConfigError, LoadedConfig
 from hookgate.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge
 from hookgate.ids import UniqueIds
 from hookgate.server import exposure, routes
-from hookgate.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
+from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.store.base import display_url

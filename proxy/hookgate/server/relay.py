@@ -26,11 +26,9 @@ from hookgate.errors import (
     PermissionDenied,
     UpstreamError,
 )
-from hookgate.providers.openai import read_error_body, redirect_refused, translated
+from hookgate.server.appkeys import HOLDER, REQUEST_ID, STORE
 from hookgate.server.auth import authenticate
-from hookgate.server.keys import HOLDER, REQUEST_ID, SESSION, STORE
 from hookgate.server.runtime import Runtime, relay_target
-from hookgate.wire.headers import response_headers
 
 log = logging.getLogger("hookgate")
 
@@ -75,8 +73,7 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
             f"{request.method} {request.path} is not served: model requests are POST, and "
             "only a GET without a body is relayed"
         )
-    url = provider.url(suffix, request.rel_url.raw_query_string)
-    headers = provider.headers(runtime.forward(request.headers))
+    headers = runtime.forward(request.headers)
     for name in _BODY_HEADERS:
         if name in request.headers:
             headers[name] = request.headers[name]
@@ -84,38 +81,25 @@ async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
         # aiohttp hands the body on decoded: its encoded length no longer applies
         headers.pop("content-length", None)
     body = request.content.iter_any() if request.body_exists else None
-    label = f"{provider.name}/{request.method} {request.path}"
-    with translated(label):
-        upstream = await request.app[SESSION].request(
-            request.method,
-            url,
-            headers=headers,
-            data=body,
-            allow_redirects=False,
-            timeout=provider.timeout,
-        )
-    async with upstream:
-        if 300 <= upstream.status < 400:
-            raise redirect_refused(upstream.status, label)
-        relayed = provider.scrub.headers(response_headers(upstream.headers))
-        relayed["x-hookgate-request-id"] = request[REQUEST_ID]
-        relayed["x-hookgate-upstream"] = provider.name
-        if upstream.status >= 400:  # may quote the provider's key: read, mask, send
-            error = provider.scrub.body(await read_error_body(upstream, label))
-            return web.Response(status=upstream.status, headers=relayed, body=error)
+    query = request.rel_url.raw_query_string
+    async with provider.relay(request.method, suffix, query, headers, body) as upstream:
+        relayed = {
+            **upstream.headers,
+            "x-hookgate-request-id": request[REQUEST_ID],
+            "x-hookgate-upstream": provider.name,
+        }
+        if upstream.error is not None:
+            return web.Response(status=upstream.status, headers=relayed, body=upstream.error)
         out = web.StreamResponse(status=upstream.status, headers=relayed)
-        if upstream.content_length is not None and "content-encoding" not in upstream.headers:
-            # (aiohttp decodes a compressed body, so its encoded length does not apply)
-            out.content_length = upstream.content_length
+        out.content_length = upstream.length
         await out.prepare(request)
         try:
-            with translated(label):
-                async for chunk in upstream.content.iter_any():
-                    await out.write(chunk)
+            async for chunk in upstream.chunks:
+                await out.write(chunk)
         except UpstreamError as exc:
             # The status is sent; the only honest signal left is a cut connection, so
             # the client sees an incomplete body instead of one that looks complete.
-            log.warning("relay %s failed mid-body: %s", label, exc.message)
+            log.warning("relay %s %s failed mid-body: %s", provider.name, request.path, exc.message)
             if request.transport is not None:
                 request.transport.abort()
             return out

@@ -24,8 +24,8 @@ from hookgate.errors import (
 from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
 from hookgate.server import admin, exposure
+from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import authenticate, check_model
-from hookgate.server.keys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
