@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire.deltas import StreamTransform
 
@@ -73,6 +74,10 @@ class Policy:
     Config: ClassVar[type[BaseModel]] = NoSettings
     runs_in: ClassVar[frozenset[Where]] = frozenset({"proxy", "sdk"})
     """Where the policy applies: the proxy, the in-process SDK, or both."""
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    """The policy's own metrics (reported with ``ctx.observation.count``/``gauge``). The
+    proxy registers them when the policy is built, so each exists, at zero, from the
+    start; one reported but not listed is registered when first reported."""
 
     def __init__(self, config: Any = None) -> None:
         self.config = config

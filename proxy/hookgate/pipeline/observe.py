@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from hookgate.wire.usage import Charge, ResponseFacts, Usage
 
@@ -44,6 +44,33 @@ class Spans(Protocol):
     def trace_headers(self) -> Mapping[str, str]:
         """W3C ``traceparent``/``tracestate`` that continue the request's span upstream."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A metric a policy reports, declared where the policy is (a module constant).
+
+    The server registers it on its Prometheus registry the first time a request reports
+    it, under ``name`` (a counter is exposed as ``name_total``). Label values named
+    ``model`` or ``target`` are bounded like the server's own (unknown ones become
+    ``other`` past a limit); any other label must take few values (never a key, a user
+    or text). A new policy's metric needs no change anywhere else.
+    """
+
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    kind: Literal["counter", "gauge"] = "counter"
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One value a request reports for a :class:`Metric`: added to a counter, set on a
+    gauge."""
+
+    metric: Metric
+    labels: tuple[str, ...]
+    value: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,33 +145,31 @@ class Observation:
     """Policy name → ``allow``, ``modify`` or ``block`` (the strongest seen)."""
     attempts: list[Attempt] = field(default_factory=list)
     """Every upstream attempt, in order."""
-    retries: list[tuple[str, str]] = field(default_factory=list)
-    """``(target, reason)`` for each retry of the same target."""
-    fallbacks: list[tuple[str, str]] = field(default_factory=list)
-    """``(target, reason)`` for each move away from a target to the next."""
-    circuits: dict[str, str] = field(default_factory=dict)
-    """Breaker state of each target this request looked at, after it."""
     on_finish: list[Callable[[Outcome], None]] = field(default_factory=list)
     """Called by the server, in order, once the request is completely done."""
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
     """Extra attributes for the request's span (e.g. budget decisions)."""
-    budgets: list[tuple[str, str, str, float | None, int | None]] = field(default_factory=list)
-    """``(scope, window, value, usd left, tokens left)`` after this request's reservation."""
-    refusals: list[tuple[str, str]] = field(default_factory=list)
-    """``(policy, scope)`` of budget or rate refusals."""
-    pii: dict[tuple[str, str], int] = field(default_factory=dict)
-    """``(entity_type, action)`` → occurrences the pii policy handled in this request
-    (every occurrence sent upstream, history included). Counts only, never values."""
+    findings: dict[str, int] = field(default_factory=dict)
+    """Guardrail findings for the audit log: ``"EMAIL_ADDRESS:pseudonymize"`` →
+    occurrences handled in this request. Counts only, never values."""
     charge: Charge | None = None
     """Set by the budget policy as it settles: the audit log, metrics and the span then
     report the spend the ledger holds, estimate included (see :class:`Charge`)."""
-    spans_dropped: int = 0
-    """Spans the tracing exporter dropped (full queue), reported for the metrics."""
+    measures: list[Measure] = field(default_factory=list)
+    """What policies report for their own metrics (see :class:`Metric`)."""
 
     def decide(self, policy: str, decision: str) -> None:
         """Record a policy decision, keeping the strongest (block > modify > allow)."""
         if _RANK[decision] > _RANK.get(self.decisions.get(policy, ""), -1):
             self.decisions[policy] = decision
+
+    def count(self, metric: Metric, *labels: str, by: float = 1) -> None:
+        """Add ``by`` to a counter of a policy's own (see :class:`Metric`)."""
+        self.measures.append(Measure(metric, labels, by))
+
+    def gauge(self, metric: Metric, *labels: str, value: float) -> None:
+        """Set a gauge of a policy's own to ``value`` (the last one set wins)."""
+        self.measures.append(Measure(metric, labels, value))
 
 
 _RANK = {"allow": 0, "modify": 1, "block": 2}

@@ -19,3 +19,6 @@ class Services:
     pricing: Pricing
     ledger: Ledger
     rates: RateLimiter
+    metric_labels: frozenset[str] = frozenset()
+    """Identity scopes (``team``, ``key``) that may name a metric series
+    (``server.metric_labels``); none in the SDK."""

@@ -46,6 +46,7 @@ from hookgate.budgets.pricing import Pricing
 from hookgate.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import sse
@@ -53,6 +54,19 @@ from hookgate.wire.sse import EventStream
 from hookgate.wire.usage import Charge, Usage, usage_of
 
 log = logging.getLogger("hookgate")
+
+REFUSALS = Metric(
+    "hookgate_refusals",
+    "Requests refused by the budget or rate_limit policy, by scope",
+    ("policy", "scope"),
+)
+REMAINING = Metric(
+    "hookgate_budget_remaining_usd",
+    "USD left in a budget window after the last reservation (value: the model; the team "
+    "or key id with server.metric_labels)",
+    ("scope", "window", "value"),
+    kind="gauge",
+)
 
 BUSY_RETRY_AFTER_S = 1.0
 MAX_KEPT_BYTES = 8 * 1024 * 1024
@@ -95,6 +109,7 @@ class BudgetPolicy(Policy):
     """See the module docstring."""
 
     name = "budget"
+    metrics = (REFUSALS, REMAINING)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = BudgetConfig
     config: BudgetConfig
@@ -110,6 +125,7 @@ class BudgetPolicy(Policy):
     def attach(self, services: Services) -> None:
         self.ledger = services.ledger
         self.pricing = services.pricing
+        self.metric_labels = services.metric_labels
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         identity = ctx.identity
@@ -152,7 +168,7 @@ class BudgetPolicy(Policy):
         if refusal is not None:
             scope = refusal.counter.limit.scope
             observation.attributes["hookgate.budget.decision"] = f"refused:{scope}"
-            observation.refusals.append((self.name, scope))
+            observation.count(REFUSALS, self.name, scope)
             raise _refused(refusal, usd, tokens)
         observation.attributes["hookgate.budget.decision"] = "reserved"
         ctx.state[self.name] = (tokens, charged)
@@ -252,9 +268,11 @@ class BudgetPolicy(Policy):
         for counter in charged:
             left_usd, left_tokens = await self.ledger.remaining([counter])
             limit = counter.limit
-            ctx.observation.budgets.append(
-                (limit.scope, limit.window, counter.value, left_usd, left_tokens)
-            )
+            if left_usd is not None and (
+                limit.scope == "model" or limit.scope in self.metric_labels
+            ):
+                ctx.observation.gauge(REMAINING, limit.scope, limit.window, counter.value,
+                                      value=left_usd)  # fmt: skip
             if left_usd is not None:
                 usd = left_usd if usd is None else min(usd, left_usd)
             if left_tokens is not None:

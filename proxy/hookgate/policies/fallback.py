@@ -44,12 +44,25 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hookgate.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout, UpstreamUnavailable
 from hookgate.pipeline.hooks import Next, Policy
-from hookgate.pipeline.observe import CANCELLED
+from hookgate.pipeline.observe import CANCELLED, Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.backoff import full_jitter, retry_after
-from hookgate.resilience.breaker import BreakerSettings, CircuitBreaker
+from hookgate.resilience.breaker import STATE_VALUES, BreakerSettings, CircuitBreaker
 from hookgate.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
 from hookgate.wire.sse import EventStream
+
+RETRIES = Metric("hookgate_retries", "Retries of the same target, by reason", ("target", "reason"))
+FALLBACKS = Metric(
+    "hookgate_fallbacks",
+    "Moves from a target to the next, by reason (circuit_open when skipped)",
+    ("target", "reason"),
+)
+CIRCUIT_STATE = Metric(
+    "hookgate_circuit_state",
+    "Breaker per target: 0 closed, 1 half-open, 2 open",
+    ("target",),
+    kind="gauge",
+)
 
 
 class CircuitConfig(BaseModel):
@@ -86,6 +99,7 @@ class FallbackPolicy(Policy):
     """See the module docstring."""
 
     name = "fallback"
+    metrics = (RETRIES, FALLBACKS, CIRCUIT_STATE)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = FallbackConfig
     config: FallbackConfig
@@ -111,17 +125,17 @@ class FallbackPolicy(Policy):
                 continue
             breaker = self._breaker(label)
             if not breaker.allow():
-                observation.circuits[label] = breaker.state
-                observation.fallbacks.append((label, "circuit_open"))
+                observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
+                observation.count(FALLBACKS, label, "circuit_open")
                 continue
             try:
                 return await self._try_target(call.with_targets((target,)), ctx, next, deadline)
             except UpstreamError as exc:
                 last, last_reason, window = exc, reason(exc), target.context_window
-                observation.circuits[label] = breaker.state
+                observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
                 if not self._moves_on(last_reason) or loop.time() >= deadline:
                     raise
-                observation.fallbacks.append((label, last_reason))
+                observation.count(FALLBACKS, label, last_reason)
         if last is not None:
             raise last
         raise UpstreamUnavailable(
@@ -155,20 +169,20 @@ class FallbackPolicy(Policy):
                 failure = reason(exc)
                 if matches(failure, self._retry_on):
                     breaker.failure()
-                ctx.observation.circuits[label] = breaker.state
+                ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
                 if attempt == self.config.retries or not matches(failure, self._retry_on):
                     raise
                 delay = self._delay(exc, attempt)
                 if delay is None or loop.time() + delay >= deadline or not breaker.allow():
                     raise
-                ctx.observation.retries.append((label, failure))
+                ctx.observation.count(RETRIES, label, failure)
                 await asyncio.sleep(delay)
                 continue
             finally:
                 if held:
                     self._in_flight[label] -= 1
             breaker.success()
-            ctx.observation.circuits[label] = breaker.state
+            ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
             return response
         raise AssertionError("unreachable")
 

@@ -15,7 +15,8 @@ are restored; tool-call arguments get JSON-escaped values.
 
 Fails closed: an analyzer error or timeout refuses the request (503
 ``guardrail_unavailable``) unless ``on_error: allow``. Telemetry gets counts by entity type
-and action only (``ctx.observation.pii``, an ``apply_guardrail pii`` span), never values.
+and action only (``ctx.observation.findings``, the ``hookgate_pii_entities`` metric, an
+``apply_guardrail pii`` span), never values.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pydantic import Field, SecretStr, field_validator
 from hookgate.errors import GuardrailUnavailable, PolicyBlocked
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Messages, Next, Policy
+from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
@@ -45,6 +47,13 @@ from hookgate.telemetry import semconv
 from hookgate.wire.deltas import StreamTransform
 
 log = logging.getLogger("hookgate")
+
+ENTITIES = Metric(
+    "hookgate_pii_entities",
+    "PII entities found in requests by the pii policy, by entity type and the action taken "
+    "(every occurrence sent upstream, history included)",
+    ("entity_type", "action"),
+)
 
 T = TypeVar("T")
 
@@ -82,6 +91,7 @@ class PiiPolicy(Policy):
     """See the module docstring."""
 
     name: ClassVar[str] = "pii"
+    metrics = (ENTITIES,)
     Config: ClassVar[type[PiiConfig]] = PiiConfig
     config: PiiConfig
 
@@ -300,9 +310,11 @@ class PiiPolicy(Policy):
         analyzed: int,
         blocked: set[str],
     ) -> None:
-        pii = ctx.observation.pii
-        for key, n in counts.items():
-            pii[key] = pii.get(key, 0) + n
+        observation = ctx.observation
+        for (kind, action), n in counts.items():
+            finding = f"{kind}:{action}"
+            observation.findings[finding] = observation.findings.get(finding, 0) + n
+            observation.count(ENTITIES, kind, action, by=n)
         spans = ctx.observation.spans
         if spans is None:
             return

@@ -28,6 +28,7 @@ from hookgate.errors import RateLimited
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.policies.budget import REFUSALS
 
 
 class RateConfig(BaseModel):
@@ -59,6 +60,7 @@ class RateLimitPolicy(Policy):
     """See the module docstring."""
 
     name = "rate_limit"
+    metrics = (REFUSALS,)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
     Config = RateLimitConfig
     config: RateLimitConfig
@@ -93,7 +95,7 @@ class RateLimitPolicy(Policy):
                         call.body, self.config.default_max_output_tokens
                     )
                 if estimate > limit.tpm:  # it would never fit: say so, and count nothing
-                    ctx.observation.refusals.append((self.name, limit.scope))
+                    ctx.observation.count(REFUSALS, self.name, limit.scope)
                     raise RateLimited(
                         f"Request too large for {limit.scope}={value}: it needs up to "
                         f"{estimate} tokens (prompt plus output ceiling), more than the limit "
@@ -113,7 +115,7 @@ class RateLimitPolicy(Policy):
             if not result.allowed:
                 assert result.check is not None
                 scope = result.check.key.split("|", 1)[1]
-                ctx.observation.refusals.append((self.name, scope.split("=", 1)[0]))
+                ctx.observation.count(REFUSALS, self.name, scope.split("=", 1)[0])
                 raise RateLimited(
                     f"Rate limit reached for {scope}: {result.check.cap} {kind} per minute. "
                     f"Retry in {result.reset_s:.1f}s.",

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Next, Policy
-from hookgate.pipeline.observe import Attempt, AttributeValue, Outcome
+from hookgate.pipeline.observe import Attempt, AttributeValue, Metric, Outcome
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.telemetry import semconv
 from hookgate.telemetry.settings import env_protocol, otlp_endpoint_in_env
@@ -55,6 +55,10 @@ from hookgate.wire import prompts
 from hookgate.wire.usage import facts_of
 
 log = logging.getLogger("hookgate")
+
+SPANS_DROPPED = Metric(
+    "hookgate_trace_spans_dropped", "Spans dropped because the export queue was full"
+)
 
 
 class TracingConfig(BaseModel):
@@ -84,6 +88,7 @@ class TracingPolicy(Policy):
     """See the module docstring."""
 
     name = "tracing"
+    metrics = (SPANS_DROPPED,)
     Config = TracingConfig
     config: TracingConfig
 
@@ -237,8 +242,8 @@ class TracingPolicy(Policy):
         if any(attempt.outcome != "ok" for attempt in observation.attempts):
             _attempt_spans(spans, observation.attempts)
         span.end()
-        if self.shipper is not None:
-            observation.spans_dropped += self.shipper.take_dropped()
+        if self.shipper is not None and (dropped := self.shipper.take_dropped()):
+            observation.count(SPANS_DROPPED, by=dropped)
 
     async def aclose(self) -> None:
         """Export what is queued and stop the export worker (bounded: see

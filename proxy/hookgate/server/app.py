@@ -85,7 +85,7 @@ def create_app(
     app[STORE] = store
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
-    _admit_labels(metrics, runtime)
+    _prepare_metrics(metrics, runtime)
     holder = RuntimeHolder(runtime)
     app[HOLDER] = holder
     app[LISTEN_HOST] = host = loaded.config.server.host if host is None else host
@@ -96,7 +96,7 @@ def create_app(
         def reloaded(new: Runtime | None) -> None:
             metrics.reloads.labels("success" if new is not None else "failure").inc()
             if new is not None:
-                _admit_labels(metrics, new)
+                _prepare_metrics(metrics, new)
                 if new.config.store != app[STORE].url:
                     log.warning(
                         "store changed to %s: restart to use it", display_url(new.config.store)
@@ -146,7 +146,7 @@ async def _prune_audit(app: web.Application) -> None:
         await asyncio.sleep(3600)
 
 
-def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
+def _prepare_metrics(metrics: Metrics, runtime: Runtime) -> None:
     config = runtime.config
     targets = [
         f"{t.provider}/{t.model}"
@@ -155,6 +155,7 @@ def _admit_labels(metrics: Metrics, runtime: Runtime) -> None:
         if t.model is not None
     ]
     metrics.known_models([a for a in config.models if a != "*"], targets)
+    metrics.declare(m for policy in runtime.pipeline.policies for m in policy.metrics)
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -276,15 +276,9 @@ def _audit(
         cached_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens,
         cost_usd=cost, attempts=len(ctx.observation.attempts),
         decisions=orjson.dumps(ctx.observation.decisions).decode(),
-        findings=_findings(ctx.observation.pii),
+        findings=orjson.dumps(ctx.observation.findings).decode(),
     )  # fmt: skip
     store.submit_audit(record)
-
-
-def _findings(pii: dict[tuple[str, str], int]) -> str:
-    if not pii:
-        return "{}"
-    return orjson.dumps({f"{kind}:{action}": n for (kind, action), n in pii.items()}).decode()
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

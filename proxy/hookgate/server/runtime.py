@@ -61,7 +61,13 @@ def build_runtime(
     providers = build_providers(config, session)
     router = Router(config.models)
     pricing = Pricing({m: Price(**p.model_dump()) for m, p in config.pricing.items()})
-    services = Services(store=store, pricing=pricing, ledger=ledger, rates=rates)
+    services = Services(
+        store=store,
+        pricing=pricing,
+        ledger=ledger,
+        rates=rates,
+        metric_labels=frozenset(config.server.metric_labels),
+    )
     policies = [p for p in loaded.policies if "proxy" in p.runs_in]
     for policy in loaded.policies:
         if "proxy" not in policy.runs_in:

@@ -20,8 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from hookgate.pipeline.observe import Observation, Outcome
-from hookgate.resilience.breaker import STATE_VALUES
+from hookgate.pipeline.observe import Measure, Metric, Observation, Outcome
 from hookgate.version import __version__
 
 LATENCY_BUCKETS = (
@@ -68,6 +67,9 @@ class _RequestSeries:
 class Metrics:
     """The hookgate metric families and how an :class:`Outcome` feeds them.
 
+    The server's own families are made here; a policy's own (:class:`Metric`) are made
+    the first time a request reports them, so a new policy's metric needs no change here.
+
     Label children are cached: ``labels()`` validates and locks on every call, and a
     request touches a dozen series. The series every request touches are cached together
     per label combination (:class:`_RequestSeries`), the rest one by one when first used
@@ -78,6 +80,7 @@ class Metrics:
         self.registry = registry
         self._children: dict[tuple[object, ...], Any] = {}
         self._series: dict[tuple[str, ...], _RequestSeries] = {}
+        self._policy_families: dict[str, Any] = {}
         self.model_label = BoundedLabel(limit=label_limit)
         self.target_label = BoundedLabel(limit=label_limit)
         Info("hookgate_build", "hookgate build information", registry=registry).info(
@@ -116,15 +119,6 @@ class Metrics:
             "team and key only with server.metric_labels",
             ["model", "target", "team", "key"], registry=registry,
         )  # fmt: skip
-        self.budget_remaining = Gauge(
-            "hookgate_budget_remaining_usd", "USD left in a budget window after the last "
-            "reservation (value: the model; the team or key id with server.metric_labels)",
-            ["scope", "window", "value"], registry=registry,
-        )  # fmt: skip
-        self.refusals = Counter(
-            "hookgate_refusals", "Requests refused by the budget or rate_limit policy, by scope",
-            ["policy", "scope"], registry=registry,
-        )  # fmt: skip
         self.unpriced = Counter(
             "hookgate_unpriced_requests", "Requests whose model has no price (cost unknown)",
             ["model"], registry=registry,
@@ -132,11 +126,6 @@ class Metrics:
         self.decisions = Counter(
             "hookgate_policy_decisions", "Per request and policy: allow, modify or block",
             ["policy", "decision"], registry=registry,
-        )  # fmt: skip
-        self.pii_entities = Counter(
-            "hookgate_pii_entities", "PII entities found in requests by the pii policy, by "
-            "entity type and the action taken (every occurrence sent upstream, history "
-            "included)", ["entity_type", "action"], registry=registry,
         )  # fmt: skip
         self.attempts = Counter(
             "hookgate_upstream_attempts", "Upstream attempts by target and outcome "
@@ -147,25 +136,9 @@ class Metrics:
             "hookgate_stream_errors", "Streams ended with an error event after their first byte",
             ["target", "kind"], registry=registry,
         )  # fmt: skip
-        self.retries = Counter(
-            "hookgate_retries", "Retries of the same target, by reason",
-            ["target", "reason"], registry=registry,
-        )  # fmt: skip
-        self.fallbacks = Counter(
-            "hookgate_fallbacks", "Moves from a target to the next, by reason "
-            "(circuit_open when skipped)", ["target", "reason"], registry=registry,
-        )  # fmt: skip
-        self.circuit_state = Gauge(
-            "hookgate_circuit_state", "Breaker per target: 0 closed, 1 half-open, 2 open",
-            ["target"], registry=registry,
-        )  # fmt: skip
         self.reloads = Counter(
             "hookgate_config_reloads", "Config reloads by result", ["result"], registry=registry
         )
-        self.spans_dropped = Counter(
-            "hookgate_trace_spans_dropped", "Spans dropped because the export queue was full",
-            registry=registry,
-        )  # fmt: skip
 
     def _child(self, family: Any, *labels: str) -> Any:
         key = (id(family), *labels)
@@ -229,29 +202,36 @@ class Metrics:
                 self._child(self.cost, model_label, target_label, *identity).inc(cost)
         for policy, decision in observation.decisions.items():
             self._child(self.decisions, policy, decision).inc()
-        for (entity_type, action), count in observation.pii.items():
-            self._child(self.pii_entities, entity_type, action).inc(count)
         for attempt in observation.attempts:
             self._child(self.attempts, self.target_label(attempt.target), attempt.outcome).inc()
-        team, key = identity
-        for scope, window, value, usd_left, _tokens_left in observation.budgets:
-            if usd_left is None:
-                continue
-            if scope == "model":
-                self._child(self.budget_remaining, scope, window, self.model_label(value)).set(
-                    usd_left
-                )
-            elif {"team": team, "key": key}.get(scope):
-                self._child(self.budget_remaining, scope, window, value).set(usd_left)
-        for policy, scope in observation.refusals:
-            self._child(self.refusals, policy, scope).inc()
-        for target, why in observation.retries:
-            self._child(self.retries, self.target_label(target), why).inc()
-        for target, why in observation.fallbacks:
-            self._child(self.fallbacks, self.target_label(target), why).inc()
-        for target, state in observation.circuits.items():
-            self._child(self.circuit_state, self.target_label(target)).set(STATE_VALUES[state])
-        if observation.spans_dropped:
-            self.spans_dropped.inc(observation.spans_dropped)
+        for measure in observation.measures:
+            self._measure(measure)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             self._child(self.stream_errors, target_label, outcome.error_type).inc()
+
+    def declare(self, metrics: Iterable[Metric]) -> None:
+        """Register policies' own metrics (once each: a reload keeps their series)."""
+        for metric in metrics:
+            self._family(metric)
+
+    def _family(self, metric: Metric) -> Any:
+        family = self._policy_families.get(metric.name)
+        if family is None:
+            kind = Counter if metric.kind == "counter" else Gauge
+            family = kind(metric.name, metric.help, metric.labels, registry=self.registry)
+            self._policy_families[metric.name] = family
+        return family
+
+    def _measure(self, measure: Measure) -> None:
+        metric = measure.metric
+        family = self._family(metric)
+        labels = [
+            self.model_label(value) if name == "model"
+            else self.target_label(value) if name == "target" else value
+            for name, value in zip(metric.labels, measure.labels, strict=True)
+        ]  # fmt: skip
+        child: Any = self._child(family, *labels) if labels else family
+        if metric.kind == "counter":
+            child.inc(measure.value)
+        else:
+            child.set(measure.value)
