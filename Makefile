@@ -26,6 +26,7 @@ check: $(STAMP)
 	$(BIN)/ruff check proxy tests bench dashboards
 	$(BIN)/ruff format --check proxy tests bench dashboards
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

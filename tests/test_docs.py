@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hookgate.errors import PolicyBlocked
-from hookgate.pipeline import Context, JsonBody, ModelCall, ModelResponse, Target
+from hookgate import Context, JsonBody, ModelCall, ModelResponse, Target
 
 README = Path("README.md").read_text()
 

@@ -13,10 +13,13 @@ the process. Policies block a request by raising one of these.
     ├── AuthenticationFailed           401     invalid_request_error (invalid_api_key, ...)
     ├── PermissionDenied               403     invalid_request_error (model_not_allowed, ...)
     ├── NotFound                       404     invalid_request_error (e.g. model_not_found)
+    ├── MethodNotAllowed               405     invalid_request_error
+    ├── RequestTimeout                 408     invalid_request_error (the body was too slow)
     ├── PayloadTooLarge                413     invalid_request_error
     ├── BudgetExceeded                 429     insufficient_quota (code budget_exceeded)
     ├── RateLimited                    429     requests (code rate_limit_exceeded)
     ├── StoreUnavailable               503     server_error (the store cannot be reached)
+    ├── GuardrailUnavailable           503     server_error (a guardrail could not run)
     └── UpstreamError                          (raised by the provider layer and fallback)
         ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
         ├── UpstreamConnectError       502     upstream_error   could not connect
@@ -24,6 +27,7 @@ the process. Policies block a request by raising one of these.
         ├── UpstreamReset              502     upstream_error   connection lost mid-response,
         │                                                       or a stream cut before its end
         ├── UpstreamBadResponse        502     upstream_error   bytes that are not the protocol
+        ├── UpstreamAuthFailed         502     upstream_error   the provider refused our key
         └── UpstreamStatusError        (its own) the provider answered non-2xx; its status,
                                                  body and headers are relayed unchanged
                                                  (a body that is not an OpenAI error is

@@ -1,18 +1,4 @@
-"""The hook pipeline: types, the Policy contract, composition, the registry."""
+"""The hook pipeline: the Policy contract, its frozen inputs, composition, the registry.
 
-from hookgate.pipeline.hooks import Next, Policy
-from hookgate.pipeline.types import Context, Identity, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.wire.deltas import DeltaKey, StreamTransform
-
-__all__ = [
-    "Context",
-    "DeltaKey",
-    "Identity",
-    "JsonBody",
-    "ModelCall",
-    "ModelResponse",
-    "Next",
-    "Policy",
-    "StreamTransform",
-    "Target",
-]
+The public names are re-exported by :mod:`hookgate`; import them from there.
+"""
