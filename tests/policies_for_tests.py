@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
 
-from hookgate.errors import PolicyBlocked
 from hookgate import Context, ModelCall, ModelResponse, Next, Policy
+from hookgate.errors import PolicyBlocked
 from hookgate.pipeline.hooks import Messages
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 

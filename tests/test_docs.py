@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hookgate.errors import PolicyBlocked
 from hookgate import Context, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.errors import PolicyBlocked
 
 README = Path("README.md").read_text()
 

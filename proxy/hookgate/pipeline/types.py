@@ -1,9 +1,11 @@
 """The values hooks receive and return: frozen, changed only through ``replace``-style methods.
 
-A body travels as :class:`JsonBody`, which keeps the bytes it was parsed from. As long as
-no policy hands back a different body, the original bytes go out untouched; the first
-policy that returns a new body (``call.with_body(...)``) makes the pipeline encode once,
-at the end. Hooks must never mutate a body in place: build a new mapping instead.
+A body travels as :class:`JsonBody`: a parsed JSON object, encoded at most once. A request
+body is the object the server parsed and checked, encoded once when it goes upstream
+(never the client's bytes: a duplicate key could carry a value past the policies); an
+upstream answer keeps the bytes it was parsed from, so an answer no policy changes is
+relayed as it came. A policy that changes a body returns a new one
+(``call.with_body(...)``); hooks never mutate a body in place.
 """
 
 from __future__ import annotations
@@ -24,18 +26,13 @@ Api = Literal["chat.completions", "responses", "completions", "embeddings"]
 
 
 class JsonBody:
-    """A JSON object and the bytes it came from, parsed and encoded at most once each."""
+    """A parsed JSON object and, once known, its encoded bytes (encoded at most once)."""
 
     __slots__ = ("_data", "_raw")
 
-    def __init__(self, raw: bytes | None, data: Mapping[str, Any] | None) -> None:
+    def __init__(self, raw: bytes | None, data: Mapping[str, Any]) -> None:
         self._raw = raw
         self._data = data
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> JsonBody:
-        """Wrap bytes; they are parsed on first access to :attr:`data`."""
-        return cls(raw, None)
 
     @classmethod
     def parsed(cls, raw: bytes, data: Mapping[str, Any]) -> JsonBody:
@@ -50,9 +47,6 @@ class JsonBody:
     @property
     def data(self) -> Mapping[str, Any]:
         """The parsed object. Treat it as read-only."""
-        if self._data is None:
-            assert self._raw is not None
-            self._data = orjson.loads(self._raw)
         return self._data
 
     def to_bytes(self) -> bytes:

@@ -19,8 +19,8 @@ alone (the API allows only ``[a-zA-Z0-9_-]`` there).
 :func:`map_response` applies a function to every string of a response body, telling it
 whether the string is JSON (an ``arguments`` field).
 
-Both return their argument itself when nothing changed, so an untouched body keeps its
-original bytes. Pure: no I/O.
+Both return their argument itself when nothing changed, so a caller can tell by identity
+that no text was touched (and an upstream answer keeps its bytes). Pure: no I/O.
 """
 
 from __future__ import annotations
