@@ -26,7 +26,7 @@ from hookgate.config.schema import Config
 from hookgate.errors import StoreUnavailable
 from hookgate.pipeline import registry
 from hookgate.server import exposure
-from hookgate.store.base import Store
+from hookgate.store.base import SpendLine, Store
 from hookgate.store.open import open_store
 from hookgate.version import __version__
 
@@ -103,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
         _add_config(parser_)
         parser_.set_defaults(run=_store_command(_keys_command))
 
-    spend = sub.add_parser("spend", help="spend from the audit log, grouped")
+    spend = sub.add_parser(
+        "spend", help="spend as the budget ledger charged it (the audit log for the rest), grouped"
+    )
     spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
                        default="team")  # fmt: skip
     spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
@@ -263,19 +265,21 @@ async def _keys_command(args: argparse.Namespace, store: Store) -> int:
 
 
 async def _spend_report(args: argparse.Namespace, store: Store) -> int:
-    rows = await store.spend(args.by, time.time() - _duration(args.since))
+    lines = await store.spend(args.by, time.time() - _duration(args.since))
     if args.json:
-        for group, usd, tokens, requests in rows:
-            record = {args.by: group, "usd": round(usd, 9), "tokens": tokens, "requests": requests}
-            print(orjson.dumps(record).decode())
+        for line in lines:
+            print(orjson.dumps(line.as_dict(args.by)).decode())
         return 0
-    print(f"{args.by:<24} {'usd':>14} {'tokens':>12} {'requests':>9}")
-    for group, usd, tokens, requests in rows:
-        print(f"{group:<24} {usd:>14.6f} {tokens:>12} {requests:>9}")
-    total = sum(r[1] for r in rows)
-    print(
-        f"{'total':<24} {total:>14.6f} {sum(r[2] for r in rows):>12} {sum(r[3] for r in rows):>9}"
-    )
+    print(f"{args.by:<24} {'usd':>14} {'tokens':>12} {'requests':>9} {'unbudgeted':>10}")
+    for line in lines:
+        print(f"{line.group:<24} {line.usd:>14.6f} {line.tokens:>12} {line.requests:>9} "
+              f"{line.unbudgeted:>10}")  # fmt: skip
+    total = SpendLine("total", sum(x.usd for x in lines), sum(x.tokens for x in lines),
+                      sum(x.requests for x in lines), sum(x.unbudgeted for x in lines))  # fmt: skip
+    print(f"{total.group:<24} {total.usd:>14.6f} {total.tokens:>12} {total.requests:>9} "
+          f"{total.unbudgeted:>10}")  # fmt: skip
+    if total.unbudgeted:
+        print(f"({total.unbudgeted} requests no budget settled are counted from the audit log)")
     return 0
 
 

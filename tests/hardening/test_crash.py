@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,12 +20,14 @@ from pathlib import Path
 
 import httpx
 import openai
+import orjson
 import pytest
+import redis
 
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.services import RedisServer
-from tests.spend import PRICE
+from tests.spend import PER_REQUEST_USD, PRICE
 
 ADMIN = "admin-key-crash-7781"
 AUDIT_WINDOW_S = 0.2
@@ -108,6 +112,83 @@ def test_kill_9_keeps_keys_spend_and_audit(
             with closing(sqlite3.connect(store.removeprefix("sqlite:///"))) as conn:
                 settled = conn.execute("SELECT COUNT(*) FROM usage").fetchone()[0]
             assert settled >= len(completed) + 1  # spend is settled before the response ends
+    finally:
+        process.terminate()
+        process.wait(20)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def _ledger_usd(store: str) -> tuple[float, int]:
+    """``(USD, records)`` the budget ledger holds, read from the store itself."""
+    if store.startswith("sqlite"):
+        with closing(sqlite3.connect(store.removeprefix("sqlite:///"))) as conn:
+            usd, count = conn.execute("SELECT SUM(cost_usd), COUNT(*) FROM usage").fetchone()
+        return float(usd), int(count)
+    client = redis.Redis.from_url(store)
+    try:
+        rows = [orjson.loads(fields[b"row"]) for _, fields in client.xrange("hg:usage")]
+    finally:
+        client.close()
+    return sum(float(r["cost_usd"]) for r in rows), len(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", range(3))
+def test_spend_reports_agree_with_the_ledger_after_a_kill(
+    store: str, upstream: FakeUpstream, tmp_path: Path, round_: int
+) -> None:
+    """A burst of settlements, ``kill -9`` in the middle of it, a restart: `hookgate spend`
+    and `/admin/spend` report what the ledger charged, at least the answers delivered."""
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(config_text(
+        upstream.base_url,
+        f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
+        f"keys: {{admin_key: {ADMIN}}}\n"
+        "policies:\n  - budget: {limits: [{scope: model, usd: 1000}]}\n",
+        models='  "*": [{provider: up, model: fixed-model}]',
+    ))  # fmt: skip
+    process, url, _ = start_serve("--config", str(config))
+    completed: list[float] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        with openai.OpenAI(base_url=f"{url}/v1", api_key="sk-any", max_retries=0) as client:
+            while not stop.is_set():
+                try:
+                    client.chat.completions.create(model="m", messages=[], max_tokens=5)
+                except (openai.APIError, openai.APIConnectionError):
+                    return
+                completed.append(time.monotonic())
+
+    threads = [threading.Thread(target=load) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    while len(completed) < 40 + 20 * round_:
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert process.stderr is not None
+    process.stderr.close()
+    delivered = len(completed) * PER_REQUEST_USD
+    ledger, _ = _ledger_usd(store)
+    assert ledger >= delivered - 1e-9  # spend is settled before an answer completes
+
+    report = subprocess.run(
+        [sys.executable, "-m", "hookgate", "spend", "--by", "model", "--json",
+         "--config", str(config)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    reported = sum(orjson.loads(line)["usd"] for line in report.stdout.splitlines())
+    assert reported == pytest.approx(ledger, abs=1e-9), (reported, ledger, delivered)
+
+    process, url, _ = start_serve("--config", str(config))
+    try:
+        spend = _admin(url, "GET", "/spend?by=model").json()["data"]
+        assert sum(row["usd"] for row in spend) == pytest.approx(ledger, abs=1e-9)
     finally:
         process.terminate()
         process.wait(20)

@@ -15,7 +15,7 @@ import pytest
 
 from hookgate.config.loader import load_text
 from tests.conftest import ProxyFactory, config_text, openai_client
-from tests.fakes import FakeUpstream
+from tests.fakes import FakeUpstream, Status
 from tests.spend import PER_REQUEST_USD, PRICE, audited, settled
 
 
@@ -161,6 +161,10 @@ def test_spend_report_matches_what_was_served(
     question = [{"role": "user", "content": "How are you today?"}]
     for _ in range(7):
         openai_client(url).chat.completions.create(model="m", messages=question)  # type: ignore[arg-type]
+    # A request no budget settled (the upstream failed) is counted from its audit record.
+    upstream.push(Status(500, {"error": {"message": "boom"}}))
+    with pytest.raises(openai.InternalServerError):
+        openai_client(url).chat.completions.create(model="m", messages=question)  # type: ignore[arg-type]
     command = [
         sys.executable,
         "-m",
@@ -175,11 +179,13 @@ def test_spend_report_matches_what_was_served(
     report = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True)
     rows = [json.loads(line) for line in report.stdout.splitlines()]
     assert rows == [
-        {"model": "m", "usd": pytest.approx(7 * PER_REQUEST_USD), "tokens": 105, "requests": 7}
-    ]
+        {"model": "m", "usd": pytest.approx(7 * PER_REQUEST_USD), "tokens": 105, "requests": 7,
+         "unbudgeted": 1}
+    ]  # fmt: skip
     plain = [arg for arg in command if arg != "--json"]
     table = subprocess.run(plain, capture_output=True, text=True, timeout=30, check=True).stdout
     assert "0.105000" in table and "total" in table
+    assert "(1 requests no budget settled are counted from the audit log)" in table
 
 
 def test_stream_without_usage_is_charged_by_its_text(

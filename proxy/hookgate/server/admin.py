@@ -115,7 +115,8 @@ SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "model", "day"})
 
 
 async def spend_report(request: web.Request) -> web.Response:
-    """``GET /admin/spend?by=team&since=7d``: spend from the audit log, grouped."""
+    """``GET /admin/spend?by=team&since=7d``: what the ledger charged (and, for requests no
+    budget settled, the audit log), grouped; see :class:`~hookgate.store.base.SpendLine`."""
     check_admin(request, request.app[HOLDER].current)
     by = request.query.get("by", "team")
     if by not in SPEND_GROUPS:
@@ -126,9 +127,8 @@ async def spend_report(request: web.Request) -> web.Response:
         raise InvalidRequest(
             "since must be a duration like 30d, 12h or 90m", param="since"
         ) from None
-    rows = await request.app[STORE].spend(by, since)
-    data = [{by: g, "usd": round(usd, 9), "tokens": t, "requests": n} for g, usd, t, n in rows]
-    return _json({"object": "list", "by": by, "data": data})
+    lines = await request.app[STORE].spend(by, since)
+    return _json({"object": "list", "by": by, "data": [line.as_dict(by) for line in lines]})
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

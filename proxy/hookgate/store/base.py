@@ -48,6 +48,29 @@ class AuditRecord:
     entity types and counts only, never a value."""
 
 
+@dataclass(frozen=True, slots=True)
+class SpendLine:
+    """One group of a spend report.
+
+    Money comes from the budget ledger wherever a budget settled a request (the ``usage``
+    rows, committed before the answer completed, so a crash never loses them); a request
+    no budget settled is counted from its audit record (``unbudgeted`` says how many).
+    """
+
+    group: str
+    usd: float
+    tokens: int
+    requests: int
+    """Requests served: settled by a budget, or audited with a status below 400."""
+    unbudgeted: int
+    """Requests (served or not) counted from the audit log because no budget settled them."""
+
+    def as_dict(self, by: str) -> dict[str, Any]:
+        """The JSON form of ``hookgate spend --json`` and ``/admin/spend``."""
+        return {by: self.group, "usd": round(self.usd, 9), "tokens": self.tokens,
+                "requests": self.requests, "unbudgeted": self.unbudgeted}  # fmt: skip
+
+
 class Store(Protocol):
     """Durable state. Every method may raise :class:`~hookgate.errors.StoreUnavailable`."""
 
@@ -94,9 +117,10 @@ class Store(Protocol):
         """Delete audit records older than ``before``; returns how many."""
         ...
 
-    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
-        """``(group, usd, tokens, requests served)`` from the audit log, grouped by a
-        scope (``key``, ``team``, ``user``, ``agent``, ``model``) or ``day``."""
+    async def spend(self, by: str, since: float) -> list[SpendLine]:
+        """Spend since a time, grouped by a scope (``key``, ``team``, ``user``, ``agent``,
+        ``model``) or ``day``, dearest first: the ledger's settled spend, plus the audit
+        records of requests no budget settled (see :class:`SpendLine`)."""
         ...
 
     async def healthy(self) -> bool: ...

@@ -28,7 +28,7 @@ from redis.exceptions import ConnectionError, RedisError
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
-from hookgate.store.base import AuditRecord, display_url
+from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
@@ -129,19 +129,29 @@ class RedisStore:
     async def prune_audit(self, before: float) -> int:
         return int(await self.call(self.client.xtrim("hg:audit", minid=f"{int(before * 1000)}")))
 
-    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+    async def spend(self, by: str, since: float) -> list[SpendLine]:
         groups: dict[str, list[float]] = {}
-        for row in await self.audit_records(since):
+
+        def add(row: dict[str, Any], usd: float, served: bool, unbudgeted: bool) -> None:
             if by == "day":
                 group = time.strftime("%Y-%m-%d", time.gmtime(row["ts"]))
             else:
                 group = str(_scope_value(row, by) or "-")
-            totals = groups.setdefault(group, [0.0, 0, 0])
-            totals[0] += float(row["cost_usd"] or 0.0)
+            totals = groups.setdefault(group, [0.0, 0, 0, 0])
+            totals[0] += usd
             totals[1] += int(row["input_tokens"]) + int(row["output_tokens"])
-            totals[2] += 1 if int(row["status"]) < 400 else 0
-        rows = [(g, t[0], int(t[1]), int(t[2])) for g, t in groups.items()]
-        return sorted(rows, key=lambda r: -r[1])
+            totals[2] += served
+            totals[3] += unbudgeted
+
+        settled = await self._rows(since)
+        for row in settled:
+            add(row, float(row["cost_usd"]), True, False)
+        charged = {row["request_id"] for row in settled}
+        for row in await self.audit_records(since):
+            if row["request_id"] not in charged:
+                add(row, float(row["cost_usd"] or 0.0), int(row["status"]) < 400, True)
+        lines = [SpendLine(g, t[0], int(t[1]), int(t[2]), int(t[3])) for g, t in groups.items()]
+        return sorted(lines, key=lambda line: -line.usd)
 
     async def _rows(self, since: float) -> list[dict[str, Any]]:
         entries = await self.call(

@@ -24,7 +24,7 @@ import orjson
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
-from hookgate.store.base import AuditRecord, display_url
+from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -73,6 +73,7 @@ CREATE INDEX IF NOT EXISTS usage_user ON usage (user, ts);
 CREATE INDEX IF NOT EXISTS usage_agent ON usage (agent, ts);
 CREATE INDEX IF NOT EXISTS usage_reply ON usage (reply, ts);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (model, ts);
+CREATE INDEX IF NOT EXISTS usage_request ON usage (request_id);
 """
 
 SCOPE_COLUMNS = {
@@ -302,18 +303,23 @@ class SQLiteStore:
             lambda db: db.execute("DELETE FROM audit WHERE ts < ?", (before,)).rowcount
         )
 
-    async def spend(self, by: str, since: float) -> list[tuple[str, float, int, int]]:
+    async def spend(self, by: str, since: float) -> list[SpendLine]:
         await self._drain()
         column = "date(ts, 'unixepoch')" if by == "day" else SCOPE_COLUMNS[by]
 
-        def report(db: sqlite3.Connection) -> list[tuple[str, float, int, int]]:
+        def report(db: sqlite3.Connection) -> list[SpendLine]:
             rows = db.execute(
-                f"SELECT COALESCE({column}, '-'), COALESCE(SUM(cost_usd), 0),"
-                " SUM(input_tokens + output_tokens), SUM(status < 400) FROM audit"
-                " WHERE ts >= ? GROUP BY 1 ORDER BY 2 DESC",
-                (since,),
+                f"SELECT COALESCE(grp, '-'), SUM(usd), SUM(tokens), SUM(served), SUM(unbudgeted)"
+                f" FROM (SELECT {column} AS grp, cost_usd AS usd,"
+                "   input_tokens + output_tokens AS tokens, 1 AS served, 0 AS unbudgeted"
+                "   FROM usage WHERE ts >= ?"
+                f" UNION ALL SELECT {column}, COALESCE(cost_usd, 0),"
+                "   input_tokens + output_tokens, status < 400, 1 FROM audit WHERE ts >= ?"
+                "   AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.request_id = audit.request_id))"
+                " GROUP BY 1 ORDER BY 2 DESC",
+                (since, since),
             ).fetchall()
-            return [(str(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
+            return [SpendLine(str(g), float(u), int(t), int(n), int(a)) for g, u, t, n, a in rows]
 
         return await self._run(report)
 
