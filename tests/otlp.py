@@ -30,6 +30,8 @@ class ReceivedSpan:
     events: list[str]
     start_ns: int
     end_ns: int
+    resource: dict[str, Any]
+    """The attributes of the resource the span was exported under."""
 
 
 def _value(value: AnyValue) -> Any:
@@ -57,6 +59,7 @@ class OtlpReceiver:
         message = ExportTraceServiceRequest()
         message.ParseFromString(await request.read())
         for resource_spans in message.resource_spans:
+            resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
                     received = ReceivedSpan(
@@ -70,6 +73,7 @@ class OtlpReceiver:
                         events=[e.name for e in span.events],
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
+                        resource=resource,
                     )
                     with self._lock:
                         self.spans.append(received)

@@ -13,6 +13,7 @@ import openai
 import psutil
 import pytest
 
+import hookgate
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
@@ -235,3 +236,52 @@ def test_a_killed_export_worker_is_replaced(
         time.sleep(0.1)
     assert len(receiver.spans) >= 2  # spans after the kill arrive, through a new worker
     assert set(_export_workers()) - others - {worker}
+
+
+@pytest.mark.parametrize(
+    ("env", "written", "expected"),
+    [
+        ({"OTEL_SERVICE_NAME": "my-gateway"}, "", "my-gateway"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attributes"}, "", "from-attributes"),
+        ({"OTEL_SERVICE_NAME": "my-gateway",
+          "OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attributes"}, "", "my-gateway"),
+        ({"OTEL_SERVICE_NAME": "my-gateway"}, ", service_name: from-yaml", "from-yaml"),
+        ({}, "", "hookgate"),
+    ],
+    ids=["service-name", "resource-attributes", "name-beats-attributes", "yaml-wins", "default"],
+)  # fmt: skip
+def test_the_standard_otel_variables_name_the_service(
+    make_proxy: ProxyFactory,
+    receiver: OtlpReceiver,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    written: str,
+    expected: str,
+) -> None:
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        ",".join(filter(None, [env.get("OTEL_RESOURCE_ATTRIBUTES"), "deployment.environment=ci"])),
+    )
+    url = make_proxy(tracing(receiver.endpoint, f", schedule_delay_ms: 50{written}"))
+    openai_client(url).chat.completions.create(model="m", messages=[])
+    (span,) = [s for s in receiver.wait_for(1) if s.name == "chat m"]
+    assert span.resource["service.name"] == expected
+    assert span.resource["deployment.environment"] == "ci"  # the rest of the attributes kept
+    assert span.resource["service.version"] == hookgate.__version__
+
+
+def test_the_otel_sampler_variables_apply_when_the_yaml_sets_no_ratio(
+    make_proxy: ProxyFactory, receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    url = make_proxy(tracing(receiver.endpoint))
+    openai_client(url).chat.completions.create(model="m", messages=[])
+    written = make_proxy(tracing(receiver.endpoint, ", schedule_delay_ms: 50, sample_ratio: 1.0"))
+    openai_client(written).chat.completions.create(model="m", messages=[])
+    spans = receiver.wait_for(1)
+    time.sleep(0.5)  # the unsampled one would have arrived with it
+    assert len([s for s in receiver.spans if s.name == "chat m"]) == 1, spans

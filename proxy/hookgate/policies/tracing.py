@@ -8,10 +8,19 @@ YAML (every key optional)::
         protocol: http/protobuf   # or grpc; default from OTEL_EXPORTER_OTLP_PROTOCOL
         endpoint: null            # default from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT
         headers: {}               # e.g. {authorization: "Bearer ${COLLECTOR_TOKEN}"}
-        service_name: hookgate
-        sample_ratio: 1.0         # parent-based: a client's sampled trace is always kept
+        timeout_s: 10             # default from OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT
+        service_name: hookgate    # default from OTEL_SERVICE_NAME, then service.name in
+                                  #   OTEL_RESOURCE_ATTRIBUTES, then hookgate
+        sample_ratio: 1.0         # parent-based: a client's sampled trace is always kept;
+                                  #   default from OTEL_TRACES_SAMPLER(_ARG), else always on
         capture_content: false    # prompts/completions as span attributes (after redaction)
         max_queue_size: 2048      # spans beyond it are dropped and counted, never waited on
+                                  #   (default from OTEL_BSP_MAX_QUEUE_SIZE, else 2048; also
+                                  #   max_export_batch_size, schedule_delay_ms: OTEL_BSP_*)
+
+Every standard ``OTEL_*`` variable means what it means everywhere else: a setting written
+here wins, else the variable, else hookgate's default (:mod:`hookgate.telemetry.settings`).
+The resource carries every attribute of ``OTEL_RESOURCE_ATTRIBUTES``.
 
 The span is named ``{gen_ai.operation.name} {gen_ai.request.model}``, continues the
 client's W3C trace (``traceparent``/``tracestate``), and is the context the upstream
@@ -41,7 +50,7 @@ from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.observe import Attempt, AttributeValue, Metric, Outcome
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.telemetry import semconv
-from hookgate.telemetry.settings import env_protocol, otlp_endpoint_in_env
+from hookgate.telemetry.settings import env_int, env_protocol, otlp_endpoint_in_env
 from hookgate.telemetry.shipper import SpanShipper
 from hookgate.telemetry.tracing import (
     CallSpan,
@@ -49,6 +58,7 @@ from hookgate.telemetry.tracing import (
     OtelSpans,
     make_provider,
     parent_context,
+    service_resource,
     start_call_span,
 )
 from hookgate.wire import prompts
@@ -72,16 +82,23 @@ class TracingConfig(BaseModel):
     protocol: Literal["http/protobuf", "grpc"] | None = None
     endpoint: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: Annotated[float, Field(gt=0)] = 10.0
-    service_name: str = "hookgate"
-    sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    """Default: ``OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT``, else 10 s."""
+    service_name: str | None = None
+    """Default: ``OTEL_SERVICE_NAME``, else ``service.name`` in
+    ``OTEL_RESOURCE_ATTRIBUTES``, else ``hookgate``."""
+    sample_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Parent-based ratio. Default: ``OTEL_TRACES_SAMPLER``/``_ARG``, else always on."""
     capture_content: bool = False
-    max_queue_size: Annotated[int, Field(gt=0)] = 2048
-    """Finished spans waiting for the export worker; beyond it they are dropped and counted."""
-    max_export_batch_size: Annotated[int, Field(gt=0)] = 512
-    """Spans per export request; a queue this long is handed to the worker at once."""
-    schedule_delay_ms: Annotated[float, Field(gt=0)] = 1000.0
-    """The longest a span waits in the queue before it is handed to the worker."""
+    max_queue_size: Annotated[int, Field(gt=0)] | None = None
+    """Finished spans waiting for the export worker; beyond it they are dropped and counted.
+    Default: ``OTEL_BSP_MAX_QUEUE_SIZE``, else 2048."""
+    max_export_batch_size: Annotated[int, Field(gt=0)] | None = None
+    """Spans per export request; a queue this long is handed to the worker at once.
+    Default: ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``, else 512."""
+    schedule_delay_ms: Annotated[float, Field(gt=0)] | None = None
+    """The longest a span waits in the queue before it is handed to the worker.
+    Default: ``OTEL_BSP_SCHEDULE_DELAY``, else 1000."""
 
 
 class TracingPolicy(Policy):
@@ -99,20 +116,24 @@ class TracingPolicy(Policy):
             kind = "otlp" if config.endpoint or otlp_endpoint_in_env() else "none"
             if kind == "none":
                 log.info("tracing: no OTLP endpoint configured; spans are not exported")
+        resource = service_resource(config.service_name)
+        max_queue = config.max_queue_size or env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
+        max_batch = config.max_export_batch_size or env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)
+        delay_ms = config.schedule_delay_ms or env_int("OTEL_BSP_SCHEDULE_DELAY", 1000)
         self.shipper = (
             None
             if kind == "none"
             else SpanShipper(
                 {"kind": kind, "protocol": config.protocol or env_protocol(),
                  "endpoint": config.endpoint, "headers": dict(config.headers),
-                 "timeout_s": config.timeout_s, "service_name": config.service_name,
-                 "max_batch": config.max_export_batch_size},
-                max_queue_size=config.max_queue_size,
-                max_batch=config.max_export_batch_size,
-                schedule_delay_s=config.schedule_delay_ms / 1000,
+                 "timeout_s": config.timeout_s, "resource": dict(resource.attributes),
+                 "max_batch": max_batch},
+                max_queue_size=max_queue,
+                max_batch=max_batch,
+                schedule_delay_s=delay_ms / 1000,
             )
         )  # fmt: skip
-        self.provider = make_provider(config.service_name, config.sample_ratio, self.shipper)
+        self.provider = make_provider(resource, config.sample_ratio, self.shipper)
         self.tracer = self.provider.get_tracer("hookgate")
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:

@@ -21,7 +21,7 @@ import time
 
 from opentelemetry import trace
 from opentelemetry.context import Context as OtelContext
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, TraceIdRatioBased
 from opentelemetry.trace import (
@@ -45,14 +45,33 @@ log = logging.getLogger("hookgate")
 PROPAGATOR = TraceContextTextMapPropagator()
 
 
+DEFAULT_SERVICE_NAME = "hookgate"
+
+
+def service_resource(service_name: str | None) -> Resource:
+    """The resource of hookgate's spans. ``service.name``: the YAML's ``service_name`` when
+    written, else ``OTEL_SERVICE_NAME``, else ``service.name`` in
+    ``OTEL_RESOURCE_ATTRIBUTES``, else ``hookgate``. Every other attribute of
+    ``OTEL_RESOURCE_ATTRIBUTES`` is kept; ``service.version`` defaults to hookgate's."""
+    from_env = OTELResourceDetector().detect().attributes
+    attributes: dict[str, AttributeValue] = {}
+    if service_name is not None:
+        attributes["service.name"] = service_name
+    elif not from_env.get("service.name"):
+        attributes["service.name"] = DEFAULT_SERVICE_NAME
+    if "service.version" not in from_env:
+        attributes["service.version"] = __version__
+    return Resource.create(attributes)
+
+
 def make_provider(
-    service_name: str, sample_ratio: float, processor: SpanProcessor | None
+    resource: Resource, sample_ratio: float | None, processor: SpanProcessor | None
 ) -> TracerProvider:
-    """A tracer provider of our own (never the global one)."""
-    resource = Resource.create({"service.name": service_name, "service.version": __version__})
-    provider = TracerProvider(
-        resource=resource, sampler=ParentBased(TraceIdRatioBased(sample_ratio))
-    )
+    """A tracer provider of our own (never the global one). Without a ``sample_ratio``
+    the sampler is the SDK's from ``OTEL_TRACES_SAMPLER``/``_ARG`` (default: parent-based,
+    always on)."""
+    sampler = None if sample_ratio is None else ParentBased(TraceIdRatioBased(sample_ratio))
+    provider = TracerProvider(resource=resource, sampler=sampler)
     if processor is not None:
         provider.add_span_processor(processor)
     return provider

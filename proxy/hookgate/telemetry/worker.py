@@ -36,9 +36,10 @@ LOG_REPEAT_S = 30.0
 
 def make_exporter(
     kind: str, protocol: Protocol | None, endpoint: str | None, headers: dict[str, str],
-    timeout_s: float,
+    timeout_s: float | None,
 ) -> SpanExporter | None:  # fmt: skip
-    """The configured exporter; ``OTEL_EXPORTER_OTLP_*`` fill in what the YAML leaves out."""
+    """The configured exporter; ``OTEL_EXPORTER_OTLP_*`` fill in what the YAML leaves out
+    (the exporters read them for a ``None`` endpoint, empty headers, a ``None`` timeout)."""
     if kind == "none":
         return None
     if kind == "console":
@@ -144,9 +145,7 @@ def main() -> None:
         settings["timeout_s"],
     )  # fmt: skip
     assert exporter is not None
-    resource = Resource.create(
-        {"service.name": settings["service_name"], "service.version": __version__}
-    )
+    resource = Resource(settings["resource"])  # as the proxy resolved it
 
     def export(records: list[Record]) -> None:
         try:
