@@ -97,6 +97,9 @@ STREAM_BEFORE_FIRST_BYTE: dict[str, list[Step]] = {
     "error_event_first": [
         Events([b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n'])
     ],
+    "first_event_not_json": [Events([b"data: this is not json\n\n", b"data: [DONE]\n\n"])],
+    "first_event_cut_json": [Events([b'data: {"id": "x", "choices": [\n\n', b"data: [DONE]\n\n"])],
+    "first_named_event_not_json": [Events([b"event: message\ndata: <html>\n\n"])],
 }
 
 
@@ -130,6 +133,43 @@ def test_an_error_before_any_output_is_an_error_status_without_a_fallback(
     with pytest.raises(openai.APIStatusError) as info:
         list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
     assert info.value.status_code == 502 and "overloaded" in info.value.message
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_a_first_answer_that_is_not_json_is_a_502_without_a_fallback(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    url = make_proxy()
+    if stream:
+        upstream.push(Events([b"data: this is not json\n\n", b"data: [DONE]\n\n"]))
+    else:
+        upstream.push(Raw(b"this is not json"))
+    with pytest.raises(openai.APIStatusError) as info:
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True)) if (
+            stream
+        ) else openai_client(url).chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 502
+    assert info.value.code == "upstream_bad_response" and "not JSON" in info.value.message
+
+
+def test_a_bad_event_after_the_first_ends_the_stream_with_an_error_event(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    good = list(synth.chat_stream("m1", synth.Reply(text="abcdef", pieces=3), include_usage=False))
+    for bad in (b"data: not json at all\n\n", b'data: {"choices": [{"delta": \n\n'):
+        # the bad event arrives alone, and with good ones around it in one read
+        for blocks in ([good[0], good[1], bad, *good[2:]], [good[0], good[1] + bad + good[2]]):
+            upstream.push(Events(blocks))
+            seen = []
+            with pytest.raises(openai.APIError) as info:
+                for chunk in openai_client(url).chat.completions.create(
+                    model="m", messages=[], stream=True
+                ):
+                    seen.append(chunk.choices[0].delta.content if chunk.choices else None)
+            assert "not JSON" in info.value.message  # an APIError, never a JSONDecodeError
+            assert "".join(s or "" for s in seen) == "ab"  # what came before it was relayed
+    assert backup.requests == []  # the stream had started: no silent restart elsewhere
 
 
 def test_stream_failure_after_first_byte_is_reported_not_hidden(

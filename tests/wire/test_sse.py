@@ -86,3 +86,26 @@ def test_an_event_that_never_ends_is_refused_not_buffered_forever() -> None:
     big = sse.SSEDecoder(max_event_bytes=1000)
     assert big.feed(b"data: " + b"y" * 900) == []
     assert big.feed(b"y" * 50 + b"\n\n") == [b"data: " + b"y" * 950 + b"\n\n"]  # under: fine
+
+
+@pytest.mark.parametrize(
+    ("block", "parsable"),
+    [
+        (b'data: {"a": 1}\n\n', True),
+        (b'data: {"a": 1}\r\n\r\n', True),
+        (b'data:{"a": 1}\n\n', True),
+        (b"data: [DONE]\n\n", True),
+        (b": keep-alive\n\n", True),
+        (b"event: ping\n\n", True),
+        (b'event: response.created\ndata: {"type": "response.created"}\n\n', True),
+        (b'data: {"a":\ndata: 1}\n\n', True),  # two data lines join to one document
+        (b"data: not json\n\n", False),
+        (b'data: {"a": \n\n', False),
+        (b"event: message\ndata: <html>\n\n", False),
+        (b"data: [DONE] trailing\n\n", False),
+    ],
+)
+def test_data_is_json_says_whether_a_client_can_parse_an_event(
+    block: bytes, parsable: bool
+) -> None:
+    assert sse.data_is_json(block) is parsable

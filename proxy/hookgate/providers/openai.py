@@ -355,14 +355,26 @@ async def _events(
                     # nothing has reached the client: an error now is a failed attempt
                     # (a fallback moves on), not a stream that fails after a 200
                     raise UpstreamStatusError(502, scrub.body(error), {}, target=label)
+                bad = next((i for i, b in enumerate(blocks) if not sse.data_is_json(b)), None)
+                if bad == 0 and first:  # nothing relayed yet: a failed attempt, as above
+                    raise UpstreamBadResponse(
+                        f"{label} sent a first event whose data is not JSON", target=label
+                    )
                 first = False
+                if bad is not None:
+                    blocks = blocks[:bad]
                 for index, block in enumerate(blocks):
                     if terminal(block):  # nothing after it is relayed, or waited for
                         finished, blocks = True, blocks[: index + 1]
                         break
-                yield scrub.body(blocks[0] if len(blocks) == 1 else b"".join(blocks))
+                if blocks:
+                    yield scrub.body(blocks[0] if len(blocks) == 1 else b"".join(blocks))
                 if finished:
                     break
+                if bad is not None:  # the client gets the SSE error event instead
+                    raise UpstreamBadResponse(
+                        f"{label} sent an event whose data is not JSON", target=label
+                    )
         if not finished:
             raise UpstreamReset(f"{label} ended the stream before its final event", target=label)
     finally:

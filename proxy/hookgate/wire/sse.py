@@ -135,6 +135,26 @@ def json_of(block: bytes) -> object:
         return None
 
 
+def data_is_json(block: bytes) -> bool:
+    """Whether a client can parse the block: its data is JSON or ``[DONE]``, or it has no
+    data (a comment, a bare ``event:``). The common block, one ``data:`` line, costs one
+    ``orjson.loads`` (about a microsecond for a chat chunk); others are parsed whole."""
+    if block.startswith(b"data: ") and block.count(b"\n", 0, -2) == 0:
+        payload = block[6:].rstrip(b"\r\n")
+        if payload == b"[DONE]":
+            return True
+    else:
+        data = parse(block).data
+        if not data or data == "[DONE]":
+            return True
+        payload = data.encode()
+    try:
+        orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def encode(data: object, event: str | None = None) -> bytes:
     """One event block carrying ``data`` as JSON."""
     head = b"event: " + event.encode() + b"\n" if event else b""
