@@ -162,9 +162,13 @@ class FakeUpstream:
         self.files: dict[str, bytes] = {}
         self.relay_script: deque[Status] = deque()
         """Answers for the next requests to other ``/v1/*`` paths (then an echo)."""
+        self.models: list[str] | Status = ["fake-model-a", "fake-model-b"]
+        """What ``GET /v1/models`` answers: these ids, or this status."""
         app = web.Application(client_max_size=2**30)
         for path in ("chat/completions", "responses", "completions", "embeddings"):
             app.router.add_post(f"/v1/{path}", self._model)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/models/{id}", self._model_object)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{id}/content", self._download)
         app.router.add_route("*", "/v1/{tail:.*}", self._echo_request)
@@ -240,6 +244,24 @@ class FakeUpstream:
             await asyncio.sleep(3600)
         await out.write_eof()
         return out
+
+    async def _models(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        if isinstance(self.models, Status):
+            return web.json_response(self.models.body, status=self.models.status)
+        data = [{"id": m, "object": "model", "created": 1, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _model_object(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        model = request.match_info["id"]
+        if isinstance(self.models, list) and model in self.models:
+            return web.json_response(
+                {"id": model, "object": "model", "created": 1, "owned_by": "fake"}
+            )
+        return web.json_response(
+            {"error": {"message": "no such model", "code": "model_not_found"}}, status=404
+        )
 
     async def _upload(self, request: web.Request) -> web.Response:
         form = await request.post()

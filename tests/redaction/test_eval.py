@@ -1,6 +1,6 @@
 """The labelled evaluation: leaks, over-redaction, restoration and consistency, measured.
 
-Every chat of ``bench.pii_corpus`` (Faker with a fixed seed plus hand-written hard cases)
+Every chat of ``evals.pii.corpus`` (Faker with a fixed seed plus hand-written hard cases)
 is played through the real proxy with the real ``openai`` client, turn by turn, streamed
 or not, against an upstream that echoes the last user message as the model saw it. Then:
 
@@ -13,8 +13,8 @@ or not, against an upstream that echoes the last user message as the model saw i
   behind every placeholder: one value must keep one placeholder across all turns of a
   chat, and no placeholder may stand for two values anywhere.
 
-Two sets: ``bench.pii_corpus`` (the development set the recognizers were tuned on) and
-``bench.pii_holdout`` (written independently, from other templates, and never tuned on).
+Two sets: ``evals.pii.corpus`` (the development set the recognizers were tuned on) and
+``evals.pii.holdout`` (written independently, from other templates, and never tuned on).
 The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT.<set>.json``
 when set; the bars are those of the pii issue.
 """
@@ -33,7 +33,7 @@ import openai
 import orjson
 import pytest
 
-from bench.pii_corpus import Chat
+from evals.pii.corpus import Chat
 from hookgate.redaction.placeholders import PATTERN, placeholder
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream
@@ -198,8 +198,8 @@ def rate(part: int, whole: int) -> float:
 
 
 CORPORA = {
-    "dev": "bench.pii_corpus",  # the set the recognizers were tuned on
-    "holdout": "bench.pii_holdout",  # written independently, never tuned on
+    "dev": "evals.pii.corpus",  # the set the recognizers were tuned on
+    "holdout": "evals.pii.holdout",  # written independently, never tuned on
 }
 
 

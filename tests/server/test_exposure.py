@@ -158,7 +158,7 @@ def test_the_shared_client_key_is_enforced(
     with openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0) as client:
         reply = client.chat.completions.create(model="m", messages=QUESTION)  # type: ignore[arg-type]
         assert reply.choices[0].message.content
-        assert [m.id for m in client.models.list()] == []  # no aliases, only "*"
+        assert [m.id for m in client.models.list()] == ["fake-model-a", "fake-model-b"]
 
     # The caller is named by the key's position, in the audit log and spend reports.
     (tmp_path / "hookgate.yaml").write_text(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import openai
@@ -13,7 +17,14 @@ from aiohttp import web
 
 from hookgate.config.loader import load_text
 from hookgate.wire import synth
-from tests.conftest import CLIENT_KEY, UPSTREAM_KEY, ProxyFactory, config_text, openai_client
+from tests.conftest import (
+    CLIENT_KEY,
+    TEST_STORE,
+    UPSTREAM_KEY,
+    ProxyFactory,
+    config_text,
+    openai_client,
+)
 from tests.fakes import FakeUpstream, LoopThread, Raw, RunningApp, Status, send_raw
 
 
@@ -86,6 +97,77 @@ def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
     assert openai_client(url).models.retrieve("smart").id == "smart"
     with pytest.raises(openai.NotFoundError):
         openai_client(url).models.retrieve("nope")
+
+
+@pytest.fixture
+def second(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
+    fake = FakeUpstream()
+    loop_thread.run(fake.server.start())
+    yield fake
+    loop_thread.run(fake.server.stop())
+
+
+def test_models_behind_the_wildcard_are_the_providers_own_merged_and_cached(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    second: FakeUpstream,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = make_proxy(loaded=load_text(
+        f"store: 'sqlite:///{TEST_STORE}'\nserver: {{models_cache_s: 0.3}}\n"
+        f"providers:\n  up: {{base_url: '{upstream.base_url}', api_key: {UPSTREAM_KEY}}}\n"
+        f"  two: {{base_url: '{second.base_url}', api_key: {UPSTREAM_KEY}}}\n"
+        "  local: {type: echo}\n"
+        "models:\n  fast: [{provider: up, model: a}]\n"
+        '  "*": [{provider: up}, {provider: two}, {provider: local}]\n'
+    ))  # fmt: skip
+    second.models = ["fake-model-b", "fake-model-c", "fast"]
+    client = openai_client(url)
+    ids = [m.id for m in client.models.list()]
+    assert ids == ["fast", "fake-model-a", "fake-model-b", "fake-model-c"]  # no id twice
+    listed = {m.id: m for m in client.models.list()}
+    assert listed["fake-model-c"].owned_by == "fake" and listed["fast"].owned_by == "hookgate"
+    # cached: a burst of listings asks each provider once
+    calls = [r for r in upstream.requests if r.path == "/v1/models"]
+    assert len(calls) == 1
+    assert calls[0].headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    # a provider that cannot list is left out with a log line, never a 5xx; then refreshed
+    time.sleep(0.35)
+    upstream.models = Status(500, {"error": {"message": "down"}})
+    assert [m.id for m in client.models.list()] == ["fast", "fake-model-b", "fake-model-c"]
+    assert "provider 'up' cannot list its models" in caplog.text
+    time.sleep(0.35)
+    upstream.models = ["fake-model-z"]
+    assert "fake-model-z" in [m.id for m in client.models.list()]
+    # a model behind "*" is answered by the provider
+    assert client.models.retrieve("fake-model-z").id == "fake-model-z"
+    assert upstream.last.path == "/v1/models/fake-model-z"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("fake-model-q")
+
+
+def test_a_key_limited_to_some_models_lists_only_those(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    from hookgate.store.keys import KeyRecord, digest, generate, key_id
+    from hookgate.store.sqlite import SQLiteStore
+
+    db = tmp_path / "keys.db"
+    secret = generate()
+
+    async def add() -> None:
+        store = SQLiteStore(f"sqlite:///{db}")
+        await store.open()
+        record = KeyRecord(key_id(digest(secret)), digest(secret), "t", models=("fake-model-b",))
+        await store.add_key(record)
+        await store.close()
+
+    asyncio.run(add())
+    url = make_proxy(f"store: 'sqlite:///{db}'\nkeys: {{required: true}}\n")
+    with openai.OpenAI(base_url=url, api_key=secret, max_retries=0) as client:
+        assert [m.id for m in client.models.list()] == ["fake-model-b"]
+        with pytest.raises(openai.PermissionDeniedError):
+            client.models.retrieve("fake-model-a")
 
 
 def test_headers_forwarded_and_credential_replaced(proxy_url: str, upstream: FakeUpstream) -> None:

@@ -122,6 +122,9 @@ class ServerConfig(Strict):
     no PII redaction, no budget. Off: those paths answer 404, and only the model
     endpoints and ``/v1/models`` reach a provider. Keys limited to some models never
     use it (403)."""
+    models_cache_s: Annotated[float, Field(gt=0)] = 60.0
+    """How long ``GET /v1/models`` keeps each ``"*"`` provider's own model list before
+    asking it again (a config reload asks again at once)."""
     relay_provider: str | None = None
     """Provider for the generic ``/v1/*`` relay. Default: the provider of the first
     target of ``"*"``, else the first provider listed."""

@@ -17,6 +17,7 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import orjson
@@ -66,6 +67,9 @@ def translated(target: str) -> Iterator[None]:
     except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
         raise translate(exc, target) from exc
 
+
+MODEL_LIST_LIMIT = 8 * 1024 * 1024
+"""The most of a provider's model list read (OpenAI's is ~50 KB)."""
 
 ERROR_BODY_LIMIT = 1024 * 1024
 """The most of an upstream error body read: an error is a short JSON object, and a
@@ -200,6 +204,27 @@ class OpenAIProvider:
                 error,
                 _chunks(response, label),
             )
+
+    async def models(self) -> list[dict[str, Any]]:
+        """The provider's own model objects (``GET {base_url}/models``), each with a string
+        ``id``. Raises :class:`UpstreamError` kinds: a non-2xx answer, a body over
+        :data:`MODEL_LIST_LIMIT` bytes, or one that is not an OpenAI model list."""
+        label = f"{self.name}/models"
+        async with self.relay("GET", "/models", "", {"accept": "application/json"}, None) as got:
+            if got.error is not None:
+                raise UpstreamStatusError(got.status, got.error, {}, target=label)
+            body = b""
+            async for chunk in got.chunks:
+                body += chunk
+                if len(body) > MODEL_LIST_LIMIT:
+                    raise UpstreamBadResponse(f"{label}: a list over {MODEL_LIST_LIMIT} bytes")
+        try:
+            data = orjson.loads(body).get("data")
+        except (orjson.JSONDecodeError, AttributeError):
+            data = None
+        if not isinstance(data, list):
+            raise UpstreamBadResponse(f"{label} did not answer with a model list", target=label)
+        return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         label = target.label(call.model)

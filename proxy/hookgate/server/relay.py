@@ -26,9 +26,11 @@ from hookgate.errors import (
     PermissionDenied,
     UpstreamError,
 )
+from hookgate.providers.base import Provider
+from hookgate.providers.openai import OpenAIProvider
 from hookgate.server.appkeys import HOLDER, REQUEST_ID, STORE
 from hookgate.server.auth import authenticate
-from hookgate.server.runtime import Runtime, relay_target
+from hookgate.server.runtime import Runtime
 
 log = logging.getLogger("hookgate")
 
@@ -54,15 +56,18 @@ async def relay(request: web.Request) -> web.StreamResponse:
     return await forward(request, runtime)
 
 
-async def forward(request: web.Request, runtime: Runtime) -> web.StreamResponse:
-    """Send ``request`` (already authenticated and allowed) to the relay provider and
-    stream its answer back."""
-    provider = relay_target(runtime)
-    if provider is None:
+async def forward(
+    request: web.Request, runtime: Runtime, to: Provider | None = None
+) -> web.StreamResponse:
+    """Send ``request`` (already authenticated and allowed) to ``to`` (default: the relay
+    provider) and stream its answer back."""
+    target = runtime.relay if to is None else to
+    if not isinstance(target, OpenAIProvider):
         raise NotFound(
-            f"Unknown request URL: {request.method} {request.path} (the relay provider "
-            f"{runtime.relay.name!r} answers locally and serves only model endpoints)"
+            f"Unknown request URL: {request.method} {request.path} (provider "
+            f"{target.name!r} answers locally and serves only model endpoints)"
         )
+    provider = target
     suffix = request.rel_url.raw_path.removeprefix("/v1")
     if (problem := path_problem(suffix)) is not None:
         raise InvalidRequest(f"The request path {problem}.", code="invalid_path")

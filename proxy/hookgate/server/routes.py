@@ -23,6 +23,7 @@ from hookgate.errors import (
 )
 from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
+from hookgate.providers.catalog import alias_object
 from hookgate.server import admin, exposure
 from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import authenticate, check_model
@@ -317,33 +318,31 @@ def parse_object(raw: bytes) -> dict[str, Any]:
 
 
 async def list_models(request: web.Request) -> web.Response:
-    """``GET /v1/models``: the configured aliases (those the caller's key may use)."""
+    """``GET /v1/models``: the configured aliases and, behind ``"*"``, the providers' own
+    models (see :mod:`hookgate.providers.catalog`), those the caller's key may use."""
     runtime = request.app[HOLDER].current
     _, key = await authenticate(request, runtime, request.app[STORE])
-    aliases = [a for a in runtime.router.aliases if key is None or key.allows(a)]
-    data = [_model_object(alias) for alias in aliases]
+    models = await runtime.models.models()
+    data = [m for m in models if key is None or key.allows(m["id"])]
     return _json({"object": "list", "data": data})
 
 
 async def get_model(request: web.Request) -> web.StreamResponse:
-    """``GET /v1/models/{model}``: a configured alias, else the upstream's answer via ``*``."""
+    """``GET /v1/models/{model}``: a configured alias, else the provider behind ``"*"``
+    answers (the caller's key permitting)."""
     runtime = request.app[HOLDER].current
     model = request.match_info["model"]
     _, key = await authenticate(request, runtime, request.app[STORE])
     check_model(key, model)
     if model in runtime.router.aliases:
-        return _json(_model_object(model))
+        return _json(alias_object(model))
     if runtime.router.wildcard is None:
         raise NotFound(
             f"The model '{model}' does not exist or you do not have access to it.",
             param="model",
             code="model_not_found",
         )
-    return await forward(request, runtime)
-
-
-def _model_object(alias: str) -> dict[str, Any]:
-    return {"id": alias, "object": "model", "created": 0, "owned_by": "hookgate"}
+    return await forward(request, runtime, runtime.providers[runtime.router.wildcard[0].provider])
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -20,7 +20,7 @@ from hookgate.config.schema import Config
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.services import Services
 from hookgate.providers.base import Provider
-from hookgate.providers.openai import OpenAIProvider
+from hookgate.providers.catalog import ModelCatalog
 from hookgate.providers.routing import Router, build_providers
 from hookgate.providers.terminal import Upstreams
 from hookgate.server.static_keys import StaticKeys
@@ -41,6 +41,8 @@ class Runtime:
     forward: RequestHeaderFilter
     relay: Provider
     """The provider the generic ``/v1/*`` relay talks to."""
+    models: ModelCatalog
+    """What ``GET /v1/models`` lists."""
     pricing: Pricing
     static_keys: StaticKeys
     """``keys.static``, as digests."""
@@ -81,6 +83,9 @@ def build_runtime(
         providers=providers,
         forward=RequestHeaderFilter(config.server.forward_headers),
         relay=providers[_relay_provider(config, router)],
+        models=ModelCatalog(
+            router.aliases, router.wildcard, providers, config.server.models_cache_s
+        ),
         pricing=pricing,
         static_keys=StaticKeys(config.keys.static),
         generation=generation,
@@ -101,8 +106,3 @@ class RuntimeHolder:
 
     def __init__(self, runtime: Runtime) -> None:
         self.current = runtime
-
-
-def relay_target(runtime: Runtime) -> OpenAIProvider | None:
-    """The HTTP provider behind the generic relay, or None when it answers locally."""
-    return runtime.relay if isinstance(runtime.relay, OpenAIProvider) else None
