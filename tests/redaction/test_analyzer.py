@@ -46,6 +46,13 @@ FOUND = [
     ("card 4111\u00a01111\u00a01111\u00a01111", "CREDIT_CARD", "4111\u00a01111\u00a01111\u00a01111"),
     ("pem:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbCd==\n-----END RSA PRIVATE KEY-----\n",
      "SECRET", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbCd==\n-----END RSA PRIVATE KEY-----"),
+    # names without sentence context, given away by the structure around them
+    ('"Wanjiru Kamau","wanjiru.k@mail.example","(555) 201-4433","Nairobi"', "PERSON", "Wanjiru Kamau"),
+    ("Thandiwe Nkosi | tkn@corp.example | 10.0.0.4", "PERSON", "Thandiwe Nkosi"),
+    ("Bongani Dlamini / b.dlamini@x.example / +27 82 555 0199", "PERSON", "Bongani Dlamini"),
+    ("Name;Email\nTevita Fifita;tfifita@example.org", "PERSON", "Tevita Fifita"),
+    ("Siosaia Taufa\n42 Harbour View Road\nAuckland", "PERSON", "Siosaia Taufa"),
+    ("Ship to:\nKiri Te Kanawa\nkiri@example.org", "PERSON", "Kiri Te Kanawa"),
 ]  # fmt: skip
 
 TECHNICAL = [
@@ -55,6 +62,14 @@ TECHNICAL = [
     "GitHub Actions failed with ERR_CONNECTION_RESET on api.internal.example:8080, code 0x80070005.",
     "Upgrade numpy to v2.14.3 and FastAPI to 1.2.0-rc.1, then tail /var/log/nginx/error.log.",
     "Error E1234 in C:\\Users\\Public\\app.log, ticket INC0012345, uuid 123e4567-e89b-12d3-a456-426614174000.",
+]
+
+NOT_PEOPLE = [  # rows and labels whose capitalised fields are not people
+    "Name,Email,Phone\nStatus Active | New York | Engineering | build 4432",
+    "Release v2.3.1 | Status Active | Sales Team | owner ops@example.com",
+    "Main Office\n42 Harbour View Road",
+    "Kubernetes Dashboards\nplatform@example.com",
+    "Billing Department; billing@example.com; +1 555 0100 200",
 ]
 
 
@@ -75,6 +90,11 @@ def test_defaults_find(analyzer: Analyzer, text: str, kind: str, value: str) -> 
 @pytest.mark.parametrize("text", TECHNICAL)
 def test_defaults_leave_technical_text_alone(analyzer: Analyzer, text: str) -> None:
     assert _found(analyzer, text) == []
+
+
+@pytest.mark.parametrize("text", NOT_PEOPLE)
+def test_structure_alone_does_not_make_a_person(analyzer: Analyzer, text: str) -> None:
+    assert [value for kind, value in _found(analyzer, text) if kind == "PERSON"] == []
 
 
 @pytest.fixture

@@ -27,7 +27,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hookgate.redaction.vocabulary import NAME_PARTICLES, ROLE_WORDS, given_names, tech_names
+from hookgate.redaction.vocabulary import (
+    NAME_PARTICLES,
+    ROLE_WORDS,
+    given_names,
+    not_names,
+    tech_names,
+)
 
 log = logging.getLogger("hookgate")
 
@@ -55,6 +61,8 @@ NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
 _DOTTED = re.compile(r"\.\w")
 """A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
+STRUCTURED_SCORE = 0.6
+"""The score of a name found by the structure around it (a row, a label)."""
 EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
 """Number-shaped entities, dropped when they are only part of a longer token."""
 _CAMEL = re.compile(r"[a-z][A-Z]")
@@ -199,6 +207,7 @@ class Analyzer:
             registry.add_recognizer(
                 recognizers.EmailNameRecognizer(language, tech_names() | ROLE_WORDS)
             )
+
         registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
         registry.add_recognizer(recognizers.SecretRecognizer(language))
         for custom in settings.recognizers:
@@ -225,6 +234,11 @@ class Analyzer:
         self._entities = list(settings.all_entities())
         self._allow = list(settings.allow_list) or None
         self._tech = tech_names() if settings.tech_names else frozenset()
+        self._structured = (
+            recognizers.StructuredNames(given_names(), tech_names() | ROLE_WORDS | not_names())
+            if "PERSON" in settings.entities and settings.given_names
+            else None
+        )
 
     def analyze(self, text: str) -> tuple[Finding, ...]:
         """The entities in ``text``, in order, after hookgate's filters.
@@ -249,6 +263,10 @@ class Analyzer:
             if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
                 continue
             findings.append(Finding(result.start, result.end, result.entity_type, result.score))
+        if self._structured is not None:
+            for start, end in self._structured.find(text):
+                if not any(f.start < end and start < f.end for f in findings):
+                    findings.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
         findings.sort(key=lambda f: (f.start, -f.end))
         return tuple(findings)
 
@@ -262,7 +280,12 @@ class Analyzer:
             return False  # "helm rollback" is a command; "mei lin wong" is still a person
         if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
             return False
-        return len(words) > 1 or words[0].strip(".,'\"").lower() not in self._tech
+        if len(words) > 1:
+            return True
+        word = words[0].strip(".,'\"").lower()
+        # a field label or a status alone ("Email", "Active") is not a person; a given name
+        # that is also a month ("June") still is
+        return word not in self._tech and (word not in not_names() or word in given_names())
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:

@@ -359,6 +359,78 @@ class EmailNameRecognizer(LocalRecognizer):
         return results
 
 
+class StructuredNames:
+    """``PERSON``: names that stand without sentence context, found by the structure around
+    them (a model reads sentences, and misses ``"Ana Lima","ana@x.io",...``).
+
+    * **A field of a delimited row** (``,`` ``;`` ``|`` ``/`` or a tab; quotes stripped)
+      whose line also holds an e-mail address or a phone number: a field of two to four
+      capitalised words (name particles between them) is a name.
+    * **A label's first line**: a line of one to three capitalised words right above a
+      line that holds a street address, an e-mail address or a phone number.
+
+    A candidate with a word of ``stop`` (technical names, field labels, statuses, places,
+    days: ``not_names.txt``) is not a name, nor is a one-word line unless it is a known
+    given name. Pure regular expressions over the text's lines; no NLP.
+
+    Not a Presidio recognizer: the analyzer adds these spans after Presidio's own results
+    are filtered, because a model's implausible span over a whole row (``Ana Lima","ana@``)
+    would otherwise swallow them as duplicates and then be dropped itself.
+    """
+
+    def __init__(self, given: frozenset[str], stop: frozenset[str]) -> None:
+        self._given = given
+        self._stop = stop
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        """The ``(start, end)`` of every name the structure gives away, in order."""
+        if "\n" not in text and not _ROW_MARK.search(text):
+            return []
+        results: list[tuple[int, int]] = []
+        lines = [(m.start(), m.group()) for m in _LINE.finditer(text)]
+        for index, (start, line) in enumerate(lines):
+            contact = bool(_CONTACT.search(line))
+            if contact and _DELIMITER.search(line):
+                for field in _FIELD.finditer(line):
+                    if self._name(field.group("value"), words=(2, 4)):
+                        begin = start + field.start("value")
+                        results.append((begin, begin + len(field["value"])))
+            below = next((ln for _, ln in lines[index + 1 :] if ln.strip()), "")
+            label = line.strip()
+            if (
+                not contact
+                and label
+                and (_CONTACT.search(below) or _STREET_LINE.search(below))
+                and self._name(label, words=(1, 3))
+            ):
+                begin = start + line.index(label)
+                results.append((begin, begin + len(label)))
+        return results
+
+    def _name(self, value: str, *, words: tuple[int, int]) -> bool:
+        parts = value.split()
+        named = [p for p in parts if p.lower() not in NAME_PARTICLES]
+        if not words[0] <= len(named) <= words[1] or parts[0].lower() in NAME_PARTICLES:
+            return False
+        if not all(_NAME_WORD.fullmatch(p) for p in named):
+            return False
+        if any(p.lower().strip(".") in self._stop for p in named):
+            return False
+        return len(named) > 1 or named[0].lower() in self._given
+
+
+_LINE = re.compile(r"[^\n]+")
+_ROW_MARK = re.compile(r"[,;|/\t]")
+_DELIMITER = re.compile(r"[,;|\t]|\s/\s")
+_FIELD = re.compile(r"(?:^|[,;|\t]|\s/\s)\s*\"?(?P<value>[^,;|\t/\"]+?)\"?\s*(?=$|[,;|\t]|\s/\s)")
+_CONTACT = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])\+?\(?\d[\d ().-]{6,}\d(?![\w.])")
+_STREET_LINE = re.compile(rf"{_STREET}|{_CITY_LINE}")
+_NAME_WORD = re.compile(
+    r"[A-Z\u00c0-\u00de][a-z\u00df-\u00ff'\u2019-]*[a-z\u00df-\u00ff]\.?|[A-Z]\."
+)
+"""A capitalised word of a name (``Ana``, ``O'Brien``, ``García-López``) or an initial."""
+
+
 _EMAIL_LOCAL = re.compile(r"([\w.'-]+)@\w")
 _LOCAL_SPLIT = re.compile(r"[._'\d-]+")
 

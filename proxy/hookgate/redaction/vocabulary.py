@@ -33,6 +33,16 @@ def tech_names() -> frozenset[str]:
 
 
 @cache
+def not_names() -> frozenset[str]:
+    """Lower-cased capitalised words that are not people in rows and labels
+    (``not_names.txt``): field labels, statuses, departments, places, days, months."""
+    text = resources.files("hookgate.redaction").joinpath("not_names.txt").read_text("utf-8")
+    return frozenset(
+        line.strip().lower() for line in text.splitlines() if line.strip() and line[0] != "#"
+    )
+
+
+@cache
 def given_names() -> frozenset[str]:
     """Lower-cased first names of every Faker locale, Latin script only."""
     import faker.providers.person as person
