@@ -53,6 +53,10 @@ FOUND = [
     ("Name;Email\nTevita Fifita;tfifita@example.org", "PERSON", "Tevita Fifita"),
     ("Siosaia Taufa\n42 Harbour View Road\nAuckland", "PERSON", "Siosaia Taufa"),
     ("Ship to:\nKiri Te Kanawa\nkiri@example.org", "PERSON", "Kiri Te Kanawa"),
+    ("Assignee: Ngozi Adebayo-Okoro\nStatus: Open", "PERSON", "Ngozi Adebayo-Okoro"),
+    ("From: Tjaša Novak <tjasa@example.si>", "PERSON", "Tjaša Novak"),
+    ("Thanks,\nRangi Parata", "PERSON", "Rangi Parata"),
+    ("Customer = Lwazi Mthembu, order 4431", "PERSON", "Lwazi Mthembu"),
 ]  # fmt: skip
 
 TECHNICAL = [
@@ -70,6 +74,8 @@ NOT_PEOPLE = [  # rows and labels whose capitalised fields are not people
     "Main Office\n42 Harbour View Road",
     "Kubernetes Dashboards\nplatform@example.com",
     "Billing Department; billing@example.com; +1 555 0100 200",
+    "Name: Status Active\nTo: Engineering Team",
+    "Regards,\nThe Support Team",
 ]
 
 

@@ -289,9 +289,12 @@ class Analyzer:
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    """A model's span without punctuation at its edges (``Helen Cho:`` → ``Helen Cho``)."""
+    """A model's span without punctuation at its edges (``Helen Cho:`` → ``Helen Cho``),
+    and cut at a line break (a name does not cross lines: ``Ana Lima\nStatus``)."""
     while start < end and text[start] in _EDGE_PUNCTUATION:
         start += 1
+    if (newline := text.find("\n", start, end)) != -1:
+        end = newline
     while end > start and text[end - 1] in _EDGE_PUNCTUATION:
         end -= 1
     return start, end

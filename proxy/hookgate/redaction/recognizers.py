@@ -368,6 +368,11 @@ class StructuredNames:
       capitalised words (name particles between them) is a name.
     * **A label's first line**: a line of one to three capitalised words right above a
       line that holds a street address, an e-mail address or a phone number.
+    * **A labelled value**: two to four capitalised words after a label that names a
+      person (``Name:``, ``Customer:``, ``Assignee =``, ``Attn:``, ``From:``, ...).
+    * **An address's display name**: the capitalised words before ``<someone@host>``.
+    * **A signature**: a line of two or three capitalised words right below a sign-off
+      (``Regards,``, ``Thanks,``, ``Best,``, ...).
 
     A candidate with a word of ``stop`` (technical names, field labels, statuses, places,
     days: ``not_names.txt``) is not a name, nor is a one-word line unless it is a known
@@ -384,9 +389,14 @@ class StructuredNames:
 
     def find(self, text: str) -> list[tuple[int, int]]:
         """The ``(start, end)`` of every name the structure gives away, in order."""
-        if "\n" not in text and not _ROW_MARK.search(text):
-            return []
         results: list[tuple[int, int]] = []
+        for pattern in (_LABELLED, _DISPLAY_NAME):
+            for match in pattern.finditer(text):
+                value = match.group("value").rstrip(".")
+                if self._name(value, words=(2, 4)):
+                    results.append((match.start("value"), match.start("value") + len(value)))
+        if "\n" not in text and not _ROW_MARK.search(text):
+            return results
         lines = [(m.start(), m.group()) for m in _LINE.finditer(text)]
         for index, (start, line) in enumerate(lines):
             contact = bool(_CONTACT.search(line))
@@ -397,6 +407,12 @@ class StructuredNames:
                         results.append((begin, begin + len(field["value"])))
             below = next((ln for _, ln in lines[index + 1 :] if ln.strip()), "")
             label = line.strip()
+            after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
+            if _SIGN_OFF.fullmatch(label) and after is not None:
+                signed = after[1].strip()
+                if self._name(signed, words=(2, 3)):
+                    begin = after[0] + after[1].index(signed)
+                    results.append((begin, begin + len(signed)))
             if (
                 not contact
                 and label
@@ -419,6 +435,21 @@ class StructuredNames:
         return len(named) > 1 or named[0].lower() in self._given
 
 
+_NAME_RUN = r"[A-Z\u00c0-\u00de][\w'\u2019.-]*(?:[ ]+(?:[A-Za-z\u00c0-\u00ff][\w'\u2019.-]*)){1,4}"
+_PERSON_LABELS = (
+    "name|full name|customer|client|contact|patient|employee|owner|assignee|assigned to|"
+    "reporter|requester|requested by|author|attn|attention|from|to|cc|signed|signed by|"
+    "recipient|sender|guest|passenger|member|tenant|student|applicant|candidate|driver|"
+    "manager|approver|approved by|reviewer|reviewed by|submitted by|created by|user"
+)
+_LABELLED = re.compile(
+    rf"(?:^|(?<=[\s,;|(\[]))(?i:{_PERSON_LABELS})[ ]*[:=][ ]*(?P<value>{_NAME_RUN})", re.M
+)
+_DISPLAY_NAME = re.compile(rf"(?P<value>{_NAME_RUN})[ ]*<[^<>@\s]+@[^<>\s]+>")
+_SIGN_OFF = re.compile(
+    r"(?i:(?:best|kind|warm|many)?[ ]?(?:regards|wishes|thanks|thank you|sincerely|cheers|"
+    r"best|yours|respectfully|take care))[,.!]?"
+)
 _LINE = re.compile(r"[^\n]+")
 _ROW_MARK = re.compile(r"[,;|/\t]")
 _DELIMITER = re.compile(r"[,;|\t]|\s/\s")
