@@ -23,8 +23,8 @@ system-deps:
 	bash .ci/system-deps.sh
 
 check: $(STAMP)
-	$(BIN)/ruff check proxy tests bench dashboards
-	$(BIN)/ruff format --check proxy tests bench dashboards
+	$(BIN)/ruff check proxy tests bench dashboards evals
+	$(BIN)/ruff format --check proxy tests bench dashboards evals
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 

@@ -1,9 +1,10 @@
-"""The bench's processes: where they run (cores) and how they start and are measured.
+"""The bench's processes: where they run (cores) and how they start and stop.
 
 On a machine with two or more cores the proxy under test is pinned to the last core, and
 the fake upstream plus the load generator to the others, so the load generator does not
 take the proxy's CPU. Every process a proxy starts (its span export worker) inherits the
-proxy's core: the figures charge hookgate for all of its work.
+proxy's core: the figures charge hookgate for all of its work. Their CPU time and memory
+are read with ``psutil`` (see :mod:`bench.run`).
 """
 
 from __future__ import annotations
@@ -59,34 +60,6 @@ def start_hookgate(
     )
     command = ["-m", "hookgate", "serve", "--config", str(config), "--log-level", "WARNING"]
     return start(command, PROXY_CPU, port)
-
-
-def rss_mb(pid: int) -> float:
-    """The resident memory of process ``pid``, in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of ``pid`` and of its children still running."""
-    total = 0.0
-    for process in (pid, *children(pid)):
-        try:
-            fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of ``pid``."""
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:

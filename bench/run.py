@@ -17,6 +17,7 @@ Writes ``bench/results/<time>.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -27,16 +28,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench import pii_turns
 from bench.processes import (
     CPUS,
     LOAD_CPUS,
     PROXY_CPU,
     ROOT,
-    children,
-    cpu_seconds,
     free_port,
-    rss_mb,
     start,
     start_hookgate,
     stop,
@@ -61,6 +61,22 @@ exported over OTLP to a local sink; (e) (d) plus ``pii``. Metrics and the audit 
 (SQLite) are always on. ``UPSTREAM`` is replaced by the fake upstream's base URL."""
 
 SOAK_TARGET = "hookgate_default"
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid``, in MB."""
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` and of its children still running."""
+    process = psutil.Process(pid)
+    total = 0.0
+    for each in (process, *process.children()):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = each.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
@@ -128,8 +144,9 @@ def main() -> None:
                 for target, url in targets.items():
                     load(url, concurrency, max(100, count // 10), stream)  # warm-up
                     if args.worker_anywhere and target in hooked:
-                        for child in children(pids[target]):  # started by the first span
-                            os.sched_setaffinity(child, set(CPUS))
+                        # the span export worker, started by the first span
+                        for child in psutil.Process(pids[target]).children():
+                            os.sched_setaffinity(child.pid, set(CPUS))
                     before = cpu_seconds(pids[target]) if target in pids else 0.0
                     result = load(url, concurrency, count, stream)
                     if target in pids:
