@@ -1,10 +1,14 @@
-"""LangChain v1 ``create_agent`` with hookgate's middleware, its model behind the proxy."""
+"""LangChain v1 ``create_agent`` with nothing but hookgate's middleware attached, run with
+LangChain's own entry points (invoke, ainvoke, stream, astream, batch), with the SDK alone
+and with the proxy also in the path."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
-import orjson
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -14,75 +18,165 @@ from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
-from tests.fakes import FakeUpstream
+from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver
-from tests.sdk.harness import (
-    GUARD,
-    REFUSAL,
-    SECRET,
-    assert_joined_trace,
-    make_gate,
-    traced_proxy,
-    tracing,
-)
+from tests.sdk.harness import GUARD, SECRET, assert_joined_trace, make_gate, traced_proxy, tracing
+
+PII = f"  - pii: {{secret: '{SECRET}'}}\n"
+FORECAST = "sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"
 
 
-def agent_with(gate: Gate, url: str, calls: list[str]):  # type: ignore[no-untyped-def]
+def agent_with(gate: Gate, url: str, calls: list[str]) -> Any:
     @tool
     def get_weather(city: str) -> str:
         """Current weather for a city."""
         calls.append(city)
-        return f"sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"
+        return FORECAST.format(city=city)
 
     model = ChatOpenAI(model="gpt-4.1-mini", base_url=url, api_key=CLIENT_KEY, max_retries=0)  # type: ignore[arg-type]
     return create_agent(model, tools=[get_weather], middleware=[HookgateMiddleware(gate)])
 
 
-QUESTION = {"messages": [{"role": "user", "content": "Weather in Paris?"}]}
+def question(text: str = "Weather in Paris?") -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
 
 
-async def test_blocked_tool_and_one_trace(
+def final_text(state: dict[str, Any]) -> str:
+    message = state["messages"][-1]
+    assert isinstance(message, AIMessage)
+    return str(message.text)
+
+
+def assert_tool_result_redacted_and_answer_restored(
+    upstream: FakeUpstream, answer: str, request: int = 1
+) -> None:
+    """The model read placeholders for the tool's PII; the user reads the values."""
+    tool_message = upstream.requests[request].json()["messages"][-1]["content"]
+    assert "Siobhan" not in tool_message and "siobhan@example.org" not in tool_message
+    assert len(PATTERN.findall(tool_message)) == 2
+    assert "Siobhan O'Brien" in answer and "siobhan@example.org" in answer
+    assert not PATTERN.search(answer)
+
+
+def invoke(agent: Any) -> dict[str, Any]:
+    return dict(agent.invoke(question()))
+
+
+def ainvoke(agent: Any) -> dict[str, Any]:
+    return dict(asyncio.run(agent.ainvoke(question())))
+
+
+def stream_values(agent: Any) -> dict[str, Any]:
+    return dict(list(agent.stream(question(), stream_mode="values"))[-1])
+
+
+def astream_values(agent: Any) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        return [chunk async for chunk in agent.astream(question(), stream_mode="values")][-1]
+
+    return dict(asyncio.run(run()))
+
+
+def stream_updates(agent: Any) -> dict[str, Any]:
+    updates = list(agent.stream(question(), stream_mode="updates"))
+    messages = [m for u in updates for node in u.values() if node for m in node.get("messages", [])]
+    return {"messages": messages}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [invoke, ainvoke, stream_values, astream_values, stream_updates],
+    ids=lambda f: f.__name__,
+)
+def test_every_entry_point_runs_one_governed_reply(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    gate = make_gate(tmp_path, upstream, PII)
+    calls: list[str] = []
+    state = entry(agent_with(gate, make_proxy(), calls))
+    assert calls == ["Paris"]
+    assert_tool_result_redacted_and_answer_restored(upstream, final_text(state))
+    assert gate._open == {}  # the reply closed where the run ended
+    asyncio.run(gate.aclose())
+
+
+def test_batch_runs_concurrent_replies_that_never_mix(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, "  - reply_budget: {tokens: 20}\n")  # turn 1: 30
+    calls: list[str] = []
+    agent = agent_with(gate, upstream.base_url, calls)  # SDK only: the headers reach it
+    states = agent.batch(
+        [question("Weather in Paris?"), question("Weather in Rome?")],
+        config=[{"configurable": {"thread_id": "s-1"}}, {"configurable": {"thread_id": "s-2"}}],
+    )
+    assert len(states) == 2 and all(isinstance(s["messages"][-1], AIMessage) for s in states)
+    # each run is its own reply with its own budget: both spent theirs at turn 1, each was
+    # wrapped up, and each reply's headers carried its own session
+    wrapped = [r.json() for r in upstream.requests if r.json().get("tool_choice") == "none"]
+    assert len(wrapped) == 2
+    sessions = {r.headers.get("x-hookgate-session-id") for r in upstream.requests}
+    assert sessions == {"s-1", "s-2"}
+    replies = {r.headers["x-hookgate-reply-id"] for r in upstream.requests}
+    assert len(replies) == 2
+    asyncio.run(gate.aclose())
+
+
+async def test_the_prompt_is_redacted_before_it_leaves_the_process(
+    upstream: FakeUpstream, tmp_path: Path, make_proxy: ProxyFactory
+) -> None:
+    """SDK only (the model's base URL is the fake upstream itself): the user's own PII is
+    redacted in-process, and the model's answer, quoting it, is restored for the user."""
+    gate = make_gate(tmp_path, upstream, PII)
+    upstream.push(Echo())  # the model answers with the user's message as it read it
+    agent = agent_with(gate, upstream.base_url, [])
+    state = await agent.ainvoke(question("I'm Ana Lima, ana.lima@example.org: weather?"))
+    await gate.aclose()
+    sent = upstream.requests[0].body.decode()
+    assert "ana.lima@example.org" not in sent and "Ana Lima" not in sent
+    assert "ana.lima@example.org" in final_text(state) and "Ana Lima" in final_text(state)
+    assert not PATTERN.search(final_text(state))
+
+
+async def test_a_denied_tool_is_never_offered_and_one_trace(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
 ) -> None:
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
-    result = await HookgateMiddleware.ainvoke(gate, agent, QUESTION, session_id="s-1")
+    state = await agent.ainvoke(question(), config={"configurable": {"thread_id": "s-1"}})
     await gate.aclose()
-    assert calls == []  # the tool never ran
-    assert result["messages"][-1].text == f"The tool said: {REFUSAL}"
-    assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL
-    assert_joined_trace(receiver, "get_weather", model_calls=2)
-    proxied = [s for s in receiver.spans if s.name.startswith("chat ")]
-    assert {s.attributes["gen_ai.conversation.id"] for s in proxied} == {"s-1"}
+    assert calls == []
+    assert "tools" not in upstream.requests[0].json()  # get_weather was never offered
+    assert final_text(state) == "Hello from the fake upstream."
+    spans = receiver.wait_until(lambda s: any(x.name.startswith("invoke_agent") for x in s))
+    (reply,) = [s for s in spans if s.name == "invoke_agent assistant"]
+    proxied = [s for s in spans if s.name.startswith("chat ") and s.trace_id == reply.trace_id]
+    assert proxied and proxied[0].attributes["gen_ai.conversation.id"] == "s-1"
 
 
-async def test_tool_result_is_redacted_before_the_model_reads_it(
+def test_a_spent_budget_wraps_the_reply_up_in_a_sync_run(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
-    calls: list[str] = []
-    agent = agent_with(gate, make_proxy(), calls)
-    result = await HookgateMiddleware.ainvoke(gate, agent, QUESTION)
-    await gate.aclose()
-    assert calls == ["Paris"]
-    tool_message = upstream.requests[1].json()["messages"][-1]["content"]
-    assert "Siobhan" not in tool_message and "siobhan@example.org" not in tool_message
-    assert len(PATTERN.findall(tool_message)) == 2
-    assert PATTERN.search(result["messages"][-1].text)
-
-
-def test_spent_budget_wraps_the_reply_up_synchronously(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
-) -> None:
-    import asyncio
-
-    gate = make_gate(tmp_path, upstream, "  - reply_budget: {tokens: 20}\n")  # turn 1 costs 30
-    calls: list[str] = []
-    agent = agent_with(gate, make_proxy(), calls)
-    result = asyncio.run(HookgateMiddleware.invoke(gate, agent, QUESTION))
+    gate = make_gate(tmp_path, upstream, "  - reply_budget: {tokens: 20}\n")  # turn 1: 30
+    agent = agent_with(gate, make_proxy(), [])
+    state = agent.invoke(question())
     second = upstream.requests[1].json()
     assert second["tool_choice"] == "none"
-    assert "budget for this reply is spent" in second["messages"][0]["content"]
-    assert isinstance(result["messages"][-1], AIMessage)
-    assert orjson.dumps(second["messages"]).count(b"get_weather") >= 1  # the history is intact
+    system = [m["content"] for m in second["messages"] if m["role"] == "system"]
+    assert any("budget for this reply is spent" in text for text in system)
+    assert isinstance(state["messages"][-1], AIMessage)
+    assert any(m["role"] == "tool" for m in second["messages"])  # the history is intact
+    asyncio.run(gate.aclose())
+
+
+async def test_sdk_and_proxy_together_redact_once_and_join_one_trace(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, tracing(receiver) + PII)
+    url = make_proxy(f"policies:\n{tracing(receiver)}{PII}")
+    calls: list[str] = []
+    state = await agent_with(gate, url, calls).ainvoke(question())
+    await gate.aclose()
+    assert_tool_result_redacted_and_answer_restored(upstream, final_text(state))
+    assert_joined_trace(receiver, "get_weather", model_calls=2)

@@ -204,8 +204,13 @@ class PiiPolicy(Policy):
     # internals --------------------------------------------------------------------
 
     def _restorer(self, ctx: Context) -> Restorer | None:
+        """Restores this request's placeholders and, in the SDK, those the reply's tool
+        results were given (the model may quote them; the user must read the values)."""
         vault: Vault | None = ctx.state.get(self.name)
-        return Restorer(vault.values) if vault is not None and vault.values else None
+        values = dict(ctx.reply.session.get(self.name, {})) if ctx.reply is not None else {}
+        if vault is not None:
+            values.update(vault.values)
+        return Restorer(values) if values else None
 
     async def _redact(self, ctx: Context, value: T, walk: Callable[[texts.TextFn], T]) -> T:
         """Redact every text ``walk`` visits in ``value``; the same object if none changed."""

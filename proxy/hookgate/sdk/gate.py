@@ -36,6 +36,7 @@ from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store
 from hookgate.wire import prompts
 from hookgate.wire.usage import Usage
@@ -99,6 +100,9 @@ class Gate:
             "hookgate_model_terminal", default=None
         )
         self._pipeline = Pipeline(self.policies, self._terminal)
+        self._open: OrderedDict[str, ReplyHandle] = OrderedDict()
+        self.sync = LoopThread()
+        """Runs the policies for frameworks' synchronous hooks (:mod:`hookgate.sdk.bridge`)."""
 
     @classmethod
     def from_config(cls, path: str | Path, *, agent: str = "agent") -> Gate:
@@ -182,6 +186,46 @@ class Gate:
         handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
         return handle
 
+    MAX_OPEN_REPLIES = 10_000
+    """Replies begun with :meth:`open_reply` and not yet closed that are kept; past it the
+    oldest is taken for abandoned (its run raised before the framework's end hook) and
+    failed, so its ``on_reply`` layers end."""
+
+    async def open_reply(
+        self,
+        *,
+        agent: str | None = None,
+        input: Any = None,
+        session_id: str | None = None,
+    ) -> ReplyContext:
+        """Begin a reply that a framework's start hook opens and its end hook closes
+        (:meth:`close_reply`), found in between by its ``reply_id`` (:meth:`reply_of`):
+        for frameworks whose run state carries an id rather than a call stack."""
+        handle = await self.begin_reply(agent=agent, input=input, session_id=session_id)
+        self._open[handle.ctx.reply_id] = handle
+        while len(self._open) > self.MAX_OPEN_REPLIES:
+            _, abandoned = self._open.popitem(last=False)
+            await abandoned.fail(RuntimeError("hookgate: reply abandoned (never closed)"))
+        return handle.ctx
+
+    def reply_of(self, reply_id: str | None) -> ReplyContext | None:
+        """The open reply with this id, if any."""
+        handle = self._open.get(reply_id) if reply_id else None
+        return handle.ctx if handle is not None else None
+
+    async def close_reply(
+        self, reply_id: str | None, result: Any = None, error: BaseException | None = None
+    ) -> Any:
+        """End an open reply: its ``on_reply`` layers see ``result`` (or ``error``) and
+        what they make of it is returned. Closing a reply that is not open does nothing."""
+        handle = self._open.pop(reply_id, None) if reply_id else None
+        if handle is None:
+            return result
+        if error is not None:
+            await handle.fail(error)
+            return None
+        return await handle.finish(result)
+
     def new_reply(
         self, agent: str | None, session_id: str | None, reply_id: str | None
     ) -> ReplyContext:
@@ -261,9 +305,11 @@ class Gate:
         finally:
             self._model_terminal.reset(token)
 
-    def model_context(self, api: str = "chat.completions") -> Context:
-        """A per-model-call :class:`Context` tied to the current reply."""
-        reply = CURRENT.get()
+    def model_context(
+        self, api: str = "chat.completions", reply: ReplyContext | None = None
+    ) -> Context:
+        """A per-model-call :class:`Context` tied to ``reply`` (default: the current one)."""
+        reply = reply or CURRENT.get()
         return Context(
             request_id=f"call_{uuid.uuid4().hex}",
             api=api,  # type: ignore[arg-type]
@@ -316,11 +362,13 @@ class Gate:
         return reply_now("Gate.reply or Gate.run_reply")
 
     async def aclose(self) -> None:
-        """Close every policy (exporters, pools) and the store."""
+        """Close every policy (exporters, pools) and the store, and stop the loop of the
+        synchronous hooks."""
         for policy in self.policies:
             await policy.aclose()
         if self._store is not None:
             await self._store.close()
+        self.sync.close()
 
 
 def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:

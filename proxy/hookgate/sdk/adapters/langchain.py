@@ -1,4 +1,4 @@
-"""LangChain v1: hookgate as an ``AgentMiddleware``.
+"""LangChain v1: hookgate as an ``AgentMiddleware``, attached the way LangChain attaches any.
 
 ::
 
@@ -7,120 +7,175 @@
 
     gate = Gate.from_config("policies/agent.yaml")
     agent = create_agent(model, tools, middleware=[HookgateMiddleware(gate)])
-    result = await HookgateMiddleware.ainvoke(gate, agent, {"messages": [...]})
+    agent.invoke({"messages": [...]})              # or ainvoke, stream, astream, batch
 
 Mapping (LangChain's own composition rules hold: list hookgate first to make it the
 outermost wrapper):
 
-* a reply is one ``ainvoke``/``invoke`` of the agent: :meth:`HookgateMiddleware.ainvoke`
-  runs it inside the gate's ``on_reply`` onion (LangGraph copies the context into its
-  nodes, so every hook below belongs to that reply);
-* ``awrap_tool_call``/``wrap_tool_call`` → ``on_tool_call``; a refusal becomes a
-  ``ToolMessage`` with ``status="error"`` that the model reads;
-* ``awrap_model_call``/``wrap_model_call`` → the ``on_system_prompt`` chain, the reply's
-  headers (``extra_headers``: the proxy joins the trace and sees the reply), the wrap-up
-  (its message appended to the system prompt, ``tool_choice: none``), and after the call
-  ``should_stop_after_turn`` with the reported usage: a stopped reply's last answer is
-  final (tool calls it asked for are dropped), so the agent ends.
+* a reply is one run of the agent, from ``before_agent`` to ``after_agent``: the gate's
+  ``on_reply`` layers open there and close there. The reply's id rides in the run's state
+  (a private field, ``hookgate_reply``), so concurrent runs — threads, tasks, ``batch`` —
+  never mix, whichever entry point started them. The session is the run's LangGraph
+  ``thread_id`` when it has one;
+* ``wrap_tool_call`` → ``on_tool_call``; a refusal becomes a ``ToolMessage`` with
+  ``status="error"`` that the model reads. The tool runs in LangChain's own thread;
+* ``wrap_model_call`` → the model-level hooks in-process (:meth:`Gate.model_call`): the
+  request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
+  ``convert_to_llm`` (the prompt redacted before it leaves the process) and
+  ``on_model_call`` (tools a guard denies are not offered; a spent reply's wrap-up adds
+  its instruction and ``tool_choice: none``), LangChain's model answers as the terminal,
+  and its answer goes through ``on_response`` (placeholders restored in the text and the
+  tool-call arguments). The reply's headers ride along (``extra_headers``: a proxy in the
+  path joins the trace and sees the reply). After the call ``should_stop_after_turn``
+  with the reported usage: a stopped reply's last answer is final (tool calls it asked for
+  are dropped), so the agent ends.
 
-Not mapped: ``convert_to_llm``, ``on_model_call`` and ``on_response`` in-process (LangChain
-messages are not OpenAI bodies); they run in the proxy when the model is reached through it.
+Synchronous runs (``invoke``, ``stream``, ``batch``) run the policies on the gate's own
+event loop (:mod:`hookgate.sdk.bridge`); asynchronous ones on the caller's.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+from langgraph.config import get_config
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.sdk.gate import Gate, reply_now
+from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
+from hookgate.pipeline.types import ModelResponse as GateResponse
+from hookgate.sdk.adapters import langchain_wire as wire
+from hookgate.sdk.gate import Gate
 from hookgate.wire.usage import Usage
 
+TARGET = Target("langchain", None)
+"""What the in-process model call is sent to: the agent's own LangChain model."""
 
-class HookgateMiddleware(AgentMiddleware):
-    """See the module docstring."""
+REPLY_KEY = "hookgate_reply"
 
-    def __init__(self, gate: Gate) -> None:
+
+class HookgateState(AgentState):
+    """The agent state with the id of the hookgate reply the run belongs to."""
+
+    hookgate_reply: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+class HookgateMiddleware(AgentMiddleware[HookgateState]):
+    """See the module docstring. ``agent`` names the agent in traces (default: the gate's)."""
+
+    state_schema = HookgateState
+
+    def __init__(self, gate: Gate, *, agent: str | None = None) -> None:
         super().__init__()
         self.gate = gate
+        self.agent = agent
 
     @property
     def name(self) -> str:
         return "hookgate"
 
-    @staticmethod
-    async def ainvoke(
-        gate: Gate,
-        agent: Any,
-        input: Any,
-        *,
-        session_id: str | None = None,
-        agent_name: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """``agent.ainvoke(input, **kwargs)`` as one reply (named ``agent_name`` in traces)."""
-        return await gate.run_reply(
-            lambda: agent.ainvoke(input, **kwargs),
-            agent=agent_name,
-            input=input,
-            session_id=session_id,
-        )
+    # the run ----------------------------------------------------------------------------
 
-    @staticmethod
-    async def invoke(
-        gate: Gate,
-        agent: Any,
-        input: Any,
-        *,
-        session_id: str | None = None,
-        agent_name: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """A synchronous ``agent.invoke`` (run in a thread) as one reply."""
-        return await gate.run_reply(
-            lambda: asyncio.to_thread(agent.invoke, input, **kwargs),
-            agent=agent_name,
-            input=input,
-            session_id=session_id,
+    async def abefore_agent(self, state: HookgateState, runtime: Any) -> dict[str, Any]:
+        return await self._open(state, _thread_id(runtime))
+
+    def before_agent(self, state: HookgateState, runtime: Any) -> dict[str, Any]:
+        return self.gate.sync.run(self._open(state, _thread_id(runtime)))
+
+    async def _open(self, state: HookgateState, session_id: str | None) -> dict[str, Any]:
+        ctx = await self.gate.open_reply(
+            agent=self.agent, input=_last_input(state), session_id=session_id
         )
+        return {REPLY_KEY: ctx.reply_id}
+
+    async def aafter_agent(self, state: HookgateState, runtime: Any) -> None:
+        reply_id = state.get(REPLY_KEY)
+        await self.gate.close_reply(reply_id if isinstance(reply_id, str) else None, state)
+
+    def after_agent(self, state: HookgateState, runtime: Any) -> None:
+        self.gate.sync.run(self.aafter_agent(state, runtime))
 
     # model calls ------------------------------------------------------------------------
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        ctx = _reply()
-        response = await handler(await self._prepare(request, ctx))
+        ctx = self._reply(request.state)
+        response = await self._model_call(request, ctx, handler)
         return await self._after(response, ctx)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        ctx = _reply()
-        response = handler(self.gate.call_sync(self._prepare(request, ctx)))
-        return self.gate.call_sync(self._after(response, ctx))
+        ctx = self._reply(request.state)
 
-    async def _prepare(self, request: ModelRequest, ctx: ReplyContext) -> ModelRequest:
-        system = request.system_message
-        text = system.text if system is not None else ""
-        prompt = await self.gate.system_prompt(text)
-        if ctx.wrap_up:
-            prompt = f"{prompt}\n\n{ctx.wrap_up}" if prompt else ctx.wrap_up
-        changes: dict[str, Any] = {
-            "model_settings": {**request.model_settings, "extra_headers": ctx.headers()}
-        }
-        if prompt != text:
-            changes["system_message"] = SystemMessage(prompt)
-        if ctx.wrap_up and request.tools:
-            changes["tool_choice"] = "none"
-        return request.override(**changes)
+        async def onion(inner: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
+            return await self._model_call(request, ctx, inner)
+
+        response = self.gate.sync.wrap(onion, handler)  # the model runs in LangChain's thread
+        return self.gate.sync.run(self._after(response, ctx))
+
+    async def _model_call(
+        self,
+        request: ModelRequest,
+        ctx: ReplyContext,
+        send: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """The model call through the gate's model-level hooks, in-process: the request in
+        the OpenAI shape for ``on_system_prompt``, ``convert_to_llm`` and ``on_model_call``
+        (the wrap-up, filtered tools), LangChain's own model as the terminal, and its
+        answer through ``on_response`` (placeholders restored) back into LangChain's types."""
+        model = _model_name(request.model)
+        originals: list[BaseMessage] = list(request.messages)
+        if request.system_message is not None:
+            originals.insert(0, request.system_message)
+        before = wire.openai_messages(request.system_message, request.messages)
+        body: dict[str, Any] = {"model": model, "messages": before}
+        if request.tools:
+            body["tools"] = wire.openai_tools(request.tools)
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        answers: list[ModelResponse] = []
+
+        async def terminal(call: ModelCall, _: Context) -> GateResponse:
+            sent = call.body
+            system, messages = wire.langchain_messages(sent["messages"], originals, before)
+            changes: dict[str, Any] = {
+                "system_message": system,
+                "messages": messages,
+                "model_settings": {**request.model_settings, "extra_headers": ctx.headers()},
+            }
+            if request.tools:
+                offered = {wire.tool_name(t) for t in sent.get("tools") or ()}
+                changes["tools"] = [t for t in request.tools if wire.tool_name(t) in offered]
+            if sent.get("tool_choice") != body.get("tool_choice"):
+                changes["tool_choice"] = sent.get("tool_choice")
+            answer = await send(request.override(**changes))
+            answers.append(answer)
+            message = _ai(answer)
+            payload = wire.completion(message, model) if message is not None else {}
+            return GateResponse(200, {}, TARGET, payload=JsonBody.from_data(payload))
+
+        call = ModelCall("chat.completions", JsonBody.from_data(body), model, False, (TARGET,))
+        response = await self.gate.model_call(call, terminal, self.gate.model_context(reply=ctx))
+        if not answers:  # a policy answered without the model
+            (made,) = convert_to_messages([response.body["choices"][0]["message"]])
+            return ModelResponse(result=[made])
+        answer = answers[-1]
+        message = _ai(answer)
+        if message is None:
+            return answer
+        final = wire.restored(message, response.body)
+        return ModelResponse(
+            result=[final if m is message else m for m in answer.result],
+            structured_response=answer.structured_response,
+        )
 
     async def _after(self, response: ModelResponse, ctx: ReplyContext) -> ModelResponse:
-        message = next((m for m in response.result if isinstance(m, AIMessage)), None)
+        message = _ai(response)
         if not await self.gate.after_turn(_usage(message), ctx) or message is None:
             return response
         if not message.tool_calls:
@@ -136,21 +191,63 @@ class HookgateMiddleware(AgentMiddleware):
     async def awrap_tool_call(
         self, request: Any, handler: Callable[[Any], Awaitable[ToolMessage | Any]]
     ) -> ToolMessage | Any:
+        ctx = self._reply(request.state)
         call, tool_call = _call(request)
 
         async def execute(call: ToolCall) -> ToolResult:
             return _result(await handler(_with_arguments(request, tool_call, call)))
 
-        return _message(await self.gate.tool(call, execute), tool_call)
+        return _message(await self.gate.tool(call, execute, ctx), tool_call)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolMessage | Any]) -> Any:
+        ctx = self._reply(request.state)
         call, tool_call = _call(request)
 
-        async def execute(call: ToolCall) -> ToolResult:
-            message = await asyncio.to_thread(handler, _with_arguments(request, tool_call, call))
-            return _result(message)
+        async def onion(inner: Callable[[ToolCall], Awaitable[Any]]) -> ToolResult:
+            async def execute(call: ToolCall) -> ToolResult:
+                return _result(await inner(call))
 
-        return _message(self.gate.call_sync(self.gate.tool(call, execute)), tool_call)
+            return await self.gate.tool(call, execute, ctx)
+
+        def run(call: ToolCall) -> Any:  # in LangChain's thread, with its context
+            return handler(_with_arguments(request, tool_call, call))
+
+        return _message(self.gate.sync.wrap(onion, run), tool_call)
+
+    def _reply(self, state: Any) -> ReplyContext:
+        reply_id = state.get(REPLY_KEY) if isinstance(state, dict) else None
+        ctx = self.gate.reply_of(reply_id)
+        if ctx is None:
+            raise RuntimeError(
+                "hookgate: this agent run has no open reply: attach HookgateMiddleware with "
+                "create_agent(..., middleware=[HookgateMiddleware(gate)])"
+            )
+        return ctx
+
+
+def _ai(response: ModelResponse) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+def _model_name(model: Any) -> str:
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return name if isinstance(name, str) else type(model).__name__
+
+
+def _thread_id(runtime: Any) -> str | None:
+    """The run's LangGraph ``thread_id`` (hookgate's session), when it has one."""
+    thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
+    if thread is None:
+        try:
+            thread = (get_config().get("configurable") or {}).get("thread_id")
+        except RuntimeError:  # outside a runnable context
+            return None
+    return str(thread) if thread is not None else None
+
+
+def _last_input(state: Any) -> Any:
+    messages = state.get("messages") if isinstance(state, dict) else None
+    return messages[-1].content if messages else None
 
 
 def _usage(message: AIMessage | None) -> Usage | None:
@@ -192,7 +289,3 @@ def _message(result: ToolResult, tool_call: dict[str, Any]) -> ToolMessage:
         name=tool_call["name"],
         status="error" if result.error else "success",
     )
-
-
-def _reply() -> ReplyContext:
-    return reply_now("HookgateMiddleware.ainvoke or .invoke")
