@@ -1,4 +1,6 @@
-"""AgentScope 2's ``Agent`` with hookgate's middleware, its model behind the proxy."""
+"""AgentScope 2's ``Agent`` with nothing but hookgate's middleware attached, run with
+AgentScope's own entry points (``reply``, ``reply_stream``; 2.0's ``Agent`` is not callable), its model
+behind the proxy."""
 
 from __future__ import annotations
 
@@ -13,9 +15,8 @@ from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
-from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate, http_client
-from hookgate.sdk.adapters.agentscope import HookgateMiddleware, reply
+from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -74,7 +75,7 @@ async def test_blocked_tool_and_one_trace(
     calls: list[str] = []
     agent, model = make_agent(gate, traced_proxy(make_proxy, receiver), calls, stream)
     try:
-        answer = await reply(gate, agent, UserMsg(name="user", content="Weather in Paris?"))
+        answer = await agent.reply(UserMsg(name="user", content="Weather in Paris?"))
     finally:
         await model.client.close()
         await gate.aclose()
@@ -83,17 +84,30 @@ async def test_blocked_tool_and_one_trace(
     assert_joined_trace(receiver, "get_weather", model_calls=2)
 
 
-async def test_redacted_tool_result_and_wrap_up(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+async def reply(agent: Agent, message: Any) -> Any:
+    return await agent.reply(message)
+
+
+async def reply_stream(agent: Agent, message: Any) -> Any:
+    events = [e async for e in agent.reply_stream(message, yield_final_msg=True)]
+    return events[-1]
+
+
+@pytest.mark.parametrize("entry", [reply, reply_stream], ids=lambda f: f.__name__)
+async def test_every_entry_point_is_one_governed_reply(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
 ) -> None:
     gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
-    agent, model = make_agent(gate, make_proxy(), calls, False)
+    agent, model = make_agent(gate, upstream.base_url, calls, False)  # SDK only: headers seen
     try:
-        answer = await reply(gate, agent, UserMsg(name="user", content="Weather in Paris?"))
+        answer = await entry(agent, UserMsg(name="user", content="Weather in Paris?"))
     finally:
         await model.client.close()
         await gate.aclose()
     assert calls == ["Paris"]
-    assert_redacted_and_wrapped_up(upstream)
-    assert PATTERN.search(answer.get_text_content())
+    assert_redacted_and_wrapped_up(upstream)  # the budget was the reply's: one per run
+    assert gate._open == {}  # the reply closed where AgentScope's ended
+    replies = {r.headers["x-hookgate-reply-id"] for r in upstream.requests}
+    assert len(replies) == 1
+    assert answer.get_text_content()

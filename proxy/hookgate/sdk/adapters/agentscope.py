@@ -1,18 +1,21 @@
-"""AgentScope 2: hookgate as an AgentScope ``MiddlewareBase``.
+"""AgentScope 2: hookgate as an AgentScope ``MiddlewareBase``, attached like any other.
 
 ::
 
     from hookgate.sdk import http_client
-    from hookgate.sdk.adapters.agentscope import HookgateMiddleware, reply
+    from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 
     model = OpenAIChatModel(..., client_kwargs={"http_client": http_client()})
     agent = Agent(..., model=model, middlewares=[HookgateMiddleware(gate)])
-    msg = await reply(gate, agent, UserMsg(name="user", content="..."), session_id="s-1")
+    msg = await agent.reply(UserMsg(name="user", content="..."))   # or reply_stream
 
 Mapping (AgentScope's first middleware is outermost; list hookgate first):
 
-* a reply is one ``agent.reply``: :func:`reply` runs it inside ``on_reply`` (the reply's
-  headers then reach the model through :func:`hookgate.sdk.http_client`);
+* a reply is AgentScope's ``on_reply``: the gate's ``on_reply`` layers open when it starts
+  and close when its event stream ends (with the final message), whichever entry point
+  drives it — ``reply`` or ``reply_stream``. The reply is current for
+  the stream's task, so the reply's headers reach the model through
+  :func:`hookgate.sdk.http_client`; the session is the agent state's ``session_id``;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
 * ``on_system_prompt`` → the ``on_system_prompt`` chain, plus the wrap-up message;
@@ -26,30 +29,19 @@ Not mapped in-process: ``convert_to_llm``, ``on_model_call``'s request and ``on_
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from agentscope.message import TextBlock, ToolResultState
+from agentscope.message import Msg, TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.sdk.gate import Gate, reply_now
+from hookgate.sdk.gate import CURRENT, Gate, reply_now
 from hookgate.wire.usage import Usage
-
-
-async def reply(
-    gate: Gate, agent: Any, message: Any, *, session_id: str | None = None, **kwargs: Any
-) -> Any:
-    """``agent.reply(message, **kwargs)`` as one governed reply."""
-    return await gate.run_reply(
-        lambda: agent.reply(message, **kwargs),
-        agent=getattr(agent, "name", None),
-        input=message,
-        session_id=session_id,
-    )
 
 
 class HookgateMiddleware(MiddlewareBase):
@@ -60,6 +52,29 @@ class HookgateMiddleware(MiddlewareBase):
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
+
+    async def on_reply(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> AsyncGenerator[Any, None]:
+        ctx = await self.gate.open_reply(
+            agent=getattr(agent, "name", None),
+            input=input_kwargs.get("inputs"),
+            session_id=agent.state.session_id,
+        )
+        token = CURRENT.set(ctx)
+        final = None
+        try:
+            async for item in next_handler(**input_kwargs):
+                if isinstance(item, Msg):
+                    final = item
+                yield item
+        except BaseException as exc:  # the layers see it (a consumer that left, too)
+            await self.gate.close_reply(ctx.reply_id, error=exc)
+            raise
+        else:
+            await self.gate.close_reply(ctx.reply_id, final)
+        finally:
+            _reset(token, ctx)
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         ctx = _reply()
@@ -140,5 +155,14 @@ def _usage(response: ChatResponse | None) -> Usage | None:
     return None if usage is None else Usage(usage.input_tokens, usage.output_tokens)
 
 
+def _reset(token: contextvars.Token[ReplyContext | None], ctx: ReplyContext) -> None:
+    """Undo the reply's ``CURRENT``; a stream driven from another task made it elsewhere."""
+    try:
+        CURRENT.reset(token)
+    except ValueError:
+        if CURRENT.get() is ctx:
+            CURRENT.set(None)
+
+
 def _reply() -> ReplyContext:
-    return reply_now("hookgate.sdk.adapters.agentscope.reply")
+    return reply_now("Agent(..., middlewares=[HookgateMiddleware(gate)])")
