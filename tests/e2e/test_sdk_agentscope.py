@@ -1,6 +1,6 @@
 """AgentScope 2's ``Agent`` with nothing but hookgate's middleware attached, run with
-AgentScope's own entry points (``reply``, ``reply_stream``; 2.0's ``Agent`` is not callable), its model
-behind the proxy."""
+AgentScope's own entry points (``reply``, ``reply_stream``; 2.0's ``Agent`` is not
+callable), its model behind the proxy."""
 
 from __future__ import annotations
 
