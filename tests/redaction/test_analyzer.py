@@ -57,6 +57,17 @@ FOUND = [
     ("From: Tjaša Novak <tjasa@example.si>", "PERSON", "Tjaša Novak"),
     ("Thanks,\nRangi Parata", "PERSON", "Rangi Parata"),
     ("Customer = Lwazi Mthembu, order 4431", "PERSON", "Lwazi Mthembu"),
+    ('{"fullName": "Batbayar Mammadli", "mobile": "+7 701 227 4257"}', "PERSON", "Batbayar Mammadli"),
+    ("Participants: Jędrzej Dąbrowska; Folasade Nwosu; Zihan Georgiou", "PERSON", "Zihan Georgiou"),
+    ("Oğuz Demir says the address is old", "PERSON", "Oğuz Demir"),
+    ("Reply to Dervla, with Iosefa Fifita in copy.", "PERSON", "Iosefa Fifita"),
+    ("* Seo Min-jun | mseo@mailbox.example | 62.108.109.115", "PERSON", "Seo Min-jun"),
+    ("Nusrat Iyer  19:17\ncan someone check", "PERSON", "Nusrat Iyer"),
+    ("[07:10] Tõnis Petrauskienė: who?\n[07:12] Oisín MacLeod: me", "PERSON", "Oisín MacLeod"),
+    ("Obrigada,\nHan Ha-eun\nField Technician", "PERSON", "Han Ha-eun"),
+    ("I met Yoon Jae-won at the office.", "PERSON", "Yoon Jae-won"),
+    ("Please assign it to Vu Duc Quang today.", "PERSON", "Vu Duc Quang"),
+    ("Jesse Anderson's laptop broke", "PERSON", "Jesse Anderson"),
 ]  # fmt: skip
 
 TECHNICAL = [
@@ -76,6 +87,8 @@ NOT_PEOPLE = [  # rows and labels whose capitalised fields are not people
     "Billing Department; billing@example.com; +1 555 0100 200",
     "Name: Status Active\nTo: Engineering Team",
     "Regards,\nThe Support Team",
+    '{"hostname": "Prod Server", "filename": "Final Report"}',
+    "Deploy to Google Cloud and New York with Docker Engine.",
 ]
 
 

@@ -1,8 +1,8 @@
 """The labelled evaluation: leaks, over-redaction, restoration and consistency, measured.
 
-Every chat of ``evals.pii.corpus`` (Faker with a fixed seed plus hand-written hard cases)
-is played through the real proxy with the real ``openai`` client, turn by turn, streamed
-or not, against an upstream that echoes the last user message as the model saw it. Then:
+Every chat of each set below is played through the real proxy with the real ``openai``
+client, turn by turn, streamed or not, against an upstream that echoes the last user
+message as the model saw it. Then:
 
 * **leaks** — an entity occurrence leaks when its value is still in what the upstream
   received (per request, every request of the chat);
@@ -11,29 +11,39 @@ or not, against an upstream that echoes the last user message as the model saw i
 * **restoration** — the reply the client got must equal the echo of the original text;
 * **consistency** — aligning each original text with its redacted form gives the value
   behind every placeholder: one value must keep one placeholder across all turns of a
-  chat, and no placeholder may stand for two values anywhere.
+  chat, and no placeholder may stand for two values anywhere;
+* **PERSON consistency** — the same alignment says which placeholders cover each
+  occurrence of a labelled name; a name written in two places or more of a chat (system
+  prompt, turns, content parts, tool calls and results, the echoed replies) and redacted
+  at least once is consistent when every occurrence, in every request, is covered the same
+  way (an occurrence left in clear counts against it).
 
-Two sets: ``evals.pii.corpus`` (the development set the recognizers were tuned on) and
-``evals.pii.holdout`` (written independently, from other templates, and never tuned on).
+Three sets: ``evals.pii.corpus`` (the development set the recognizers were tuned on),
+``evals.pii.holdout`` (written independently, from other templates, and never tuned on)
+and ``evals.pii.independent`` (hand-written names from many regions, standing without
+sentence context — CSV, tables, lists, label blocks, records, headers, signatures — and
+repeated across the places of a request; written without reading the detector).
 The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT.<set>.json``
-when set; the bars are those of the pii issue.
+when set; each set has its bars (:data:`CORPORA`): those of the pii issue for the first
+two, those of the name-leak review for the third.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import operator
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 import orjson
 import pytest
 
-from evals.pii.corpus import Chat
 from hookgate.redaction.placeholders import PATTERN, placeholder
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream
@@ -42,6 +52,31 @@ STRUCTURED = {"EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CO
               "IP_ADDRESS", "SECRET"}  # fmt: skip
 PREFIX = "You said: "
 SECRET = b"eval-secret-0123456789"
+EXAMPLES = 40
+
+
+class Labelled(Protocol):
+    """An entity of a set: its kind and exact value."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+
+
+class Chat(Protocol):
+    """A chat of any of the sets (each set defines its own dataclass of this shape)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def turns(self) -> tuple[tuple[dict[str, Any], ...], ...]: ...
+    @property
+    def entities(self) -> Sequence[Labelled]: ...
+    @property
+    def technical(self) -> tuple[str, ...]: ...
+    @property
+    def stream(self) -> bool: ...
 
 
 @dataclass
@@ -58,6 +93,12 @@ class Tally:
     repeated_values: int = 0
     consistent_values: int = 0
     unaligned: int = 0
+    repeated_persons: int = 0
+    consistent_persons: int = 0
+    inconsistent_persons: list[str] = field(default_factory=list)
+    partial_persons: int = 0
+    unredacted_persons: list[str] = field(default_factory=list)
+    leaks_by_context: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 def texts_of(messages: list[Any]) -> list[str]:
@@ -105,8 +146,10 @@ def align(original: str, redacted: str) -> list[tuple[str, str]] | None:
     The redacted text becomes a regex: its literal pieces escaped, each placeholder a group
     (a placeholder seen before, a back-reference), matched against the whole original. A
     match can be ambiguous (a multi-line address next to a phone number), so every pair is
-    verified against the placeholder's keyed hash; lazy groups are tried, then greedy ones.
-    ``None`` when neither gives a verified alignment.
+    verified against the placeholder's keyed hash; lazy groups are tried, then greedy ones,
+    then a search that verifies each group as it extends it (:func:`_search`: a name alone
+    on the line above a two-line address above a phone needs a lazy group, then a greedy
+    one). ``None`` when none gives a verified alignment.
     """
     for group in (".+?", ".+"):
         groups: dict[str, str] = {}
@@ -127,7 +170,77 @@ def align(original: str, redacted: str) -> list[tuple[str, str]] | None:
             pairs = [(t, found.group(g)) for t, g in groups.items()]
             if all(_verified(t, v) for t, v in pairs):
                 return pairs
-    return None
+    return _search(original, redacted)
+
+
+def _search(original: str, redacted: str) -> list[tuple[str, str]] | None:
+    """:func:`align` by backtracking: each placeholder's value is verified as it is chosen."""
+    tokens: list[str] = []
+    literals: list[str] = []  # the text before each placeholder, then the text after the last
+    position = 0
+    for match in PATTERN.finditer(redacted):
+        literals.append(redacted[position : match.start()])
+        tokens.append(match.group(0))
+        position = match.end()
+    literals.append(redacted[position:])
+    values: dict[str, str] = {}
+    if not original.startswith(literals[0]):
+        return None
+
+    def walk(k: int, at: int) -> bool:
+        if k == len(tokens):
+            return at == len(original)  # the last literal is consumed with the last value
+        token, after = tokens[k], literals[k + 1]
+        if token in values:
+            end = at + len(values[token])
+            return (
+                original.startswith(values[token], at)
+                and original.startswith(after, end)
+                and walk(k + 1, end + len(after))
+            )
+        end = at + 1 if after else at
+        while end <= len(original):
+            end = original.find(after, end) if after else end
+            if end == -1:
+                return False
+            if end > at and _verified(token, original[at:end]):
+                values[token] = original[at:end]
+                if walk(k + 1, end + len(after)):
+                    return True
+                del values[token]
+            end += 1
+        return False
+
+    return list(values.items()) if walk(0, len(literals[0])) else None
+
+
+def located(
+    original: str, redacted: str, pairs: list[tuple[str, str]]
+) -> list[tuple[int, int, str]]:
+    """``(start, end, placeholder)``: where each placeholder of an aligned text stands."""
+    value = dict(pairs)
+    out: list[tuple[int, int, str]] = []
+    at = last = 0
+    for match in PATTERN.finditer(redacted):
+        at += match.start() - last
+        token = match.group(0)
+        out.append((at, at + len(value[token]), token))
+        at += len(value[token])
+        last = match.end()
+    return out
+
+
+def occurrences(text: str, value: str) -> list[tuple[int, int]]:
+    spans, start = [], text.find(value)
+    while start != -1:
+        spans.append((start, start + len(value)))
+        start = text.find(value, start + 1)
+    return spans
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    before, after = text[max(0, start - 40) : start], text[end : end + 40]
+    return f"…{before}[{text[start:end]}]{after}…".replace("\n", "⏎")
 
 
 def _verified(token: str, value: str) -> bool:
@@ -146,6 +259,10 @@ def last_user_text(messages: list[Any]) -> str:
 def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally) -> None:
     messages: list[Any] = []
     seen: dict[str, set[str]] = defaultdict(set)  # value -> placeholders, this chat
+    names = [e.value for e in chat.entities if e.kind == "PERSON"]
+    contexts = dict(getattr(chat, "contexts", ()))  # value -> where the set wrote it
+    covered: dict[str, set[tuple[str, ...]]] = defaultdict(set)  # name -> its coverings
+    sent_texts = ""
     for turn in chat.turns:
         messages += [dict(m) for m in turn]
         upstream.push(Echo(prefix=PREFIX, pieces=7))
@@ -165,6 +282,8 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
                 if entity.value in received:
                     tally.leaks[entity.kind] += n
                     tally.leaked_values.append((entity.kind, entity.value))
+                    for where in contexts.get(entity.value, ()) if entity.kind == "PERSON" else ():
+                        tally.leaks_by_context[where].add(entity.value)
         for token in chat.technical:
             if token in sent_texts:
                 tally.technical += 1
@@ -187,19 +306,71 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
             for token, value in pairs:
                 seen[value].add(token)
                 tally.values_by_placeholder[token].add(value)
+            _cover(original, located(original, redacted, pairs), names, covered, tally)
         messages.append({"role": "assistant", "content": reply})
     for tokens in seen.values():
         tally.repeated_values += 1
         tally.consistent_values += len(tokens) == 1
+    for name in names:
+        coverings = covered[name]
+        if sent_texts.count(name) < 2 or not any(coverings):
+            continue  # written once, or never redacted (a leak, counted as such)
+        tally.repeated_persons += 1
+        if len(coverings) == 1:
+            tally.consistent_persons += 1
+        else:
+            tally.inconsistent_persons.append(f"{chat.id}: {name} -> {sorted(coverings)}")
+
+
+def _cover(
+    original: str,
+    spans: list[tuple[int, int, str]],
+    names: list[str],
+    covered: dict[str, set[tuple[str, ...]]],
+    tally: Tally,
+) -> None:
+    """Record the placeholders (``<P>=value``) covering each occurrence of each name in a text."""
+    for name in names:
+        for start, end in occurrences(original, name):
+            tokens = tuple(f"{t}={original[s:e]!r}" for s, e, t in spans if s < end and start < e)
+            covered[name].add(tokens)
+            if not tokens:
+                tally.unredacted_persons.append(_snippet(original, start, end))
+            elif any(
+                original[i].isalpha() and not any(s <= i < e for s, e, _ in spans)
+                for i in range(start, end)
+            ):
+                tally.partial_persons += 1
 
 
 def rate(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
-CORPORA = {
-    "dev": "evals.pii.corpus",  # the set the recognizers were tuned on
-    "holdout": "evals.pii.holdout",  # written independently, never tuned on
+Bars = dict[str, tuple[str, float]]
+"""A report figure -> ``("<=" or ">=", threshold)``."""
+
+ISSUE_BARS: Bars = {  # the bars of the pii issue
+    "structured_leak_rate": ("<=", 0.005),
+    "names_addresses_leak_rate": ("<=", 0.02),
+    "technical_removed_rate": ("<=", 0.03),
+    "restored_rate": (">=", 0.995),
+    "consistent_rate": (">=", 0.99),
+}
+NAME_REVIEW_BARS: Bars = {  # the bars of the name-leak review
+    "person_leak_rate": ("<=", 0.02),
+    "person_consistent_rate": (">=", 0.99),
+    "technical_removed_rate": ("<=", 0.03),
+    "restored_rate": (">=", 0.995),
+    "structured_leak_rate": ("<=", 0.0),
+}
+OPERATORS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge}
+
+CORPORA: dict[str, tuple[str, Bars, int]] = {  # set -> (module, bars, fewest PERSON occurrences)
+    "dev": ("evals.pii.corpus", ISSUE_BARS, 0),  # the set the recognizers were tuned on
+    "holdout": ("evals.pii.holdout", ISSUE_BARS, 0),  # written independently, never tuned on
+    # hand-written names without sentence context, repeated across a request's places
+    "independent": ("evals.pii.independent", NAME_REVIEW_BARS, 1000),
 }
 
 
@@ -210,7 +381,8 @@ def test_labelled_corpus_meets_the_bars(
     capsys: pytest.CaptureFixture[str],
     name: str,
 ) -> None:
-    chats: list[Chat] = importlib.import_module(CORPORA[name]).corpus()
+    module, bars, fewest_persons = CORPORA[name]
+    chats: list[Chat] = importlib.import_module(module).corpus()
     url = make_proxy(f"policies:\n  - pii: {{secret: '{SECRET.decode()}'}}\n")
     tally = Tally()
     with openai_client(url) as client:
@@ -221,7 +393,8 @@ def test_labelled_corpus_meets_the_bars(
     fuzzy = sum(tally.occurrences[k] for k in ("PERSON", "STREET_ADDRESS"))
     fuzzy_leaks = sum(tally.leaks[k] for k in ("PERSON", "STREET_ADDRESS"))
     shared = {t: v for t, v in tally.values_by_placeholder.items() if len(v) > 1}
-    report = {
+    persons, person_leaks = tally.occurrences["PERSON"], tally.leaks["PERSON"]
+    report: dict[str, Any] = {
         "chats": len(chats),
         "requests": tally.replies,
         "occurrences": dict(tally.occurrences),
@@ -232,11 +405,22 @@ def test_labelled_corpus_meets_the_bars(
         "technical_removed_rate": rate(len(tally.removed), tally.technical),
         "restored_rate": rate(tally.restored, tally.replies),
         "consistent_rate": rate(tally.consistent_values, tally.repeated_values),
+        "person_leak_rate": rate(person_leaks, persons),
+        "person_consistent_rate": rate(tally.consistent_persons, tally.repeated_persons),
+        "person_repeated_values": tally.repeated_persons,
+        "person_partly_redacted_occurrences": tally.partial_persons,
+        "leak_rates": {k: rate(tally.leaks[k], n) for k, n in sorted(tally.occurrences.items())},
         "placeholders": len(tally.values_by_placeholder),
         "unaligned_texts": tally.unaligned,
         "shared_placeholders": len(shared),
-        "leaked_examples": sorted(set(tally.leaked_values))[:40],
-        "removed_examples": sorted(set(tally.removed))[:40],
+        "leaked_examples": sorted(set(tally.leaked_values))[:EXAMPLES],
+        "person_leaks_by_context": {
+            where: sorted(values)[:EXAMPLES]
+            for where, values in sorted(tally.leaks_by_context.items())
+        },
+        "unredacted_person_examples": sorted(set(tally.unredacted_persons))[:EXAMPLES],
+        "inconsistent_person_examples": tally.inconsistent_persons[:20],
+        "removed_examples": sorted(set(tally.removed))[:EXAMPLES],
         "unrestored_chats": sorted(set(tally.unrestored))[:20],
         "shared_examples": {t: sorted(v) for t, v in list(shared.items())[:10]},
     }
@@ -245,11 +429,13 @@ def test_labelled_corpus_meets_the_bars(
     if os.environ.get("PII_EVAL_REPORT"):
         with open(f"{os.environ['PII_EVAL_REPORT']}.{name}.json", "w") as out:
             json.dump(report, out, indent=1, ensure_ascii=False)
-    assert report["structured_leak_rate"] <= 0.005
-    assert report["names_addresses_leak_rate"] <= 0.02
-    assert report["technical_removed_rate"] <= 0.03
-    assert report["restored_rate"] >= 0.995
-    assert report["consistent_rate"] >= 0.99
+    missed = [
+        f"{figure} = {report[figure]:.4f} (bar {op} {bar})"
+        for figure, (op, bar) in bars.items()
+        if not OPERATORS[op](report[figure], bar)
+    ]
+    assert not missed, f"the {name} set misses its bars: " + "; ".join(missed)
     assert tally.unaligned <= 0.01 * tally.replies
     assert shared == {}
     assert report["placeholders"] > 100 and report["technical_tokens"] > 100  # not vacuous
+    assert persons >= fewest_persons  # large enough to be meaningful

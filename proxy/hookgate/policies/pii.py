@@ -246,7 +246,15 @@ class PiiPolicy(Policy):
         propagate = _Propagation.of(vault.values)
         if propagate is not None:  # a value found in one text is redacted in all of them
             for text in wanted:
-                out, spread = propagate(outputs.get(text, text))
+                own = done.get(text)
+                if own is not None and _cut_short(text, own, vault.values):
+                    # a name found whole elsewhere was found only in part here ("Yoon Jae"
+                    # of "Yoon Jae-won"): every value, longest first, on the original text
+                    for key, n in own.counts.items():
+                        counts[key] -= n * occurrences[text]
+                    out, spread = propagate(text)
+                else:
+                    out, spread = propagate(outputs.get(text, text))
                 if spread:
                     outputs[text] = out
                     for key, n in spread.items():
@@ -360,7 +368,7 @@ class _Propagation:
 
     def __init__(self, values: Mapping[str, str]) -> None:
         self._tokens = {value: token for token, value in values.items() if len(value) > 2}
-        ordered = sorted(self._tokens, key=len, reverse=True)
+        ordered = sorted(self._tokens, key=len, reverse=True)  # the longest value wins
         self._pattern = re.compile(
             r"(?<!\w)(?:" + "|".join(re.escape(v) for v in ordered) + r")(?!\w)"
         )
@@ -379,6 +387,19 @@ class _Propagation:
             return token
 
         return self._pattern.sub(swap, text), found
+
+
+def _cut_short(text: str, redaction: Redaction, values: Mapping[str, str]) -> bool:
+    """Whether ``text``'s own redaction replaced part of a longer value of the request that
+    ``text`` holds whole — and replaced it only by pseudonyms, so the text may be redone
+    from the original by replacing values alone (a mask or a hash would be lost)."""
+    if not redaction.values or any(action != "pseudonymize" for _, action in redaction.counts):
+        return False
+    found = set(redaction.values.values())
+    return any(
+        longer not in found and longer in text and any(v in longer for v in found)
+        for longer in values.values()
+    )
 
 
 def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:

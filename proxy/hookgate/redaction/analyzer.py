@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hookgate.redaction.vocabulary import (
@@ -61,6 +62,76 @@ NER_ENTITIES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
 _NAME_CODE = re.compile(r"[\d_/\\@:#=()\[\]{}<>|*+]")
 _DOTTED = re.compile(r"\.\w")
 """A dot inside a word: a host or file name (``ci.example.dev``), not ``J. Smith``."""
+_INSIDE_BREAK = re.compile(r"[\"|\t;,<(\[]|(?<=[^\W\d_]{3})\.\s")
+"""Where a name cannot go on: a field separator, or a full stop after a word (not after
+an initial or a title: ``J. Smith``, ``Dr. Baker``)."""
+_GLUED = regex.compile(r"-\p{L}+|['\u2019]\p{Lu}\p{L}*")
+"""A part glued to a name word: ``-won``, ``-Vázquez``, ``'Brien`` (never a possessive)."""
+_NEXT_WORD = regex.compile(r"[ ]([\p{L}'\u2019-]+)")
+_NEXT_PARTICLE = regex.compile(
+    "(?:[ ](?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + "))+(?=[ ])"
+)
+_PREVIOUS_WORD = regex.compile(r"([\p{L}'\u2019-]+)[ ]\Z")
+_SENTENCE_START = regex.compile(r"[.!?:;]\s*\Z")
+"""A sentence begins here: a capitalised word after it says nothing of a name."""
+_NAME_WORD = regex.compile(r"\p{Lu}\p{Ll}+(?:['\u2019-]\p{L}\p{Ll}*)*")
+_LABEL_BREAK = re.compile(r"\s[-\u2013]\s|[:=]\s")
+"""A label before a name inside one span (``Cardholder - Ana``, ``Owner: Ana``)."""
+_WORD_SPAN = re.compile(r"\S+")
+LEADING_NOT_NAMES = frozenset(
+    (
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "per",
+        "via",
+        "to",
+        "for",
+        "from",
+        "with",
+        "by",
+        "of",
+        "in",
+        "on",
+        "at",
+        "as",
+        "is",
+        "was",
+        "are",
+        "were",
+        "be",
+        "add",
+        "ask",
+        "call",
+        "email",
+        "mail",
+        "ping",
+        "tell",
+        "cc",
+        "bcc",
+        "dear",
+        "hi",
+        "hey",
+        "hello",
+        "thanks",
+        "thank",
+        "welcome",
+        "meet",
+        "invite",
+        "message",
+        "notify",
+        "please",
+        "ok",
+        "okay",
+        "so",
+        "then",
+        "also",
+    )
+)
+"""Words a model's PERSON span may start with that are not part of the name."""
 STRUCTURED_SCORE = 0.6
 """The score of a name found by the structure around it (a row, a label)."""
 EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
@@ -234,6 +305,7 @@ class Analyzer:
         self._entities = list(settings.all_entities())
         self._allow = list(settings.allow_list) or None
         self._tech = tech_names() if settings.tech_names else frozenset()
+        self._lead_stop = not_names() | ROLE_WORDS | LEADING_NOT_NAMES
         self._structured = (
             recognizers.StructuredNames(given_names(), tech_names() | ROLE_WORDS | not_names())
             if "PERSON" in settings.entities and settings.given_names
@@ -258,6 +330,8 @@ class Analyzer:
         for result in results:
             if result.entity_type in NER_ENTITIES:
                 result.start, result.end = _trimmed(text, result.start, result.end)
+                if result.entity_type == "PERSON":
+                    result.start, result.end = self._tidied(text, result.start, result.end)
                 if not self._plausible_name(text[result.start : result.end]):
                     continue
             if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
@@ -269,6 +343,60 @@ class Analyzer:
                     findings.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
         findings.sort(key=lambda f: (f.start, -f.end))
         return tuple(findings)
+
+    def _tidied(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """A model's PERSON span cut to the name: at a field separator or a sentence end
+        inside it (``Ana Lima","Storgatan``, ``Tevita Ratuva. Backup``), without a trailing
+        ``'s`` and without leading words that are not names (``Add Amy Stephens``,
+        ``Customer Joseph Gregory``), so the same name gets the same span everywhere."""
+        if (label := _LABEL_BREAK.search(text, start, end)) is not None:
+            start = label.end()  # "Cardholder - Henrike von Hohenberg": the name follows
+        if (cut := _INSIDE_BREAK.search(text, start, end)) is not None:
+            end = cut.start()
+        end -= 2 if text[start:end].endswith(("'s", "\u2019s")) else 0
+        words = list(_WORD_SPAN.finditer(text, start, end))
+        while len(words) > 1 and words[0].group().lower().strip(".") in self._lead_stop:
+            words.pop(0)
+        if words:
+            start = words[0].start()
+        start, end = _trimmed(text, start, end)
+        return self._grown(text, start, end, len(words))
+
+    def _grown(self, text: str, start: int, end: int, words: int) -> tuple[int, int]:
+        """The span over the rest of a name a model cut: a glued part (``Jae`` → ``Jae-won``,
+        ``Castro`` → ``Castro-Vázquez``), the word after a trailing particle (``Eilidh Ní``
+        → ``Eilidh Ní Mhurchú``), the surname after a lone given name, the family name
+        before a given name (``Duc Quang`` → ``Vu Duc Quang``) — only with capitalised
+        words that are not labels, places or technical names, never across a line."""
+        while (glued := _GLUED.match(text, end)) is not None:
+            end = glued.end()
+        last = text[start:end].rsplit(" ", 1)[-1].lower()
+        while (particle := _NEXT_PARTICLE.match(text, end)) is not None and (
+            (following := _NEXT_WORD.match(text, particle.end())) is not None
+            and self._name_word(following.group(1))
+        ):  # "Lieke" → "Lieke van den Broek"
+            end, last = following.end(), following.group(1).lower()
+        after = _NEXT_WORD.match(text, end)
+        extends = last in NAME_PARTICLES or words == 1
+        if after is not None and extends and self._name_word(after.group(1)):
+            end = after.end()
+        before = _PREVIOUS_WORD.search(text, 0, start)
+        if (
+            before is not None
+            and words <= 2
+            and self._name_word(before.group(1))
+            and not _SENTENCE_START.search(text, 0, before.start(1))
+        ):
+            start = before.start(1)
+        return start, end
+
+    def _name_word(self, word: str) -> bool:
+        lowered = word.lower()
+        return (
+            bool(_NAME_WORD.fullmatch(word))
+            and lowered not in self._lead_stop
+            and (lowered not in self._tech)
+        )
 
     def _plausible_name(self, value: str) -> bool:
         if _NAME_CODE.search(value) or _DOTTED.search(value) or value.upper() == value:

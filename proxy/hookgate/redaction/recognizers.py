@@ -373,6 +373,8 @@ class StructuredNames:
     * **An address's display name**: the capitalised words before ``<someone@host>``.
     * **A signature**: a line of two or three capitalised words right below a sign-off
       (``Regards,``, ``Thanks,``, ``Best,``, ...).
+    * **A transcript's speakers**: capitalised words before ``:`` at the start of a line
+      (after a time stamp or in brackets), when at least two lines of the text are so.
 
     A candidate with a word of ``stop`` (technical names, field labels, statuses, places,
     days: ``not_names.txt``) is not a name, nor is a one-word line unless it is a known
@@ -390,21 +392,36 @@ class StructuredNames:
     def find(self, text: str) -> list[tuple[int, int]]:
         """The ``(start, end)`` of every name the structure gives away, in order."""
         results: list[tuple[int, int]] = []
-        for pattern in (_LABELLED, _DISPLAY_NAME):
-            for match in pattern.finditer(text):
+        speakers = list(_SPEAKER.finditer(text))
+        patterns = [
+            _LABELLED.finditer(text),
+            _DISPLAY_NAME.finditer(text),
+            _ACTOR.finditer(text),
+            _ADDRESSEE.finditer(text),
+            _SLACK_SPEAKER.finditer(text),
+        ]
+        for matches in (*patterns, speakers if len(speakers) > 1 else ()):
+            for match in matches:
                 value = match.group("value").rstrip(".")
+                begin = match.start("value")
+                if (title := _TITLE.match(value)) is not None:  # "Dr. Ana Lima": the name
+                    value, begin = value[title.end() :], begin + title.end()
                 if self._name(value, words=(2, 4)):
-                    results.append((match.start("value"), match.start("value") + len(value)))
+                    results.append((begin, begin + len(value)))
         if "\n" not in text and not _ROW_MARK.search(text):
             return results
         lines = [(m.start(), m.group()) for m in _LINE.finditer(text)]
         for index, (start, line) in enumerate(lines):
             contact = bool(_CONTACT.search(line))
-            if contact and _DELIMITER.search(line):
-                for field in _FIELD.finditer(line):
-                    if self._name(field.group("value"), words=(2, 4)):
-                        begin = start + field.start("value")
-                        results.append((begin, begin + len(field["value"])))
+            fields = [f for f in _FIELD.finditer(line) if f.group("value")]
+            names = [f for f in fields if self._name(f.group("value"), words=(2, 4))]
+            # a row with a contact, or a list of at least two names ("A; B; C")
+            if (contact and _DELIMITER.search(line)) or (
+                len(names) > 1 and len(names) * 2 > len(fields)
+            ):
+                for field in names:
+                    begin = start + field.start("value")
+                    results.append((begin, begin + len(field["value"])))
             below = next((ln for _, ln in lines[index + 1 :] if ln.strip()), "")
             label = line.strip()
             after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
@@ -435,31 +452,81 @@ class StructuredNames:
         return len(named) > 1 or named[0].lower() in self._given
 
 
-_NAME_RUN = r"[A-Z\u00c0-\u00de][\w'\u2019.-]*(?:[ ]+(?:[A-Za-z\u00c0-\u00ff][\w'\u2019.-]*)){1,4}"
+_NAME_PART = (
+    r"(?:(?:\p{Ll}{1,2}['\u2019])?\p{Lu}\p{Ll}*(?:\p{Lu}\p{Ll}+)?(?:['\u2019-]\p{L}\p{Ll}*)*"
+    r"|\p{Lu}\.|(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr)\.)"
+)
+"""A word of a name in any Latin-script alphabet: ``Ana``, ``Đức``, ``O'Brien``,
+``d'Aubigny``, ``MacLeod``, ``García-López``, ``Ha-eun``, an initial ``J.``, a title ``Dr.``."""
+_TITLE = regex.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr)\.[ ]+")
+_PARTICLE = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
+_NAME_RUN = rf"{_NAME_PART}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_NAME_PART}){{1,3}}"
+"""Two to four capitalised words, name particles between them; nothing else."""
 _PERSON_LABELS = (
     "name|full name|customer|client|contact|patient|employee|owner|assignee|assigned to|"
     "reporter|requester|requested by|author|attn|attention|from|to|cc|signed|signed by|"
     "recipient|sender|guest|passenger|member|tenant|student|applicant|candidate|driver|"
-    "manager|approver|approved by|reviewer|reviewed by|submitted by|created by|user"
+    "manager|approver|approved by|reviewer|reviewed by|submitted by|created by|user|"
+    "cardholder|card holder|account holder|beneficiary|payee|holder|speaker|host|organizer"
 )
-_LABELLED = re.compile(
-    rf"(?:^|(?<=[\s,;|(\[]))(?i:{_PERSON_LABELS})[ ]*[:=][ ]*(?P<value>{_NAME_RUN})", re.M
+_NOT_PERSON_KEYS = (
+    "file|host|db|database|service|table|app|project|product|company|org|team|queue|topic|"
+    "bucket|cluster|node|pod|repo|branch|image|model|dataset|schema|column|field|metric|"
+    "plan|tier|domain|server|device|package|module|class|function|event|job|task|brand|city"
 )
-_DISPLAY_NAME = re.compile(rf"(?P<value>{_NAME_RUN})[ ]*<[^<>@\s]+@[^<>\s]+>")
-_SIGN_OFF = re.compile(
-    r"(?i:(?:best|kind|warm|many)?[ ]?(?:regards|wishes|thanks|thank you|sincerely|cheers|"
-    r"best|yours|respectfully|take care))[,.!]?"
+_LABELLED = regex.compile(
+    rf"(?:^|(?<=[\s,;|(\[{{]))[\"']?(?i:(?![\w-]*(?:{_NOT_PERSON_KEYS}))"
+    rf"[\w-]*?(?:{_PERSON_LABELS})[\w-]*)[\"']?[ ]*(?:[:=]|[ ][-\u2013][ ])[ ]*"
+    rf"[\"'\[]?(?P<value>{_NAME_RUN})",
+    regex.M,
+)
+"""A value after a label or key that names a person (``Owner:``, ``"fullName":``,
+``customer_name =``), not after one that names a thing (``hostname:``, ``file_name``)."""
+_ACTOR = regex.compile(
+    rf"(?P<value>{_NAME_RUN})[ ]+(?:says|said|wrote|writes|confirmed|confirms|reported|"
+    r"reports|asked|asks|mentioned|replied|approved|signed|noted|added|explained|called|"
+    r"emailed|messaged|requested|told|thinks|suggested|agreed|took over|joined|left)\b"
+)
+"""A name doing what people do (``Oğuz Demir says ...``), where a model misses it at the
+start of a sentence."""
+_ADDRESSEE = regex.compile(
+    rf"\b(?:to|with|cc|from|by|ask|tell|ping|thank|thanks|met|meet|assign(?:ed)? it to)"
+    rf"[ ]+(?P<value>{_NAME_RUN})(?=[ ]+(?:in copy|in cc|and|about|for|at|on)\b|[,.;:!?)]|$)",
+    regex.M,
+)
+"""A name someone writes to, copies or meets (``with Iosefa Fifita in copy``)."""
+_SLACK_SPEAKER = regex.compile(
+    rf"^[ \t]*(?P<value>{_NAME_RUN})[ \t]{{2,}}\d{{1,2}}:\d{{2}}(?:[ ]?[AP]M)?[ \t]*$",
+    regex.M,
+)
+"""A chat export's speaker line: a name, then the time (``Nusrat Iyer  19:17``)."""
+_DISPLAY_NAME = regex.compile(rf"(?P<value>{_NAME_RUN})[\"']?[ ]*<[^<>@\s]+@[^<>\s]+>")
+_SPEAKER = regex.compile(
+    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*[\[<]?(?P<value>{_NAME_RUN})[\]>]?[ ]?:[ ]",
+    regex.M,
+)
+"""A chat transcript's speaker (``[07:10] Ana Lima: ...``, ``<Ana Lima>: ...``)."""
+_SIGN_OFF = regex.compile(
+    r"(?i:(?:best|kind|warm|many|all the)?[ ]?(?:regards|wishes|thanks|thank you|sincerely|"
+    r"cheers|best|yours|yours truly|respectfully|take care|obrigad[oa]|gracias|saludos|"
+    r"un saludo|atentamente|cordialement|bien à vous|merci|danke|viele grüße|grüße|"
+    r"mit freundlichen grüßen|lg|groetjes|met vriendelijke groet|groeten|pozdrawiam|"
+    r"pozdrav|s pozdravem|hälsningar|med vänlig hälsning|hilsen|med vennlig hilsen|"
+    r"mvh|tack|kiitos|terveisin|saluti|cordiali saluti|grazie|atenciosamente|abraços|"
+    r"terima kasih|salam|shukran|teşekkürler|sayg\u0131lar\u0131mla|спасибо|arigato|cảm ơn|"
+    r"salamat|ngā mihi|mahalo|asante|baie dankie|cheers mate|ta))[,.!]?"
 )
 _LINE = re.compile(r"[^\n]+")
 _ROW_MARK = re.compile(r"[,;|/\t]")
 _DELIMITER = re.compile(r"[,;|\t]|\s/\s")
-_FIELD = re.compile(r"(?:^|[,;|\t]|\s/\s)\s*\"?(?P<value>[^,;|\t/\"]+?)\"?\s*(?=$|[,;|\t]|\s/\s)")
+_FIELD = regex.compile(
+    r"(?:^|[,;|\t]|\s/\s)\s*(?:[*\u2022-]\s+|\d{1,3}[.)]\s+)?(?:[\w ]{1,30}:\s*)?\"?"
+    r"(?P<value>[^,;|\t/\":]+?)\"?\s*(?=$|[,;|\t]|\s/\s)"
+)
+"""One field of a row (a bullet, a number or a short ``Label:`` before it set aside)."""
 _CONTACT = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])\+?\(?\d[\d ().-]{6,}\d(?![\w.])")
 _STREET_LINE = re.compile(rf"{_STREET}|{_CITY_LINE}")
-_NAME_WORD = re.compile(
-    r"[A-Z\u00c0-\u00de][a-z\u00df-\u00ff'\u2019-]*[a-z\u00df-\u00ff]\.?|[A-Z]\."
-)
-"""A capitalised word of a name (``Ana``, ``O'Brien``, ``García-López``) or an initial."""
+_NAME_WORD = regex.compile(_NAME_PART)
 
 
 _EMAIL_LOCAL = re.compile(r"([\w.'-]+)@\w")

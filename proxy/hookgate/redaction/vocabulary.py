@@ -10,8 +10,8 @@ from functools import cache
 from importlib import resources
 
 _PARTICLES = (
-    "da de del della der di do dos das du van von den la le bin ibn al el ter ten y e mac ní "
-    "nic ó ui"
+    "da de del della der di do dos das du van von den la le los las des bin bint ibn abu al el "
+    "ter ten te zu af av y e mac ní nic ó ui"
 )
 NAME_PARTICLES = frozenset(_PARTICLES.split())
 """Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
