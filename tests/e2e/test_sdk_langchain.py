@@ -19,7 +19,7 @@ from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
-from tests.otlp import OtlpReceiver
+from tests.otlp import OtlpReceiver, ReceivedSpan
 from tests.sdk.harness import GUARD, SECRET, assert_joined_trace, make_gate, traced_proxy, tracing
 
 PII = f"  - pii: {{secret: '{SECRET}'}}\n"
@@ -149,10 +149,16 @@ async def test_a_denied_tool_is_never_offered_and_one_trace(
     assert calls == []
     assert "tools" not in upstream.requests[0].json()  # get_weather was never offered
     assert final_text(state) == "Hello from the fake upstream."
-    spans = receiver.wait_until(lambda s: any(x.name.startswith("invoke_agent") for x in s))
+
+    def joined(spans: list[ReceivedSpan]) -> bool:  # two exporters: either may come first
+        replies = [x for x in spans if x.name == "invoke_agent assistant"]
+        return any(x.name.startswith("chat ") and x.trace_id == replies[0].trace_id
+                   for x in spans) if replies else False  # fmt: skip
+
+    spans = receiver.wait_until(joined)
     (reply,) = [s for s in spans if s.name == "invoke_agent assistant"]
     proxied = [s for s in spans if s.name.startswith("chat ") and s.trace_id == reply.trace_id]
-    assert proxied and proxied[0].attributes["gen_ai.conversation.id"] == "s-1"
+    assert proxied[0].attributes["gen_ai.conversation.id"] == "s-1"
 
 
 def test_a_spent_budget_wraps_the_reply_up_in_a_sync_run(
