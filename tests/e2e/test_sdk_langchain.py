@@ -186,3 +186,22 @@ async def test_sdk_and_proxy_together_redact_once_and_join_one_trace(
     await gate.aclose()
     assert_tool_result_redacted_and_answer_restored(upstream, final_text(state))
     assert_joined_trace(receiver, "get_weather", model_calls=2)
+
+
+async def test_sdk_alone_traces_each_model_call_under_the_reply(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, tracing(receiver))
+    await agent_with(gate, upstream.base_url, []).ainvoke(question())
+    await gate.aclose()
+    spans = receiver.wait_until(
+        lambda s: (
+            sum(x.name.startswith("chat ") for x in s) >= 2
+            and any(x.name == "invoke_agent assistant" for x in s)
+        )
+    )
+    (reply,) = [s for s in spans if s.name == "invoke_agent assistant"]
+    chats = [s for s in spans if s.name == "chat gpt-4.1-mini"]
+    assert len(chats) == 2 and {s.parent_span_id for s in chats} == {reply.span_id}
+    assert [s.attributes["gen_ai.usage.input_tokens"] for s in chats] == [10, 10]
+    assert [s.attributes["gen_ai.usage.output_tokens"] for s in chats] == [5, 5]

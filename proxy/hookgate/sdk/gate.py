@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -31,15 +32,17 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from hookgate.errors import HookgateError, error_type
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
+from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store
 from hookgate.wire import prompts
-from hookgate.wire.usage import Usage
+from hookgate.wire.usage import Usage, facts_of
 
 log = logging.getLogger("hookgate")
 
@@ -300,10 +303,29 @@ class Gate:
         if ctx.reply is not None and ctx.reply.wrap_up and call.api == "chat.completions":
             call = call.with_body(_wrapped_up(call, ctx.reply.wrap_up))
         token = self._model_terminal.set(terminal)
+        outcome = Outcome(status=500, stream=False, target=None)
+        started = time.perf_counter()
         try:
-            return await self._pipeline.run(call, ctx)
+            response = await self._pipeline.run(call, ctx)
+        except HookgateError as exc:
+            outcome.status, outcome.error_type = exc.status, error_type(exc)
+            outcome.error_message = exc.message
+            raise
+        except BaseException as exc:
+            outcome.error_type = error_type(exc)
+            raise
+        else:
+            outcome.status, outcome.target = response.status, response.target.label(call.model)
+            if response.payload is not None:
+                facts = facts_of(call.api, response.body)
+                outcome.usage, outcome.response_id = facts.usage, facts.response_id
+                outcome.response_model = facts.response_model
+                outcome.finish_reasons = tuple(facts.finish_reasons)
+            return response
         finally:
             self._model_terminal.reset(token)
+            outcome.duration_s = time.perf_counter() - started
+            _finished(ctx, outcome)
 
     def model_context(
         self, api: str = "chat.completions", reply: ReplyContext | None = None
@@ -369,6 +391,17 @@ class Gate:
         if self._store is not None:
             await self._store.close()
         self.sync.close()
+
+
+def _finished(ctx: Context, outcome: Outcome) -> None:
+    """Hand an in-process model call's outcome to its finish callbacks (the tracing policy
+    ends the call's span there), as the server does for a proxied one. Telemetry never
+    fails the call: a callback's error is logged."""
+    for callback in ctx.observation.on_finish:
+        try:
+            callback(outcome)
+        except Exception:
+            log.exception("a finish callback failed (model call %s)", ctx.request_id)
 
 
 def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:

@@ -85,12 +85,24 @@ def _keep_identity(original: BaseMessage, fresh: BaseMessage) -> BaseMessage:
 def completion(message: AIMessage, model: str) -> dict[str, Any]:
     """The model's answer as a chat completion (for ``on_response``)."""
     shaped = convert_to_openai_messages(message)
-    return {
+    completion: dict[str, Any] = {
         "id": message.id or "langchain",
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": shaped, "finish_reason": "stop"}],
     }
+    meta = message.usage_metadata
+    if meta:  # what the model reported, for the model call's span and metrics
+        cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
+        reasoning = (meta.get("output_token_details") or {}).get("reasoning") or 0
+        completion["usage"] = {
+            "prompt_tokens": meta.get("input_tokens", 0),
+            "completion_tokens": meta.get("output_tokens", 0),
+            "total_tokens": meta.get("total_tokens", 0),
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        }
+    return completion
 
 
 def restored(message: AIMessage, body: Mapping[str, Any]) -> AIMessage:
