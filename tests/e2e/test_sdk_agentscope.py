@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent, ReActConfig
 from agentscope.credential import OpenAICredential
+from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
 from agentscope.message import UserMsg
 from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
+from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate, http_client
 from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
@@ -24,6 +26,7 @@ from tests.sdk.harness import (
     GUARD,
     PII_AND_BUDGET,
     REFUSAL,
+    SECRET,
     assert_joined_trace,
     assert_redacted_and_wrapped_up,
     assert_refused,
@@ -110,4 +113,30 @@ async def test_every_entry_point_is_one_governed_reply(
     assert gate._open == {}  # the reply closed where AgentScope's ended
     replies = {r.headers["x-hookgate-reply-id"] for r in upstream.requests}
     assert len(replies) == 1
-    assert answer.get_text_content()
+    text = answer.get_text_content()
+    assert "Siobhan O'Brien" in text and "siobhan@example.org" in text  # the model read
+    assert not PATTERN.search(text)  # placeholders; the user reads the values
+
+
+async def test_a_streamed_answer_never_shows_a_placeholder(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
+    agent, model = make_agent(gate, upstream.base_url, [], True)
+    try:
+        events = [
+            e
+            async for e in agent.reply_stream(
+                UserMsg(name="user", content="Weather in Paris?"), yield_final_msg=True
+            )
+        ]
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    assert PATTERN.search(upstream.requests[1].body.decode())  # the model read placeholders
+    deltas = "".join(e.delta for e in events if isinstance(e, TextBlockDeltaEvent))
+    ends = "".join(e.text for e in events if isinstance(e, TextBlockEndEvent))
+    final = events[-1].get_text_content()
+    for text in (deltas, ends, final):
+        assert "Siobhan O'Brien" in text and "siobhan@example.org" in text
+        assert not PATTERN.search(text)

@@ -42,6 +42,7 @@ from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store
 from hookgate.wire import prompts
+from hookgate.wire.deltas import StreamTransform
 from hookgate.wire.usage import Usage, facts_of
 
 log = logging.getLogger("hookgate")
@@ -359,6 +360,13 @@ class Gate:
         finally:
             CURRENT.reset(token)
             LOOP.reset(loop)
+
+    def answer_transform(self, reply: ReplyContext) -> StreamTransform | None:
+        """The response policies' transform for text a reply hands its user outside a model
+        call this gate ran (a framework's own answer events): ``pii`` restores the values
+        behind the placeholders the reply's tool results were given. None when no policy
+        transforms responses."""
+        return self._pipeline.stream_transform(self.model_context(reply=reply))
 
     def system_prompt(self, prompt: str, ctx: Context | None = None) -> Awaitable[str]:
         """Run the ``on_system_prompt`` chain in-process (for adapters of frameworks that

@@ -15,7 +15,10 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   and close when its event stream ends (with the final message), whichever entry point
   drives it — ``reply`` or ``reply_stream``. The reply is current for
   the stream's task, so the reply's headers reach the model through
-  :func:`hookgate.sdk.http_client`; the session is the agent state's ``session_id``;
+  :func:`hookgate.sdk.http_client`; the session is the agent state's ``session_id``. The
+  user's side of the stream (text deltas, block ends, the final message) goes through the
+  response policies' transform, so a placeholder a tool result was given never reaches the
+  user;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
 * ``on_system_prompt`` → the ``on_system_prompt`` chain, plus the wrap-up message;
@@ -31,9 +34,10 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
 from agentscope.message import Msg, TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
@@ -41,6 +45,7 @@ from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.gate import CURRENT, Gate, reply_now
+from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
 
 
@@ -63,11 +68,13 @@ class HookgateMiddleware(MiddlewareBase):
         )
         token = CURRENT.set(ctx)
         final = None
+        answer = _Answer(lambda: self.gate.answer_transform(ctx))
         try:
-            async for item in next_handler(**input_kwargs):
-                if isinstance(item, Msg):
-                    final = item
-                yield item
+            async for event in next_handler(**input_kwargs):
+                for item in answer.restored(event):
+                    if isinstance(item, Msg):
+                        final = item
+                    yield item
         except BaseException as exc:  # the layers see it (a consumer that left, too)
             await self.gate.close_reply(ctx.reply_id, error=exc)
             raise
@@ -153,6 +160,57 @@ def _text(response: ToolResponse) -> str:
 def _usage(response: ChatResponse | None) -> Usage | None:
     usage = response.usage if response is not None else None
     return None if usage is None else Usage(usage.input_tokens, usage.output_tokens)
+
+
+class _Answer:
+    """The user's side of a reply's events: text deltas, block ends and the final message
+    with the response policies' transform applied (``pii`` restores values the reply's tool
+    results were given as placeholders), so the user never reads a placeholder. A transform
+    is made per text block, when the block starts: it knows every value found so far."""
+
+    def __init__(self, transform: Callable[[], StreamTransform | None]) -> None:
+        self._make = transform
+        self._blocks: dict[str, tuple[StreamTransform | None, list[str]]] = {}
+
+    def restored(self, item: Any) -> list[Any]:
+        if isinstance(item, TextBlockDeltaEvent):
+            transform, sent = self._block(item.block_id)
+            if transform is None:
+                return [item]
+            sent.append(transform.delta(_KEY, item.delta))
+            return [item.model_copy(update={"delta": sent[-1]})]
+        if isinstance(item, TextBlockEndEvent):
+            transform, sent = self._blocks.pop(item.block_id, (None, []))
+            if transform is None:
+                return [item]
+            held = transform.end(_KEY)
+            out: list[Any] = []
+            if held:
+                out.append(TextBlockDeltaEvent(
+                    reply_id=item.reply_id, block_id=item.block_id, delta=held
+                ))  # fmt: skip
+            return [*out, item.model_copy(update={"text": "".join(sent) + held})]
+        if isinstance(item, Msg) and isinstance(item.content, list):
+            blocks = [self._restored_block(b) for b in item.content]
+            if any(new is not old for new, old in zip(blocks, item.content, strict=True)):
+                return [item.model_copy(update={"content": blocks})]
+        return [item]
+
+    def _block(self, block_id: str) -> tuple[StreamTransform | None, list[str]]:
+        if block_id not in self._blocks:
+            self._blocks[block_id] = (self._make(), [])
+        return self._blocks[block_id]
+
+    def _restored_block(self, block: Any) -> Any:
+        transform = self._make() if isinstance(block, TextBlock) else None
+        if transform is None:
+            return block
+        text = transform.delta(_KEY, block.text) + transform.end(_KEY)
+        return block if text == block.text else block.model_copy(update={"text": text})
+
+
+_KEY = DeltaKey("text", 0)
+"""Each transform sees one text, so one key."""
 
 
 def _reset(token: contextvars.Token[ReplyContext | None], ctx: ReplyContext) -> None:
