@@ -205,3 +205,20 @@ async def test_sdk_alone_traces_each_model_call_under_the_reply(
     assert len(chats) == 2 and {s.parent_span_id for s in chats} == {reply.span_id}
     assert [s.attributes["gen_ai.usage.input_tokens"] for s in chats] == [10, 10]
     assert [s.attributes["gen_ai.usage.output_tokens"] for s in chats] == [5, 5]
+
+
+def test_the_messages_stream_never_shows_a_placeholder(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``stream_mode="messages"``: the tokens a user sees carry the values, not the
+    placeholders the model read."""
+    gate = make_gate(tmp_path, upstream, PII)
+    agent = agent_with(gate, upstream.base_url, [])
+    chunks = list(agent.stream(question(), stream_mode="messages"))
+    asyncio.run(gate.aclose())
+    assert PATTERN.search(upstream.requests[1].body.decode())  # the model read placeholders
+    said = "".join(
+        str(message.content) for message, meta in chunks if meta.get("langgraph_node") == "model"
+    )
+    assert "Siobhan O'Brien" in said and "siobhan@example.org" in said
+    assert not PATTERN.search(said)

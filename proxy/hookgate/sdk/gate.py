@@ -361,6 +361,11 @@ class Gate:
             CURRENT.reset(token)
             LOOP.reset(loop)
 
+    def response_transform(self, ctx: Context) -> StreamTransform | None:
+        """The response policies' transform for the model call of ``ctx`` (None when no
+        policy would change its answer, e.g. ``pii`` with nothing to restore)."""
+        return self._pipeline.stream_transform(ctx)
+
     def answer_transform(self, reply: ReplyContext) -> StreamTransform | None:
         """The response policies' transform for text a reply hands its user outside a model
         call this gate ran (a framework's own answer events): ``pii`` restores the values

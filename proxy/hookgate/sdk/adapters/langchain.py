@@ -26,7 +26,9 @@ outermost wrapper):
   its instruction and ``tool_choice: none``), LangChain's model answers as the terminal,
   and its answer goes through ``on_response`` (placeholders restored in the text and the
   tool-call arguments). The reply's headers ride along (``extra_headers``: a proxy in the
-  path joins the trace and sees the reply). After the call ``should_stop_after_turn``
+  path joins the trace and sees the reply). When the answer has placeholders to restore,
+  the model call is tagged ``nostream``: ``stream_mode="messages"`` then shows the
+  restored message, never the model's own tokens. After the call ``should_stop_after_turn``
   with the reported usage: a stopped reply's last answer is final (tool calls it asked for
   are dropped), so the agent ends.
 
@@ -41,8 +43,10 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
 from langgraph.config import get_config
+from langgraph.constants import TAG_NOSTREAM
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
@@ -140,7 +144,7 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             body["tool_choice"] = request.tool_choice
         answers: list[ModelResponse] = []
 
-        async def terminal(call: ModelCall, _: Context) -> GateResponse:
+        async def terminal(call: ModelCall, call_ctx: Context) -> GateResponse:
             sent = call.body
             system, messages = wire.langchain_messages(sent["messages"], originals, before)
             changes: dict[str, Any] = {
@@ -148,6 +152,13 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
                 "messages": messages,
                 "model_settings": {**request.model_settings, "extra_headers": ctx.headers()},
             }
+            chat_model = request.model
+            if self.gate.response_transform(call_ctx) is not None and isinstance(
+                chat_model, BaseChatModel
+            ):  # the model's own tokens would show the user what the answer hooks restore:
+                # LangGraph streams none of them ("nostream"), and the restored message whole
+                tags = [*(chat_model.tags or []), TAG_NOSTREAM]
+                changes["model"] = chat_model.model_copy(update={"tags": tags})
             if request.tools:
                 offered = {wire.tool_name(t) for t in sent.get("tools") or ()}
                 changes["tools"] = [t for t in request.tools if wire.tool_name(t) in offered]
