@@ -11,7 +11,7 @@ from cubeloop.providers.openai import OpenAIProvider
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
-from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload, prompt
+from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -66,8 +66,9 @@ async def test_blocked_tool_and_one_trace(
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
-    await prompt(gate, agent, "Weather in Paris?", session_id="s-1")
+    await agent.prompt("Weather in Paris?")
     await gate.aclose()
+    assert gate._open == {}  # the run's reply closed in on_run_end
     assert calls == []
     assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL
     assert final_text(agent) == f"The tool said: {REFUSAL}"
@@ -80,7 +81,7 @@ async def test_tool_result_redacted_and_budget_wraps_up(
     gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
     agent = agent_with(gate, make_proxy(), calls)
-    await prompt(gate, agent, "Weather in Paris?")
+    await agent.prompt("Weather in Paris?")
     await gate.aclose()
     assert calls == ["Paris"]
     second = upstream.requests[1].json()
@@ -88,4 +89,16 @@ async def test_tool_result_redacted_and_budget_wraps_up(
     assert "Siobhan" not in tool_message and len(PATTERN.findall(tool_message)) == 2
     assert second["tool_choice"] == "none"  # turn 1 spent the budget: wrap up
     assert "budget for this reply is spent" in second["messages"][0]["content"]
-    assert PATTERN.search(final_text(agent))
+    assert PATTERN.search(final_text(agent))  # cubeloop's own state keeps what the model wrote
+
+
+async def test_two_runs_are_two_replies(upstream: FakeUpstream, tmp_path: Path) -> None:
+    gate = make_gate(tmp_path, upstream, "  - reply_budget: {tokens: 20}\n")
+    agent = agent_with(gate, upstream.base_url, [])  # SDK only: the headers reach it
+    await agent.prompt("Weather in Paris?")
+    await agent.prompt("Weather in Rome?")
+    await gate.aclose()
+    replies = [r.headers["x-hookgate-reply-id"] for r in upstream.requests]
+    assert len(set(replies)) == 2 and replies[0] == replies[1] != replies[-1]
+    # each run had its own budget: both were told to wrap up after their first turn
+    assert sum(r.json().get("tool_choice") == "none" for r in upstream.requests) == 2

@@ -2,15 +2,17 @@
 
 ::
 
-    from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload, prompt
+    from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload
 
     agent = Agent(model=..., tools=[...], middleware=[HookgateMiddleware(gate)],
                   on_payload=on_payload)
-    await prompt(gate, agent, "What's the weather in Paris?", session_id="s-1")
+    await agent.prompt("What's the weather in Paris?")
 
 Mapping (cubeloop composes its middleware in list order; put hookgate first):
 
-* a reply is one ``agent.prompt``: :func:`prompt` runs it inside ``on_reply``;
+* a reply is one cubeloop run (its ``run_id``): the gate's ``on_reply`` layers open at the
+  run's first model call and close in ``on_run_end``; the reply is current for the run's
+  task, so :func:`on_payload` finds it;
 * ``before_tool_call`` + ``after_tool_call`` → one ``on_tool_call`` onion (split in its two
   halves): a refusal blocks the call with the reason the model reads, rewritten arguments
   become ``edited_args``, a rewritten result replaces the tool's content;
@@ -38,26 +40,8 @@ from cubeloop.agent.types import (
 )
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.sdk.gate import Gate, Split, current_reply, reply_now
+from hookgate.sdk.gate import CURRENT, Gate, Split, current_reply
 from hookgate.wire.usage import Usage
-
-
-async def prompt(
-    gate: Gate,
-    agent: Any,
-    message: Any,
-    *,
-    session_id: str | None = None,
-    agent_name: str | None = None,
-    **kwargs: Any,
-) -> Any:
-    """``agent.prompt(message, **kwargs)`` as one reply (named ``agent_name`` in traces)."""
-    return await gate.run_reply(
-        lambda: agent.prompt(message, **kwargs),
-        agent=agent_name,
-        input=message,
-        session_id=session_id,
-    )
 
 
 def on_payload(payload: dict[str, Any], model: Any) -> dict[str, Any]:
@@ -74,15 +58,37 @@ def on_payload(payload: dict[str, Any], model: Any) -> dict[str, Any]:
 class HookgateMiddleware(Middleware):
     """See the module docstring."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: Gate, *, agent: str | None = None) -> None:
         self.gate = gate
+        self.agent = agent
+        self._runs: dict[str | None, str] = {}
+        """cubeloop run id → the gate's reply id."""
         self._tools: dict[tuple[str, str], Split[ToolCall, ToolResult]] = {}
+
+    async def _reply(self, ctx: AgentContext) -> ReplyContext:
+        """The reply of the run ``ctx`` belongs to, opened at the run's first model call
+        and made current for the run's task (:func:`on_payload` reads it there)."""
+        reply = self.gate.reply_of(self._runs.get(ctx.run_id))
+        if reply is None:
+            reply = await self.gate.open_reply(agent=self.agent)
+            self._runs[ctx.run_id] = reply.reply_id
+        CURRENT.set(reply)
+        return reply
+
+    async def on_run_end(self, ctx: AgentContext, *, signal: Any = None) -> None:
+        reply_id = self._runs.pop(ctx.run_id, None)
+        if reply_id is not None:
+            await self.gate.close_reply(reply_id, ctx.messages[-1] if ctx.messages else None)
+            if (current := CURRENT.get()) is not None and current.reply_id == reply_id:
+                CURRENT.set(None)
 
     async def transform_system_prompt(
         self, system_prompt: str, *, ctx: AgentContext, signal: Any = None
     ) -> str:
-        reply = _reply()
-        prompt: str = await self.gate.system_prompt(system_prompt)
+        reply = await self._reply(ctx)
+        prompt: str = await self.gate.system_prompt(
+            system_prompt, self.gate.model_context(reply=reply)
+        )
         if reply.wrap_up:
             prompt = f"{prompt}\n\n{reply.wrap_up}"
         return prompt
@@ -90,7 +96,7 @@ class HookgateMiddleware(Middleware):
     async def before_tool_call(
         self, ctx: BeforeToolCallContext, *, signal: Any = None
     ) -> BeforeToolCallResult | None:
-        reply = _reply()
+        reply = await self._reply(ctx.context)
         raw = ctx.tool_call
         split = await self.gate.begin_tool(ToolCall(raw.name, dict(raw.arguments), raw.id), reply)
         if split.short_circuited:
@@ -103,7 +109,8 @@ class HookgateMiddleware(Middleware):
     async def after_tool_call(
         self, ctx: AfterToolCallContext, *, signal: Any = None
     ) -> AfterToolCallResult | None:
-        split = self._tools.pop((_reply().reply_id, ctx.tool_call.id), None)
+        reply = await self._reply(ctx.context)
+        split = self._tools.pop((reply.reply_id, ctx.tool_call.id), None)
         if split is None:
             return None
         text = "".join(getattr(c, "text", "") for c in ctx.result.content)
@@ -120,8 +127,4 @@ class HookgateMiddleware(Middleware):
         usage = turn_ctx.message.usage
         turn = None if usage is None else Usage(usage.input_tokens, usage.output_tokens,
                                                  usage.cache_read_tokens)  # fmt: skip
-        return await self.gate.after_turn(turn, _reply())
-
-
-def _reply() -> ReplyContext:
-    return reply_now("hookgate.sdk.adapters.cubeloop.prompt")
+        return await self.gate.after_turn(turn, await self._reply(turn_ctx.context))
