@@ -10,9 +10,12 @@ Mapping:
 
 * a reply is one ``Runner.run``: :func:`run` runs it inside ``on_reply``
   (:func:`run_streamed` likewise for ``Runner.run_streamed``; the reply ends with its stream);
-* every ``FunctionTool`` of the agent is wrapped (``on_invoke_tool``) in ``on_tool_call``:
-  a refusal is the tool's output, so the model reads the reason; rewritten arguments and
-  results pass through;
+* every ``FunctionTool`` of every agent the run can reach (the starting agent, its handoff
+  targets and theirs; an agent used as a tool is governed as that tool, its own tools are
+  not yet) is wrapped (``on_invoke_tool``) in
+  ``on_tool_call``: a refusal is the tool's output, so the model reads the reason;
+  rewritten arguments and results pass through. Every MCP server of those agents is
+  wrapped too: its ``call_tool`` runs through ``on_tool_call``;
 * ``RunHooks.on_llm_end`` → :meth:`Gate.after_turn` with the response's usage; a reply a
   policy stops ends with :class:`StoppedReply` (the last answer, no further tool calls);
 * ``RunConfig.call_model_input_filter`` → the ``on_system_prompt`` chain on the
@@ -35,8 +38,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, FunctionTool, ModelSettings, RunConfig, RunHooks, Runner
+from agents import Agent, FunctionTool, Handoff, ModelSettings, RunConfig, RunHooks, Runner
 from agents.run_config import CallModelData, ModelInputData
+from mcp.types import CallToolResult, TextContent
 
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.gate import Gate, Split, reply_now
@@ -139,8 +143,76 @@ def _governed_run(
         model_settings=dataclasses.replace(settings, extra_headers=ctx.headers()),
         call_model_input_filter=_InputFilter(gate, config),
     )
-    governed = agent.clone(tools=[_governed(gate, t) for t in agent.tools], reset_tool_choice=False)
-    return governed, config
+    return _GovernedGraph(gate).agent(agent), config
+
+
+class _GovernedGraph:
+    """Clones of every agent a run can reach — handoff targets, their handoffs, cycles
+    included — with every function tool and MCP server governed, made once per run."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self._made: dict[int, Agent[Any]] = {}
+
+    def agent(self, agent: Agent[Any]) -> Agent[Any]:
+        made = self._made.get(id(agent))
+        if made is not None:
+            return made
+        governed = agent.clone(
+            tools=[_governed(self.gate, t) for t in agent.tools],
+            mcp_servers=[_GovernedServer(self.gate, s) for s in agent.mcp_servers],
+            reset_tool_choice=False,
+        )
+        self._made[id(agent)] = governed  # before the handoffs: a cycle finds it
+        governed.handoffs = [self._handoff(h) for h in agent.handoffs]
+        return governed
+
+    def _handoff(self, target: Any) -> Any:
+        if isinstance(target, Agent):
+            return self.agent(target)
+        if isinstance(target, Handoff):
+            invoke = target.on_invoke_handoff
+
+            async def on_invoke_handoff(context: Any, arguments: str) -> Agent[Any]:
+                return self.agent(await invoke(context, arguments))
+
+            return dataclasses.replace(target, on_invoke_handoff=on_invoke_handoff)
+        return target
+
+
+class _GovernedServer:
+    """An MCP server whose tool calls run through ``on_tool_call`` (everything else is
+    the server's own)."""
+
+    def __init__(self, gate: Gate, server: Any) -> None:
+        self._gate = gate
+        self._server = server
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+    async def call_tool(
+        self, tool_name: str, arguments: dict[str, Any] | None, meta: Any = None
+    ) -> Any:
+        call = ToolCall(tool_name, dict(arguments or {}), None)
+        answers: list[Any] = []
+
+        async def execute(call: ToolCall) -> ToolResult:
+            kwargs = {} if meta is None else {"meta": meta}
+            answer = await self._server.call_tool(call.name, dict(call.arguments), **kwargs)
+            answers.append(answer)
+            return ToolResult(_mcp_text(answer), error=bool(getattr(answer, "isError", False)))
+
+        result = await self._gate.tool(call, execute)
+        if answers and result.content == _mcp_text(answers[-1]) and not result.blocked:
+            return answers[-1]  # unchanged: the server's own result, structured parts intact
+        return CallToolResult(
+            content=[TextContent(type="text", text=result.content)], isError=result.error
+        )
+
+
+def _mcp_text(answer: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in getattr(answer, "content", None) or [])
 
 
 class _InputFilter:
