@@ -71,6 +71,14 @@ def upstream(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
     loop_thread.run(fake.server.stop())
 
 
+@pytest.fixture
+def backup(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
+    """A second fake upstream (a fallback target, another provider)."""
+    fake = loop_thread.run(_make_fake())
+    yield fake
+    loop_thread.run(fake.server.stop())
+
+
 async def _make_fake() -> FakeUpstream:
     fake = FakeUpstream()
     await fake.server.start()

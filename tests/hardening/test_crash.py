@@ -49,6 +49,40 @@ def _admin(base: str, method: str, path: str, **kwargs: object) -> httpx.Respons
     return httpx.request(method, f"{base}/admin{path}", headers=headers, timeout=10, **kwargs)  # type: ignore[arg-type]
 
 
+def _kill_under_load(
+    process: subprocess.Popen[str], url: str, key: str, *, clients: int, answers: int
+) -> tuple[list[float], float]:
+    """``clients`` threads send requests until ``answers`` completed, then ``kill -9``.
+
+    Returns when each answer completed and when the proxy was killed (monotonic times)."""
+    completed: list[float] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        with openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0) as client:
+            while not stop.is_set():
+                try:
+                    client.chat.completions.create(model="m", messages=[], max_tokens=5)
+                except (openai.APIError, openai.APIConnectionError):
+                    return
+                completed.append(time.monotonic())
+
+    threads = [threading.Thread(target=load) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    while len(completed) < answers:
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    process.wait(10)
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert process.stderr is not None
+    process.stderr.close()
+    return completed, killed
+
+
 def test_kill_9_keeps_keys_spend_and_audit(
     store: str, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
@@ -65,31 +99,7 @@ def test_kill_9_keeps_keys_spend_and_audit(
     live, revoked = keys[0], keys[1]
     assert _admin(url, "DELETE", f"/keys/{revoked['id']}").status_code == 200
 
-    completed: list[float] = []
-    stop = threading.Event()
-
-    def load() -> None:
-        with openai.OpenAI(base_url=f"{url}/v1", api_key=live["key"], max_retries=0) as client:
-            while not stop.is_set():
-                try:
-                    client.chat.completions.create(model="m", messages=[], max_tokens=5)
-                except (openai.APIError, openai.APIConnectionError):
-                    return
-                completed.append(time.monotonic())
-
-    threads = [threading.Thread(target=load) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    while len(completed) < 60:
-        time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    killed = time.monotonic()
-    process.wait(10)
-    stop.set()
-    for thread in threads:
-        thread.join(10)
-    assert process.stderr is not None
-    process.stderr.close()
+    completed, killed = _kill_under_load(process, url, live["key"], clients=8, answers=60)
     safe = sum(1 for t in completed if t < killed - AUDIT_WINDOW_S)
 
     process, url, _ = start_serve("--config", str(config))
@@ -149,30 +159,7 @@ def test_spend_reports_agree_with_the_ledger_after_a_kill(
         models='  "*": [{provider: up, model: fixed-model}]',
     ))  # fmt: skip
     process, url, _ = start_serve("--config", str(config))
-    completed: list[float] = []
-    stop = threading.Event()
-
-    def load() -> None:
-        with openai.OpenAI(base_url=f"{url}/v1", api_key="sk-any", max_retries=0) as client:
-            while not stop.is_set():
-                try:
-                    client.chat.completions.create(model="m", messages=[], max_tokens=5)
-                except (openai.APIError, openai.APIConnectionError):
-                    return
-                completed.append(time.monotonic())
-
-    threads = [threading.Thread(target=load) for _ in range(16)]
-    for thread in threads:
-        thread.start()
-    while len(completed) < 40 + 20 * round_:
-        time.sleep(0.002)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
-    stop.set()
-    for thread in threads:
-        thread.join(10)
-    assert process.stderr is not None
-    process.stderr.close()
+    completed, _ = _kill_under_load(process, url, "sk-any", clients=16, answers=40 + 20 * round_)
     delivered = len(completed) * PER_REQUEST_USD
     ledger, _ = _ledger_usd(store)
     assert ledger >= delivered - 1e-9  # spend is settled before an answer completes

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import httpx
 import openai
@@ -12,20 +11,12 @@ import pytest
 
 from hookgate.wire import synth
 from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
-from tests.fakes import Events, FakeUpstream, Hang, LoopThread, Raw, Reset, Status, Step
+from tests.fakes import Events, FakeUpstream, Hang, Raw, Reset, Status, Step
 
 FAST = (
     "fallback: {retries: 0, attempt_timeout_s: 2, stall_timeout_s: 2, deadline_s: 10, "
     "backoff_base_s: 0.01, circuit: {failures: 100}}"
 )
-
-
-@pytest.fixture
-def backup(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
-    fake = FakeUpstream()
-    loop_thread.run(fake.server.start())
-    yield fake
-    loop_thread.run(fake.server.stop())
 
 
 def two_targets(

@@ -6,7 +6,6 @@ import asyncio
 import gzip
 import io
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -99,29 +98,21 @@ def test_models_lists_aliases(make_proxy: ProxyFactory) -> None:
         openai_client(url).models.retrieve("nope")
 
 
-@pytest.fixture
-def second(loop_thread: LoopThread) -> Iterator[FakeUpstream]:
-    fake = FakeUpstream()
-    loop_thread.run(fake.server.start())
-    yield fake
-    loop_thread.run(fake.server.stop())
-
-
 def test_models_behind_the_wildcard_are_the_providers_own_merged_and_cached(
     make_proxy: ProxyFactory,
     upstream: FakeUpstream,
-    second: FakeUpstream,
+    backup: FakeUpstream,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     url = make_proxy(loaded=load_text(
         f"store: 'sqlite:///{TEST_STORE}'\nserver: {{models_cache_s: 0.3}}\n"
         f"providers:\n  up: {{base_url: '{upstream.base_url}', api_key: {UPSTREAM_KEY}}}\n"
-        f"  two: {{base_url: '{second.base_url}', api_key: {UPSTREAM_KEY}}}\n"
+        f"  two: {{base_url: '{backup.base_url}', api_key: {UPSTREAM_KEY}}}\n"
         "  local: {type: echo}\n"
         "models:\n  fast: [{provider: up, model: a}]\n"
         '  "*": [{provider: up}, {provider: two}, {provider: local}]\n'
     ))  # fmt: skip
-    second.models = ["fake-model-b", "fake-model-c", "fast"]
+    backup.models = ["fake-model-b", "fake-model-c", "fast"]
     client = openai_client(url)
     ids = [m.id for m in client.models.list()]
     assert ids == ["fast", "fake-model-a", "fake-model-b", "fake-model-c"]  # no id twice

@@ -371,7 +371,7 @@ class Gate:
         call this gate ran (a framework's own answer events): ``pii`` restores the values
         behind the placeholders the reply's tool results were given. None when no policy
         transforms responses."""
-        return self._pipeline.stream_transform(self.model_context(reply=reply))
+        return self.response_transform(self.model_context(reply=reply))
 
     def system_prompt(self, prompt: str, ctx: Context | None = None) -> Awaitable[str]:
         """Run the ``on_system_prompt`` chain in-process (for adapters of frameworks that

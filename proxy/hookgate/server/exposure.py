@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 
 from hookgate.config.schema import Config
-from hookgate.server.static_keys import StaticKeys
+from hookgate.server.static_keys import is_set
 
 
 def is_loopback(host: str) -> bool:
@@ -29,7 +29,7 @@ def is_loopback(host: str) -> bool:
 
 def anonymous_allowed(config: Config) -> bool:
     """Whether a caller without any key is served."""
-    return not config.keys.required and not StaticKeys(config.keys.static)
+    return not config.keys.required and not any(map(is_set, config.keys.static))
 
 
 def refusal(config: Config, host: str) -> str | None:

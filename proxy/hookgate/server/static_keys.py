@@ -23,7 +23,7 @@ class StaticKeys:
         self._digests = [
             (f"static-{n}", _digest(key.get_secret_value()))
             for n, key in enumerate(keys, start=1)
-            if key.get_secret_value()  # an unset ${NAME:-} resolves empty: no key
+            if is_set(key)
         ]
 
     def __bool__(self) -> bool:
@@ -37,6 +37,11 @@ class StaticKeys:
             if hmac.compare_digest(given, digest):
                 found = caller
         return found
+
+
+def is_set(key: SecretStr) -> bool:
+    """Whether a configured key is a key: an unset ``${NAME:-}`` resolves empty, no key."""
+    return bool(key.get_secret_value())
 
 
 def _digest(key: str) -> bytes:

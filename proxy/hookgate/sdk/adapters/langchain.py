@@ -53,7 +53,7 @@ from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
 from hookgate.pipeline.types import ModelResponse as GateResponse
 from hookgate.sdk.adapters import langchain_wire as wire
 from hookgate.sdk.gate import Gate
-from hookgate.wire.usage import Usage
+from hookgate.wire.usage import Usage, usage_of
 
 TARGET = Target("langchain", None)
 """What the in-process model call is sent to: the agent's own LangChain model."""
@@ -262,17 +262,7 @@ def _last_input(state: Any) -> Any:
 
 
 def _usage(message: AIMessage | None) -> Usage | None:
-    meta = message.usage_metadata if message is not None else None
-    if not meta:
-        return None
-    details = meta.get("input_token_details") or {}
-    output = meta.get("output_token_details") or {}
-    return Usage(
-        meta.get("input_tokens", 0),
-        meta.get("output_tokens", 0),
-        details.get("cache_read", 0) or 0,
-        output.get("reasoning", 0) or 0,
-    )
+    return usage_of(wire.openai_usage(message)) if message is not None else None
 
 
 def _call(request: Any) -> tuple[ToolCall, dict[str, Any]]:

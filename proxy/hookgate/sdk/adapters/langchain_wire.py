@@ -91,18 +91,26 @@ def completion(message: AIMessage, model: str) -> dict[str, Any]:
         "model": model,
         "choices": [{"index": 0, "message": shaped, "finish_reason": "stop"}],
     }
-    meta = message.usage_metadata
-    if meta:  # what the model reported, for the model call's span and metrics
-        cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
-        reasoning = (meta.get("output_token_details") or {}).get("reasoning") or 0
-        completion["usage"] = {
-            "prompt_tokens": meta.get("input_tokens", 0),
-            "completion_tokens": meta.get("output_tokens", 0),
-            "total_tokens": meta.get("total_tokens", 0),
-            "prompt_tokens_details": {"cached_tokens": cached},
-            "completion_tokens_details": {"reasoning_tokens": reasoning},
-        }
+    usage = openai_usage(message)
+    if usage is not None:  # what the model reported, for the model call's span and metrics
+        completion["usage"] = usage
     return completion
+
+
+def openai_usage(message: AIMessage) -> dict[str, Any] | None:
+    """The usage LangChain read from the model's answer, in the chat-completions shape."""
+    meta = message.usage_metadata
+    if not meta:
+        return None
+    cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
+    reasoning = (meta.get("output_token_details") or {}).get("reasoning") or 0
+    return {
+        "prompt_tokens": meta.get("input_tokens", 0),
+        "completion_tokens": meta.get("output_tokens", 0),
+        "total_tokens": meta.get("total_tokens", 0),
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
 
 
 def restored(message: AIMessage, body: Mapping[str, Any]) -> AIMessage:
