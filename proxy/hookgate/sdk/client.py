@@ -1,11 +1,15 @@
-"""Make an agent's ``openai`` client carry the current reply to the proxy.
+"""``openai`` clients whose requests run through the current reply's gate.
 
-Inside :meth:`Gate.reply <hookgate.sdk.Gate.reply>` every request of an instrumented client
-carries ``traceparent`` (the reply's span: the proxy's model-call spans become its
-children), ``x-hookgate-reply-id`` (the proxy's per-reply budgets see the reply),
-``x-hookgate-session-id`` and ``x-hookgate-agent``. The values come from a context
-variable, so concurrent replies never mix and nothing is global. Outside a reply nothing
-is added.
+Inside a reply (:meth:`Gate.reply <hookgate.sdk.Gate.reply>`, or a framework adapter's)
+every model request of such a client runs through the gate's model-level policies
+in-process (:class:`~hookgate.sdk.transport.GateTransport`) and carries ``traceparent``
+(the model call's span: a proxy's spans become its children), ``x-hookgate-reply-id``
+(the proxy's per-reply budgets see the reply), ``x-hookgate-session-id`` and
+``x-hookgate-agent``. The reply comes from a context variable, so concurrent replies never
+mix and nothing is global. Outside a reply requests pass through untouched.
+
+The synchronous client only carries the headers: its requests are not run through the
+policies (frameworks' synchronous paths are governed by their adapters' model hooks).
 """
 
 from __future__ import annotations
@@ -23,17 +27,18 @@ def current_headers() -> dict[str, str]:
     return ctx.headers() if ctx is not None else {}
 
 
-def http_client(*, asynchronous: bool = True) -> Any:
-    """An HTTP client for ``openai.OpenAI``/``AsyncOpenAI(http_client=...)`` that adds
-    :func:`current_headers` to every request (the SDK's own default client type)."""
+def http_client(*, asynchronous: bool = True, turns: bool = False) -> Any:
+    """An HTTP client for ``openai.OpenAI``/``AsyncOpenAI(http_client=...)`` (the SDK's
+    own default client type, with its connection limits), governed as the module
+    docstring says. ``turns``: see :class:`~hookgate.sdk.transport.GateTransport`."""
+    import httpx2
     import openai
 
     if asynchronous:
+        from hookgate.sdk.transport import GateTransport
 
-        async def add(request: Any) -> None:
-            request.headers.update(current_headers())
-
-        return openai.DefaultAsyncHttpxClient(event_hooks={"request": [add]})
+        inner = httpx2.AsyncHTTPTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)
+        return openai.DefaultAsyncHttpxClient(transport=GateTransport(inner, turns=turns))
 
     def add_sync(request: Any) -> None:
         request.headers.update(current_headers())
@@ -41,10 +46,11 @@ def http_client(*, asynchronous: bool = True) -> Any:
     return openai.DefaultHttpxClient(event_hooks={"request": [add_sync]})
 
 
-def instrument(client: C) -> C:
-    """A copy of an ``openai`` client (sync or async) that sends :func:`current_headers`."""
+def instrument(client: C, *, turns: bool = False) -> C:
+    """A copy of an ``openai`` client (sync or async) governed as :func:`http_client`."""
     import openai
 
     asynchronous = isinstance(client, openai.AsyncOpenAI)
-    copy: C = client.with_options(http_client=http_client(asynchronous=asynchronous))  # type: ignore[attr-defined]
+    made = http_client(asynchronous=asynchronous, turns=turns)
+    copy: C = client.with_options(http_client=made)  # type: ignore[attr-defined]
     return copy

@@ -23,27 +23,31 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from hookgate.errors import HookgateError, error_type
+from hookgate.errors import HookgateError, PolicyBlocked, error_type
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
 from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.pipeline import Pipeline
-from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.pipeline.types import Context, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store
-from hookgate.wire import prompts
+from hookgate.wire import prompts, sse
 from hookgate.wire.deltas import StreamTransform
-from hookgate.wire.usage import Usage, facts_of
+from hookgate.wire.sse import EventStream
+from hookgate.wire.stream_rewrite import rewriter_for
+from hookgate.wire.usage import ResponseFacts, StreamFacts, Usage, facts_of, observed
 
 log = logging.getLogger("hookgate")
 
@@ -51,10 +55,21 @@ T = TypeVar("T")
 V = TypeVar("V")
 R = TypeVar("R")
 
-CURRENT: contextvars.ContextVar[ReplyContext | None] = contextvars.ContextVar(
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A reply being run, and the gate running it."""
+
+    gate: Gate
+    reply: ReplyContext
+
+
+CURRENT: contextvars.ContextVar[Running | None] = contextvars.ContextVar(
     "hookgate_reply", default=None
 )
-"""The reply the running code belongs to (None outside :meth:`Gate.reply`)."""
+"""The reply the running code belongs to, with its gate (None outside a reply): set by
+:meth:`Gate.current` and :meth:`Gate.enter`. A context variable, so concurrent replies
+never mix and tasks a reply starts inherit it."""
 
 LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
     "hookgate_loop", default=None
@@ -64,6 +79,12 @@ LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.Con
 
 def current_reply() -> ReplyContext | None:
     """The :class:`ReplyContext` of the reply being run here, if any."""
+    running = CURRENT.get()
+    return running.reply if running is not None else None
+
+
+def current() -> Running | None:
+    """The reply being run here and its gate, if any."""
     return CURRENT.get()
 
 
@@ -72,7 +93,7 @@ def reply_now(entry: str) -> ReplyContext:
 
     For hooks a framework calls: they only make sense inside a reply.
     """
-    ctx = CURRENT.get()
+    ctx = current_reply()
     if ctx is None:
         raise RuntimeError(f"hookgate: no reply is running; run the agent with {entry}")
     return ctx
@@ -291,7 +312,7 @@ class Gate:
     # model calls in-process -------------------------------------------------------
 
     async def model_call(
-        self, call: ModelCall, terminal: Next, ctx: Context | None = None
+        self, call: ModelCall, terminal: Next, ctx: Context | None = None, *, turn: bool = False
     ) -> ModelResponse:
         """Run an OpenAI-shaped model call through the model-level hooks, in-process.
 
@@ -299,13 +320,25 @@ class Gate:
         one made for the current reply. A reply told to wrap up (``ReplyContext.wrap_up``,
         whichever policy set it) gets the instruction as a last system message and
         ``tool_choice: none``.
+
+        A streamed response comes back with the response policies' transform applied to
+        its events (placeholders restored in text and tool-call argument deltas); the
+        call's span and outcome end with the stream, which the caller must consume or
+        ``aclose``. With ``turn`` (for frameworks with no turn hook of their own) the call
+        is also the reply's turn: :meth:`after_turn` runs when it ends, and once the reply
+        is stopped, further calls are answered without the model by a final message that
+        says so (:func:`stopped_answer`).
         """
         ctx = ctx or self.model_context(call.api)
-        if ctx.reply is not None and ctx.reply.wrap_up and call.api == "chat.completions":
-            call = call.with_body(_wrapped_up(call, ctx.reply.wrap_up))
+        reply = ctx.reply
+        if turn and reply is not None and reply.stop:
+            return stopped_answer(call)
+        if reply is not None and reply.wrap_up and call.api == "chat.completions":
+            call = call.with_body(_wrapped_up(call, reply.wrap_up))
         token = self._model_terminal.set(terminal)
-        outcome = Outcome(status=500, stream=False, target=None)
+        outcome = Outcome(status=500, stream=call.stream, target=None)
         started = time.perf_counter()
+        streaming = False
         try:
             response = await self._pipeline.run(call, ctx)
         except HookgateError as exc:
@@ -317,22 +350,60 @@ class Gate:
             raise
         else:
             outcome.status, outcome.target = response.status, response.target.label(call.model)
-            if response.payload is not None:
-                facts = facts_of(call.api, response.body)
-                outcome.usage, outcome.response_id = facts.usage, facts.response_id
-                outcome.response_model = facts.response_model
-                outcome.finish_reasons = tuple(facts.finish_reasons)
+            if response.stream is not None:
+                streaming = True
+                events = self._streamed(response.stream, call.api, ctx, outcome, started, turn)
+                return dataclasses.replace(response, stream=events)
+            _read_facts(outcome, facts_of(call.api, response.body))
             return response
         finally:
             self._model_terminal.reset(token)
-            outcome.duration_s = time.perf_counter() - started
-            _finished(ctx, outcome)
+            if not streaming:
+                await self._ended(ctx, outcome, started, turn)
+
+    async def _streamed(
+        self,
+        stream: EventStream,
+        api: str,
+        ctx: Context,
+        outcome: Outcome,
+        started: float,
+        turn: bool,
+    ) -> AsyncGenerator[bytes, None]:
+        """``stream`` with the response transform applied; ends the call when it ends."""
+        transform = self.response_transform(ctx)
+        rewriter = rewriter_for(api, transform) if transform is not None else None
+        try:
+            async for events in stream:
+                if rewriter is not None:
+                    events = b"".join(
+                        out for block in sse.split(events) for out in rewriter.feed(block)
+                    )
+                if events:
+                    yield events
+        except HookgateError as exc:
+            outcome.error_type, outcome.error_message = error_type(exc), exc.message
+            raise
+        except BaseException as exc:
+            outcome.error_type = error_type(exc)
+            raise
+        finally:
+            await stream.aclose()
+            if ctx.observation.stream_facts is not None:
+                _read_facts(outcome, ctx.observation.stream_facts)
+            await self._ended(ctx, outcome, started, turn)
+
+    async def _ended(self, ctx: Context, outcome: Outcome, started: float, turn: bool) -> None:
+        outcome.duration_s = time.perf_counter() - started
+        _finished(ctx, outcome)
+        if turn and ctx.reply is not None and outcome.error_type is None:
+            await self.after_turn(outcome.usage, ctx.reply)
 
     def model_context(
         self, api: str = "chat.completions", reply: ReplyContext | None = None
     ) -> Context:
         """A per-model-call :class:`Context` tied to ``reply`` (default: the current one)."""
-        reply = reply or CURRENT.get()
+        reply = reply or current_reply()
         return Context(
             request_id=f"call_{uuid.uuid4().hex}",
             api=api,  # type: ignore[arg-type]
@@ -343,9 +414,16 @@ class Gate:
         )
 
     async def _terminal(self, call: ModelCall, ctx: Context) -> ModelResponse:
+        """The framework's model; a streamed answer's facts (usage) are read from its own
+        events, before any policy changes them, as the proxy's terminal does."""
         terminal = self._model_terminal.get()
         assert terminal is not None, "model_call sets the terminal"
-        return await terminal(call, ctx)
+        response = await terminal(call, ctx)
+        if response.stream is not None:
+            facts = StreamFacts(call.api)
+            ctx.observation.stream_facts = facts.facts
+            response = dataclasses.replace(response, stream=observed(response.stream, facts))
+        return response
 
     @contextmanager
     def current(self, ctx: ReplyContext) -> Iterator[ReplyContext]:
@@ -354,12 +432,27 @@ class Gate:
         For adapters that start a framework's background work inside a split reply
         (:meth:`begin_reply`): tasks created in the block inherit the reply.
         """
-        token, loop = CURRENT.set(ctx), LOOP.set(asyncio.get_running_loop())
+        token, loop = self.enter(ctx), LOOP.set(asyncio.get_running_loop())
         try:
             yield ctx
         finally:
-            CURRENT.reset(token)
+            self.leave(token, ctx)
             LOOP.reset(loop)
+
+    def enter(self, ctx: ReplyContext) -> contextvars.Token[Running | None]:
+        """Make ``ctx`` the current reply of this context (until :meth:`leave`), for
+        adapters whose framework starts and ends a reply in separate callbacks."""
+        return CURRENT.set(Running(self, ctx))
+
+    @staticmethod
+    def leave(token: contextvars.Token[Running | None], ctx: ReplyContext) -> None:
+        """Undo :meth:`enter`. Where the token belongs to another context (a framework
+        drove the reply's stream from another task), ``ctx`` stops being current here."""
+        try:
+            CURRENT.reset(token)
+        except ValueError:
+            if current_reply() is ctx:
+                CURRENT.set(None)
 
     def response_transform(self, ctx: Context) -> StreamTransform | None:
         """The response policies' transform for the model call of ``ctx`` (None when no
@@ -415,6 +508,44 @@ def _finished(ctx: Context, outcome: Outcome) -> None:
             callback(outcome)
         except Exception:
             log.exception("a finish callback failed (model call %s)", ctx.request_id)
+
+
+def _read_facts(outcome: Outcome, facts: ResponseFacts) -> None:
+    outcome.usage, outcome.response_id = facts.usage, facts.response_id
+    outcome.response_model = facts.response_model
+    outcome.finish_reasons = tuple(facts.finish_reasons)
+
+
+STOPPED = "This reply was stopped by a hookgate policy."
+"""The answer a stopped reply's further model calls get (see :func:`stopped_answer`)."""
+
+
+def stopped_answer(call: ModelCall) -> ModelResponse:
+    """A final assistant message saying the reply was stopped, in the shape ``call``
+    asked for (a chat completion, streamed or not): the framework's loop ends as after
+    any answer that calls no tool. Other APIs get a :class:`PolicyBlocked` error."""
+    if call.api != "chat.completions":
+        raise PolicyBlocked(STOPPED, code="reply_stopped")
+    made = {"id": f"chatcmpl-stopped-{uuid.uuid4().hex[:12]}", "created": int(time.time()),
+            "model": call.model}  # fmt: skip
+    target = Target("hookgate", None)
+    if not call.stream:
+        message = {"role": "assistant", "content": STOPPED}
+        body = {**made, "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+        return ModelResponse(200, {}, target, payload=JsonBody.from_data(body))
+    chunk = {**made, "object": "chat.completion.chunk"}
+    delta = {"role": "assistant", "content": STOPPED}
+    events = (
+        sse.encode({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        + sse.encode({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        + sse.DONE
+    )
+
+    async def stream() -> AsyncGenerator[bytes, None]:
+        yield events
+
+    return ModelResponse(200, {"content-type": "text/event-stream"}, target, stream=stream())
 
 
 def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:

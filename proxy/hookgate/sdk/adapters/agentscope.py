@@ -32,7 +32,6 @@ Not mapped in-process: ``convert_to_llm``, ``on_model_call``'s request and ``on_
 
 from __future__ import annotations
 
-import contextvars
 import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -44,7 +43,7 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.sdk.gate import CURRENT, Gate, reply_now
+from hookgate.sdk.gate import Gate, reply_now
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
 
@@ -66,7 +65,7 @@ class HookgateMiddleware(MiddlewareBase):
             input=input_kwargs.get("inputs"),
             session_id=agent.state.session_id,
         )
-        token = CURRENT.set(ctx)
+        token = self.gate.enter(ctx)
         final = None
         answer = _Answer(lambda: self.gate.answer_transform(ctx))
         try:
@@ -81,7 +80,7 @@ class HookgateMiddleware(MiddlewareBase):
         else:
             await self.gate.close_reply(ctx.reply_id, final)
         finally:
-            _reset(token, ctx)
+            self.gate.leave(token, ctx)
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         ctx = _reply()
@@ -211,15 +210,6 @@ class _Answer:
 
 _KEY = DeltaKey("text", 0)
 """Each transform sees one text, so one key."""
-
-
-def _reset(token: contextvars.Token[ReplyContext | None], ctx: ReplyContext) -> None:
-    """Undo the reply's ``CURRENT``; a stream driven from another task made it elsewhere."""
-    try:
-        CURRENT.reset(token)
-    except ValueError:
-        if CURRENT.get() is ctx:
-            CURRENT.set(None)
 
 
 def _reply() -> ReplyContext:

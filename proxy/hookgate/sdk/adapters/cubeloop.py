@@ -72,14 +72,14 @@ class HookgateMiddleware(Middleware):
         if reply is None:
             reply = await self.gate.open_reply(agent=self.agent)
             self._runs[ctx.run_id] = reply.reply_id
-        CURRENT.set(reply)
+        self.gate.enter(reply)
         return reply
 
     async def on_run_end(self, ctx: AgentContext, *, signal: Any = None) -> None:
         reply_id = self._runs.pop(ctx.run_id, None)
         if reply_id is not None:
             await self.gate.close_reply(reply_id, ctx.messages[-1] if ctx.messages else None)
-            if (current := CURRENT.get()) is not None and current.reply_id == reply_id:
+            if (now := current_reply()) is not None and now.reply_id == reply_id:
                 CURRENT.set(None)
 
     async def transform_system_prompt(

@@ -1,0 +1,167 @@
+"""The governed ``openai`` client (``hookgate.sdk.http_client``): the model-level policies
+in-process, with the real ``openai`` client against a scripted fake upstream, no proxy."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from hookgate.redaction.placeholders import PATTERN
+from hookgate.sdk import Gate, http_client
+from tests.fakes import Echo, FakeUpstream, Status
+from tests.otlp import OtlpReceiver
+from tests.sdk.harness import SECRET, make_gate, tracing
+
+EMAIL = "maria.garcia@example.com"
+PROMPT = f"Write to {EMAIL} about the invoice."
+WEATHER_TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+    for name in ("get_weather", "get_time")
+]
+
+
+@pytest.fixture
+async def client(upstream: FakeUpstream) -> AsyncIterator[openai.AsyncOpenAI]:
+    made = openai.AsyncOpenAI(
+        base_url=upstream.base_url, api_key="k", http_client=http_client(), max_retries=0
+    )
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+def gate(tmp_path: Path, upstream: FakeUpstream, receiver: OtlpReceiver) -> Gate:
+    policies = (
+        f"  - pii: {{secret: '{SECRET}'}}\n"
+        "  - tool_guard: {deny: [get_weather]}\n" + tracing(receiver)
+    )
+    return make_gate(tmp_path, upstream, policies)
+
+
+async def test_prompt_redacted_answer_restored_tools_filtered_and_one_span(
+    gate: Gate, upstream: FakeUpstream, receiver: OtlpReceiver, client: openai.AsyncOpenAI
+) -> None:
+    upstream.push(Echo())
+    async with gate.reply(session_id="s-1") as reply:
+        answer = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": PROMPT}], tools=WEATHER_TOOLS
+        )
+    await gate.aclose()
+    sent = upstream.last.json()
+    assert EMAIL not in upstream.last.body.decode()
+    assert len(PATTERN.findall(sent["messages"][-1]["content"])) == 1
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_time"]
+    assert answer.choices[0].message.content == f"You said: {PROMPT}"
+    assert upstream.last.headers["x-hookgate-reply-id"] == reply.reply_id
+    spans = receiver.wait_until(lambda spans: any(s.name == "chat m" for s in spans))
+    chat = next(s for s in spans if s.name == "chat m")
+    reply_span = next(s for s in spans if s.name.startswith("invoke_agent"))
+    assert chat.parent_span_id == reply_span.span_id
+    assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+    assert EMAIL not in str(chat.attributes)
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 0])
+async def test_streamed_deltas_never_show_a_placeholder(
+    gate: Gate, upstream: FakeUpstream, pieces: int, client: openai.AsyncOpenAI
+) -> None:
+    upstream.push(Echo(pieces=pieces))
+    async with gate.reply():
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": PROMPT}], stream=True
+        )
+        deltas = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    await gate.aclose()
+    assert EMAIL not in upstream.last.body.decode()
+    assert not any(PATTERN.search(d) for d in deltas)
+    assert "".join(deltas) == f"You said: {PROMPT}"
+
+
+async def test_streamed_tool_call_arguments_are_restored(
+    gate: Gate, upstream: FakeUpstream, client: openai.AsyncOpenAI
+) -> None:
+    upstream.push(Echo(tool="get_time", pieces=4))
+    async with gate.reply():
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": PROMPT}], stream=True,
+            tools=WEATHER_TOOLS,
+        )  # fmt: skip
+        arguments = "".join(
+            [
+                call.function.arguments or ""
+                async for chunk in stream
+                if chunk.choices
+                for call in chunk.choices[0].delta.tool_calls or []
+                if call.function is not None
+            ]
+        )
+    await gate.aclose()
+    assert EMAIL in arguments and not PATTERN.search(arguments)
+
+
+async def test_responses_api_is_governed_too(
+    gate: Gate, upstream: FakeUpstream, client: openai.AsyncOpenAI
+) -> None:
+    upstream.push(Echo())
+    async with gate.reply():
+        answer = await client.responses.create(model="m", input=PROMPT)
+    await gate.aclose()
+    assert EMAIL not in upstream.last.body.decode()
+    assert answer.output_text == f"You said: {PROMPT}"
+
+
+async def test_errors_reach_the_client_as_the_provider_would_send_them(
+    tmp_path: Path, upstream: FakeUpstream, client: openai.AsyncOpenAI
+) -> None:
+    gate = make_gate(tmp_path, upstream, "  - pii: {action: block}\n")
+    upstream.push(Status(429, {"error": {"message": "slow down", "type": "rate_limit"}}))
+    async with gate.reply():
+        with pytest.raises(openai.BadRequestError, match="EMAIL_ADDRESS"):
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": PROMPT}]
+            )
+        with pytest.raises(openai.RateLimitError, match="slow down"):
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hello"}]
+            )
+    await gate.aclose()
+    assert len(upstream.requests) == 1  # the blocked call never left the process
+
+
+async def test_outside_a_reply_requests_pass_untouched(
+    gate: Gate, upstream: FakeUpstream, client: openai.AsyncOpenAI
+) -> None:
+    upstream.push(Echo())
+    answer = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": PROMPT}]
+    )
+    await gate.aclose()
+    assert EMAIL in upstream.last.body.decode()
+    assert "x-hookgate-reply-id" not in upstream.last.headers
+    assert answer.choices[0].message.content == f"You said: {PROMPT}"
+
+
+async def test_a_stopped_reply_gets_a_final_answer_without_the_model(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    gate = make_gate(tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n")
+    governed = openai.AsyncOpenAI(
+        base_url=upstream.base_url, api_key="k", http_client=http_client(turns=True)
+    )
+    async with gate.reply() as reply:
+        first = await governed.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
+        second = await governed.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "again"}], stream=True
+        )
+        streamed = "".join([c.choices[0].delta.content or "" async for c in second])
+    await governed.close()
+    await gate.aclose()
+    assert first.choices[0].message.content
+    assert reply.turns == 1 and reply.stop
+    assert len(upstream.requests) == 1
+    assert "stopped" in streamed
