@@ -1,7 +1,9 @@
-"""The OpenAI Agents SDK governed by hookgate (``hookgate.sdk.adapters.openai_agents.run``)."""
+"""The OpenAI Agents SDK with hookgate attached to the agent (``openai_agents.attach``), run
+by the SDK's own ``Runner.run``, ``run_streamed`` and ``run_sync``."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -10,6 +12,7 @@ from agents import (
     Agent,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
+    Runner,
     function_tool,
     set_tracing_disabled,
 )
@@ -17,7 +20,8 @@ from agents.mcp import MCPServerStdio
 from openai import AsyncOpenAI
 
 from hookgate.redaction.placeholders import PATTERN
-from hookgate.sdk.adapters.openai_agents import StoppedReply, run, run_streamed
+from hookgate.sdk.adapters.openai_agents import attach
+from hookgate.sdk.gate import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
@@ -26,9 +30,11 @@ from tests.sdk.harness import (
     GUARD,
     PII_AND_BUDGET,
     REFUSAL,
+    SECRET,
     assert_joined_trace,
     assert_redacted_and_wrapped_up,
     assert_refused,
+    call_the_denied_tool,
     make_gate,
     traced_proxy,
     tracing,
@@ -62,9 +68,10 @@ async def test_blocked_tool_and_one_trace(
 ) -> None:
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
+    call_the_denied_tool(upstream)
     url = traced_proxy(make_proxy, receiver)
     async with AsyncOpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0) as client:
-        result = await run(gate, make_agent(client, calls, kind), "Weather in Paris?")
+        result = await Runner.run(attach(gate, make_agent(client, calls, kind)), "Weather?")
     await gate.aclose()
     assert_refused(upstream, calls)
     assert result.final_output == f"The tool said: {REFUSAL}"
@@ -77,14 +84,17 @@ async def test_redacted_tool_result_wrap_up_and_stop(
     gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
     async with AsyncOpenAI(base_url=make_proxy(), api_key=CLIENT_KEY, max_retries=0) as client:
-        result = await run(gate, make_agent(client, calls), "Weather in Paris?")
+        result = await Runner.run(attach(gate, make_agent(client, calls)), "Weather in Paris?")
         assert_redacted_and_wrapped_up(upstream)
-        assert PATTERN.search(result.final_output)
+        assert "siobhan@example.org" in result.final_output  # the model quoted a placeholder
+        assert not PATTERN.search(result.final_output)
         stopper = make_gate(
             tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n"
         )
-        stopped = await run(stopper, make_agent(client, calls), "Weather in Paris?")
-    assert isinstance(stopped, StoppedReply) and calls == ["Paris"]  # no second tool run
+        stopped = await Runner.run(attach(stopper, make_agent(client, calls)), "Weather?")
+    # the stopping turn's tool call still ran; the model was not called again
+    assert stopped.final_output == STOPPED and calls == ["Paris", "Paris"]
+    assert len(upstream.requests) == 3
 
 
 async def test_streamed_run_is_one_governed_reply(
@@ -92,9 +102,10 @@ async def test_streamed_run_is_one_governed_reply(
 ) -> None:
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
+    call_the_denied_tool(upstream)
     url = traced_proxy(make_proxy, receiver)
     async with AsyncOpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0) as client:
-        result = await run_streamed(gate, make_agent(client, calls), "Weather in Paris?")
+        result = Runner.run_streamed(attach(gate, make_agent(client, calls)), "Weather?")
         kinds = [event.type async for event in result.stream_events()]
     await gate.aclose()
     assert "raw_response_event" in kinds
@@ -122,7 +133,7 @@ async def test_the_tools_of_a_handoff_target_are_governed(
             handoffs=[weather],
             model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client),
         )
-        result = await run(gate, triage, "Weather in Paris?")
+        result = await Runner.run(attach(gate, triage), "Weather in Paris?")
     await gate.aclose()
     assert calls == []  # the handoff target's tool never ran
     offered = [t["function"]["name"] for t in upstream.requests[0].json()["tools"]]
@@ -140,6 +151,9 @@ async def test_the_tools_of_an_mcp_server_are_governed(
     guard = "  - tool_guard: {deny: [get_forecast]}\n"
     for policies, expect_refusal in ((guard, True), (PII_AND_BUDGET, False)):
         upstream.requests.clear()
+        if expect_refusal:  # not offered, but a model may still name it
+            forecast = synth.ToolCall("call_f", "get_forecast", '{"city": "Paris"}')
+            upstream.push(synth.Reply(tool_calls=[forecast]))
         gate = make_gate(tmp_path, upstream, policies)
         server = MCPServerStdio(params={"command": sys.executable, "args": [script]})
         async with (
@@ -152,13 +166,89 @@ async def test_the_tools_of_an_mcp_server_are_governed(
                 mcp_servers=[server],
                 model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client),
             )
-            await run(gate, agent, "Forecast for Paris?")
+            await Runner.run(attach(gate, agent), "Forecast for Paris?")
         await gate.aclose()
         second = upstream.requests[1].body.decode()
-        assert "get_forecast" in upstream.requests[0].body.decode()
+        assert ("get_forecast" in upstream.requests[0].body.decode()) is not expect_refusal
         if expect_refusal:
             assert "Tool call refused: the tool 'get_forecast' is not allowed" in second
         else:
             assert "rain in Paris" in second  # the server ran
             assert "Siobhan" not in second and "siobhan@example.org" not in second
             assert PATTERN.search(second)
+
+
+EMAIL = "maria.garcia@example.com"
+
+
+async def test_with_the_sdk_alone_the_model_never_reads_pii_and_the_user_never_a_placeholder(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    """No proxy: the model talks straight to the provider. The user's own e-mail and the
+    one a tool returned reach the model as placeholders; the answer (run and streamed)
+    carries both values; each model call is a span under the reply."""
+    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n" + tracing(receiver))
+    calls: list[str] = []
+    prompt = f"Weather in Paris? Mail it to {EMAIL}."
+    async with AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0) as client:
+        for kind in ("chat", "responses"):
+            upstream.requests.clear()
+            agent = attach(gate, make_agent(client, calls, kind))
+            result = await Runner.run(agent, prompt)
+            sent = b"".join(r.body for r in upstream.requests).decode()
+            assert EMAIL not in sent and "siobhan@example.org" not in sent
+            assert "siobhan@example.org" in result.final_output
+            assert not PATTERN.search(result.final_output)
+        streamed = Runner.run_streamed(attach(gate, make_agent(client, calls)), prompt)
+        deltas = [
+            event.data.delta
+            async for event in streamed.stream_events()
+            if event.type == "raw_response_event" and hasattr(event.data, "delta")
+        ]
+    await gate.aclose()
+    assert "siobhan@example.org" in "".join(str(d) for d in deltas)
+    assert not any(PATTERN.search(str(d)) for d in deltas)
+    assert not PATTERN.search(streamed.final_output)
+    spans = receiver.wait_until(lambda s: len([x for x in s if x.name.startswith("chat ")]) >= 6)
+    replies = {s.span_id for s in spans if s.name == "invoke_agent assistant"}
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(replies) == 3 and all(c.parent_span_id in replies for c in chats)
+    assert all(c.attributes["gen_ai.usage.output_tokens"] > 0 for c in chats)
+
+
+async def test_concurrent_runs_are_separate_replies(upstream: FakeUpstream, tmp_path: Path) -> None:
+    gate = make_gate(tmp_path, upstream, GUARD)
+    calls: list[str] = []
+    for _ in range(4):
+        call_the_denied_tool(upstream)
+    async with AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0) as client:
+        agent = make_agent(client, calls)
+        results = await asyncio.gather(
+            *(Runner.run(attach(gate, agent, session_id=f"s-{i}"), f"Weather {i}?")
+              for i in range(4))
+        )  # fmt: skip
+    await gate.aclose()
+    assert all(r.final_output == f"The tool said: {REFUSAL}" for r in results)
+    by_reply: dict[str, set[str]] = {}
+    for request in upstream.requests:
+        headers = request.headers
+        by_reply.setdefault(headers["x-hookgate-reply-id"], set()).add(
+            headers["x-hookgate-session-id"]
+        )
+    assert len(by_reply) == 4 and all(len(s) == 1 for s in by_reply.values())
+    assert len(upstream.requests) == 8
+
+
+def test_run_sync(upstream: FakeUpstream, tmp_path: Path) -> None:
+    gate = make_gate(tmp_path, upstream, GUARD)
+    calls: list[str] = []
+    call_the_denied_tool(upstream)
+    client = AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0)
+    result = Runner.run_sync(attach(gate, make_agent(client, calls)), "Weather in Paris?")
+    loop = asyncio.get_event_loop_policy().get_event_loop()  # the loop run_sync ran on
+    loop.run_until_complete(client.close())
+    loop.run_until_complete(gate.aclose())
+    loop.close()
+    asyncio.set_event_loop(None)
+    assert calls == [] and result.final_output == f"The tool said: {REFUSAL}"
+    assert REFUSAL in upstream.requests[1].body.decode()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
@@ -44,7 +45,11 @@ def assert_joined_trace(receiver: OtlpReceiver, tool: str, model_calls: int) -> 
     assert executed.parent_span_id == reply.span_id
     proxied = _proxied(spans)
     assert len(proxied) == model_calls
-    assert all(s.parent_span_id == reply.span_id for s in proxied)
+    # the proxy's span continues the SDK's own model-call span where the SDK governs the
+    # model in-process, else the reply's
+    in_process = {s.span_id for s in spans if s not in proxied and s.name.startswith("chat ")}
+    assert all(s.parent_span_id in in_process | {reply.span_id} for s in proxied)
+    assert all(s.parent_span_id == reply.span_id for s in spans if s.span_id in in_process)
     assert {s.trace_id for s in [reply, executed, *proxied]} == {reply.trace_id}
 
 
@@ -69,10 +74,21 @@ PII_AND_BUDGET = f"  - pii: {{secret: '{SECRET}'}}\n  - reply_budget: {{tokens: 
 """The fake model's first turn (10 in, 5 out: 30 weighted) spends a 20-token budget."""
 
 
-def assert_refused(upstream: FakeUpstream, calls: list[str]) -> None:
-    """The tool never ran and the model read the refusal as its result."""
+def call_the_denied_tool(upstream: FakeUpstream) -> None:
+    """Script the model to call ``get_weather`` although it is not offered (a model may
+    name a tool it knows from its context): the call must still be refused."""
+    call = synth.ToolCall("call_w", "get_weather", '{"city": "Paris"}')
+    upstream.push(synth.Reply(tool_calls=[call]))
+
+
+def assert_refused(upstream: FakeUpstream, calls: list[str], *, offered: bool = False) -> None:
+    """The tool never ran and the model read the refusal as its result; unless
+    ``offered``, the tool was not even offered to the model."""
     assert calls == []
     assert REFUSAL in upstream.requests[1].body.decode()
+    if not offered:
+        tools = upstream.requests[0].json().get("tools") or []
+        assert "get_weather" not in str(tools)
 
 
 def assert_redacted_and_wrapped_up(upstream: FakeUpstream, *, wrap_up: bool = True) -> None:
@@ -83,4 +99,5 @@ def assert_redacted_and_wrapped_up(upstream: FakeUpstream, *, wrap_up: bool = Tr
     assert len(PATTERN.findall(tool_message)) == 2
     if wrap_up:
         assert second["tool_choice"] == "none"
-        assert "budget for this reply is spent" in str(second["messages"][0]["content"])
+        system = [str(m["content"]) for m in second["messages"] if m["role"] == "system"]
+        assert any("budget for this reply is spent" in text for text in system)

@@ -35,7 +35,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -51,7 +51,7 @@ from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
-from hookgate.wire.usage import Charge, Usage, usage_of
+from hookgate.wire.usage import Charge, Usage, is_usage_chunk, usage_of, usage_requested
 
 log = logging.getLogger("hookgate")
 
@@ -306,23 +306,8 @@ def _refused(refusal: Refusal, usd: float, tokens: int) -> BudgetExceeded:
 
 def _with_usage(call: ModelCall) -> tuple[ModelCall, bool]:
     """Ask the upstream for a usage chunk if the client did not; True when added."""
-    options = call.body.get("stream_options")
-    if isinstance(options, Mapping) and options.get("include_usage"):
-        return call, False
-    merged: dict[str, Any] = {
-        **(options if isinstance(options, Mapping) else {}),
-        "include_usage": True,
-    }
-    return call.with_body({**call.body, "stream_options": merged}), True
-
-
-def _is_usage_chunk(block: bytes) -> bool:
-    if b'"choices":[]' not in block and b'"choices": []' not in block:
-        return False
-    data = sse.json_of(block)
-    return (
-        isinstance(data, dict) and data.get("choices") == [] and isinstance(data.get("usage"), dict)
-    )
+    body = usage_requested(call.body)
+    return (call, False) if body is None else (call.with_body(body), True)
 
 
 async def _metered(
@@ -366,7 +351,7 @@ async def _metered(
                 kept += len(events)
             blocks = sse.split(events)
             if strip_usage:
-                blocks = [b for b in blocks if not _is_usage_chunk(b)]
+                blocks = [b for b in blocks if not is_usage_chunk(b)]
             if any(terminal(b) for b in blocks):
                 await settle()
                 settled = True

@@ -46,6 +46,29 @@ def http_client(*, asynchronous: bool = True, turns: bool = False) -> Any:
     return openai.DefaultHttpxClient(event_hooks={"request": [add_sync]})
 
 
+def govern(client: Any, *, turns: bool = False) -> None:
+    """Govern an ``openai.AsyncOpenAI`` client in place, as :func:`http_client` does: its
+    HTTP transports (and proxy mounts) are wrapped in a
+    :class:`~hookgate.sdk.transport.GateTransport`, so its own connection settings stay.
+    For adapters whose framework builds the client itself; doing it twice changes nothing.
+    Outside a reply the client behaves exactly as before."""
+    import httpx2
+
+    from hookgate.sdk.transport import GateTransport
+
+    http = client._client  # the openai client's httpx2.AsyncClient
+    transport = getattr(http, "_transport", None)
+    if not isinstance(transport, httpx2.AsyncBaseTransport):
+        raise TypeError(f"hookgate cannot govern {type(client).__name__}: no httpx2 transport")
+    if isinstance(transport, GateTransport):
+        return
+    http._transport = GateTransport(transport, turns=turns)
+    http._mounts = {
+        pattern: GateTransport(mounted, turns=turns) if mounted is not None else None
+        for pattern, mounted in http._mounts.items()
+    }
+
+
 def instrument(client: C, *, turns: bool = False) -> C:
     """A copy of an ``openai`` client (sync or async) governed as :func:`http_client`."""
     import openai

@@ -71,6 +71,13 @@ CURRENT: contextvars.ContextVar[Running | None] = contextvars.ContextVar(
 :meth:`Gate.current` and :meth:`Gate.enter`. A context variable, so concurrent replies
 never mix and tasks a reply starts inherit it."""
 
+MODEL_CALL: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
+    "hookgate_model_call", default=None
+)
+"""The model call whose terminal (the framework's model) is running here: a governed
+client under it only adds the reply's headers (:mod:`hookgate.sdk.transport`), so a call
+an adapter's model hook already governs is not governed twice."""
+
 LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
     "hookgate_loop", default=None
 )
@@ -418,7 +425,11 @@ class Gate:
         events, before any policy changes them, as the proxy's terminal does."""
         terminal = self._model_terminal.get()
         assert terminal is not None, "model_call sets the terminal"
-        response = await terminal(call, ctx)
+        token = MODEL_CALL.set(ctx)
+        try:
+            response = await terminal(call, ctx)
+        finally:
+            MODEL_CALL.reset(token)
         if response.stream is not None:
             facts = StreamFacts(call.api)
             ctx.observation.stream_facts = facts.facts

@@ -14,7 +14,9 @@ arguments, and the call gets a ``chat {model}`` span under the reply's.
 
 Every request under a reply also carries the reply's headers (``traceparent``,
 ``x-hookgate-reply-id``, ...), so a proxy behind the client joins the reply's trace and
-sees its budgets. Outside a reply the transport passes requests through untouched.
+sees its budgets. Outside a reply the transport passes requests through untouched, and a
+request made by a model call an adapter's own model hook already runs through the gate
+(LangChain's ``wrap_model_call``) only gets the headers.
 
 A policy's refusal, and the provider's own error status, come back as the HTTP response
 the provider would have sent (an OpenAI error body with the policy's status), so the
@@ -30,9 +32,10 @@ import orjson
 
 from hookgate.errors import HookgateError, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.sdk.gate import Running, current
+from hookgate.sdk.gate import MODEL_CALL, Running, current
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
+from hookgate.wire.usage import is_usage_chunk, usage_requested
 
 MODEL_PATHS: Mapping[str, Api] = {
     "/chat/completions": "chat.completions",
@@ -61,6 +64,11 @@ class GateTransport(httpx.AsyncBaseTransport):
         if running is None:
             return await self._inner.handle_async_request(request)
         request.headers.update(running.reply.headers())
+        governed = MODEL_CALL.get()
+        if governed is not None:  # an adapter's model hook runs this call through the gate
+            if governed.observation.spans is not None:
+                request.headers.update(governed.observation.spans.trace_headers())
+            return await self._inner.handle_async_request(request)
         api = _api_of(request)
         if api is None:
             return await self._inner.handle_async_request(request)
@@ -82,11 +90,16 @@ class GateTransport(httpx.AsyncBaseTransport):
         data: dict[str, object],
     ) -> httpx.Response:
         model = data.get("model")
+        stream = data.get("stream") is True
+        body = JsonBody.parsed(raw, data)
+        with_usage = usage_requested(data) if stream and api == "chat.completions" else None
+        if with_usage is not None:  # the span and the reply's turns need the usage chunk
+            body = JsonBody.from_data(with_usage)
         call = ModelCall(
             api,
-            JsonBody.parsed(raw, data),
+            body,
             model if isinstance(model, str) else "",
-            data.get("stream") is True,
+            stream,
             (Target(request.url.host or "upstream", None),),
         )
 
@@ -110,7 +123,10 @@ class GateTransport(httpx.AsyncBaseTransport):
         headers = {k: v for k, v in response.headers.items() if k.lower() not in _NOT_RELAYED}
         if response.stream is not None:
             return httpx.Response(
-                response.status, headers=headers, stream=_Body(response.stream), request=request
+                response.status,
+                headers=headers,
+                stream=_Body(response.stream, strip_usage=with_usage is not None),
+                request=request,
             )
         assert response.payload is not None
         headers["content-type"] = "application/json"
@@ -205,17 +221,23 @@ class _Events:
 
 
 class _Body(httpx.AsyncByteStream):
-    """A governed event stream as the body ``httpx`` hands the ``openai`` client. A failure
+    """A governed event stream as the body ``httpx`` hands the ``openai`` client, without
+    the usage chunk the transport asked for (``strip_usage``) when the client did not.
+    A failure
     after the first event ends it with an ``error`` event carrying an OpenAI error object,
     which the ``openai`` client raises as ``APIError`` (what the proxy sends, too)."""
 
-    def __init__(self, stream: EventStream) -> None:
+    def __init__(self, stream: EventStream, *, strip_usage: bool) -> None:
         self._stream = stream
+        self._strip_usage = strip_usage
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for events in self._stream:
-                yield events
+                if self._strip_usage and (b'"choices":[]' in events or b'"choices": []' in events):
+                    events = b"".join(b for b in sse.split(events) if not is_usage_chunk(b))
+                if events:
+                    yield events
         except HookgateError as exc:  # after the first event: as the proxy ends a stream
             yield sse.encode(exc.to_body(), event="error")
 

@@ -206,3 +206,25 @@ def _list(value: Any) -> list[Any]:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usage_requested(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A streamed chat body that asks for the usage chunk (``stream_options.include_usage``)
+    when ``body`` does not; None when it already does. Clients often leave it out behind a
+    custom base URL, and without it a stream reports no usage."""
+    options = body.get("stream_options")
+    if isinstance(options, Mapping) and options.get("include_usage"):
+        return None
+    merged = {**(options if isinstance(options, Mapping) else {}), "include_usage": True}
+    return {**body, "stream_options": merged}
+
+
+def is_usage_chunk(block: bytes) -> bool:
+    """True for a chat stream's usage chunk (no choices, a usage object): the one
+    :func:`usage_requested` adds, to be removed before a client that did not ask sees it."""
+    if b'"choices":[]' not in block and b'"choices": []' not in block:
+        return False
+    data = sse.json_of(block)
+    return (
+        isinstance(data, dict) and data.get("choices") == [] and isinstance(data.get("usage"), dict)
+    )

@@ -1,157 +1,128 @@
-"""OpenAI Agents SDK (``openai-agents``): run an ``Agent`` with hookgate's hooks.
+"""OpenAI Agents SDK (``openai-agents``): hookgate attached to the agent, once.
 
 ::
 
-    from hookgate.sdk.adapters.openai_agents import run
+    from hookgate.sdk.adapters.openai_agents import attach
 
-    result = await run(gate, agent, "What's the weather in Paris?", session_id="s-1")
+    agent = attach(gate, Agent(name="assistant", tools=[...], model=...))
+    result = await Runner.run(agent, "What's the weather in Paris?")   # or run_streamed, run_sync
 
-Mapping:
+:func:`attach` returns a governed copy of the agent and of every agent its runs can reach
+(handoff targets and theirs, cycles included); the SDK's own ``Runner.run``,
+``run_streamed`` and ``run_sync`` then run governed replies. Mapping:
 
-* a reply is one ``Runner.run``: :func:`run` runs it inside ``on_reply``
-  (:func:`run_streamed` likewise for ``Runner.run_streamed``; the reply ends with its stream);
-* every ``FunctionTool`` of every agent the run can reach (the starting agent, its handoff
-  targets and theirs; an agent used as a tool is governed as that tool, its own tools are
-  not yet) is wrapped (``on_invoke_tool``) in
-  ``on_tool_call``: a refusal is the tool's output, so the model reads the reason;
-  rewritten arguments and results pass through. Every MCP server of those agents is
-  wrapped too: its ``call_tool`` runs through ``on_tool_call``;
-* ``RunHooks.on_llm_end`` → :meth:`Gate.after_turn` with the response's usage; a reply a
-  policy stops ends with :class:`StoppedReply` (the last answer, no further tool calls);
-* ``RunConfig.call_model_input_filter`` → the ``on_system_prompt`` chain on the
-  instructions, plus the wrap-up message; a wrapping-up reply runs with
-  ``tool_choice: none`` (the agent is cloned with ``reset_tool_choice=False`` so the SDK
-  keeps it);
-* ``ModelSettings.extra_headers`` carry the reply's headers to the model endpoint (the
-  proxy joins the trace and sees the reply).
-
-Not mapped in-process: ``convert_to_llm`` (items are Responses input items, left to the
-proxy), ``on_model_call``, ``on_response``.
+* a reply is one run: the SDK gives each ``Runner`` run its own trace (a ``NoOpTrace``
+  when tracing is disabled), and the reply is keyed by it — opened at the run's first model
+  call or tool call, closed by the agent hooks' ``on_end`` when the run produces its final
+  output. Concurrent runs never mix. The session is the run's ``group_id``
+  (``RunConfig(group_id=...)``, the SDK's conversation id for traces). An agent used as a
+  tool (``attach(gate, researcher).as_tool(...)``) runs inside the calling run's trace, so
+  its model and tool calls belong to the calling reply;
+* model calls: each agent's model is wrapped so that its calls run with the reply current,
+  and its ``openai`` client is governed in place (:func:`hookgate.sdk.client.govern`, one
+  model call = one turn): ``on_system_prompt`` (the Responses ``instructions`` or the chat
+  system message), ``convert_to_llm``, ``on_model_call``, ``on_response`` — streamed
+  events too —, a ``chat`` span with usage, ``should_stop_after_turn`` and the wrap-up.
+  A stopped reply's next model call is answered without the model by a final message, so
+  the run ends as after any answer. A model given by name (or none) is resolved by the
+  SDK's default provider (``set_default_openai_client``, ``OPENAI_*``): give the agent a
+  ``Model`` to use another;
+* every ``FunctionTool`` → ``on_tool_call``: a refusal is the tool's output, so the model
+  reads the reason; rewritten arguments and results pass through. Every MCP server's
+  ``call_tool`` runs through ``on_tool_call`` too;
+* the user's own ``AgentHooks`` keep running (hookgate's wrap them).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
-import inspect
 import json
+import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from agents import Agent, FunctionTool, Handoff, ModelSettings, RunConfig, RunHooks, Runner
-from agents.run_config import CallModelData, ModelInputData
+import openai
+from agents import (
+    Agent,
+    AgentHooks,
+    FunctionTool,
+    Handoff,
+    Model,
+    MultiProvider,
+    get_current_trace,
+)
+from agents.models import get_default_model
 from mcp.types import CallToolResult, TextContent
 
-from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
-from hookgate.sdk.gate import Gate, Split, reply_now
-from hookgate.wire.usage import Usage
+from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.sdk.client import govern
+from hookgate.sdk.gate import Gate
+
+_IN_TOOL: contextvars.ContextVar[bool] = contextvars.ContextVar("hookgate_in_tool", default=False)
+"""True inside a governed tool: a run started there (an agent used as a tool) is nested in
+the calling run, so its end is not the reply's end."""
 
 
-@dataclass(frozen=True)
-class StoppedReply:
-    """What :func:`run` returns when a policy stopped the reply after a turn."""
-
-    final_output: str
-    reason: str = "stopped by policy"
-
-
-class _Stop(Exception):
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+def attach(gate: Gate, agent: Agent[Any], *, session_id: str | None = None) -> Agent[Any]:
+    """A governed copy of ``agent`` and of every agent its runs can reach (see the module
+    docstring). The original agents are not changed. ``session_id`` names the session of
+    every run of the copy (default: each run's trace ``group_id``); attaching is cheap, so
+    a server may attach once per conversation."""
+    return _GovernedGraph(gate, _Runs(gate, session_id)).agent(agent)
 
 
-async def run(
-    gate: Gate,
-    agent: Agent[Any],
-    input: Any,
-    *,
-    session_id: str | None = None,
-    run_config: RunConfig | None = None,
-    **kwargs: Any,
-) -> Any:
-    """``Runner.run(agent, input)`` as one governed reply (see the module docstring)."""
+class _Runs:
+    """The open reply of each running ``Runner`` run of one gate, keyed by the run's trace."""
 
-    async def reply() -> Any:
-        governed, config = _governed_run(gate, agent, run_config)
-        try:
-            return await Runner.run(
-                governed, input, run_config=config, hooks=_Hooks(gate, config), **kwargs
-            )
-        except _Stop as stop:
-            return StoppedReply(stop.text)
-
-    return await gate.run_reply(reply, agent=agent.name, input=input, session_id=session_id)
-
-
-async def run_streamed(
-    gate: Gate,
-    agent: Agent[Any],
-    input: Any,
-    *,
-    session_id: str | None = None,
-    run_config: RunConfig | None = None,
-    **kwargs: Any,
-) -> GovernedStream:
-    """``Runner.run_streamed(agent, input)`` as one governed reply.
-
-    Iterate ``stream_events()`` of the result as usual; the reply ends with the stream. A
-    reply a policy stops ends its stream early; ``stopped`` then holds the last answer.
-    """
-    handle = await gate.begin_reply(agent=agent.name, input=input, session_id=session_id)
-    with gate.current(handle.ctx):  # the run's task copies the reply into its context
-        governed, config = _governed_run(gate, agent, run_config)
-        result = Runner.run_streamed(
-            governed, input, run_config=config, hooks=_Hooks(gate, config), **kwargs
-        )
-    return GovernedStream(result, handle)
-
-
-class GovernedStream:
-    """A streamed run (``RunResultStreaming``) whose end is the end of its reply."""
-
-    def __init__(self, result: Any, handle: Split[Reply, Any]) -> None:
-        self.result = result
-        self._handle = handle
-        self.stopped: StoppedReply | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.result, name)
-
-    async def stream_events(self) -> AsyncIterator[Any]:
-        """The run's events; the reply's ``on_reply`` layers finish when they end."""
-        try:
-            async for event in self.result.stream_events():
-                yield event
-        except _Stop as stop:
-            self.stopped = StoppedReply(stop.text)
-        except BaseException as exc:
-            await self._handle.fail(exc)
-            raise
-        await self._handle.finish(self.result)
-
-
-def _governed_run(
-    gate: Gate, agent: Agent[Any], run_config: RunConfig | None
-) -> tuple[Agent[Any], RunConfig]:
-    """The agent with governed tools, and a run config carrying the reply's hooks."""
-    ctx = _reply()
-    config = run_config or RunConfig()
-    settings = config.model_settings or ModelSettings()
-    config = dataclasses.replace(
-        config,
-        model_settings=dataclasses.replace(settings, extra_headers=ctx.headers()),
-        call_model_input_filter=_InputFilter(gate, config),
+    _REPLIES: ClassVar[weakref.WeakKeyDictionary[Any, asyncio.Future[ReplyContext]]] = (
+        weakref.WeakKeyDictionary()
     )
-    return _GovernedGraph(gate).agent(agent), config
+    """Shared by every attached agent: a run's trace has one reply, whichever governed
+    agents (handoff targets, agents used as tools) take part in it."""
+
+    def __init__(self, gate: Gate, session_id: str | None) -> None:
+        self.gate = gate
+        self._session_id = session_id
+        self._replies = self._REPLIES
+
+    async def reply(self, agent: str) -> ReplyContext | None:
+        """The reply of the run being run here, opened now if this is its first step;
+        None outside a ``Runner`` run."""
+        trace = get_current_trace()
+        if trace is None:
+            return None
+        opened = self._replies.get(trace)
+        if opened is not None and opened.done() and self.gate.reply_of(opened.result().reply_id):
+            return opened.result()
+        if opened is None or opened.done():  # first step, or a run after an ended one
+            opened = asyncio.get_running_loop().create_future()
+            self._replies[trace] = opened
+            try:
+                session = self._session_id or getattr(trace, "group_id", None)
+                opened.set_result(await self.gate.open_reply(agent=agent, session_id=session))
+            except BaseException as exc:
+                opened.set_exception(exc)
+                del self._replies[trace]
+                raise
+        return await asyncio.shield(opened)
+
+    async def close(self, output: Any) -> None:
+        """The run being run here produced its final output: its reply ends."""
+        trace = get_current_trace()
+        opened = self._replies.pop(trace, None) if trace is not None else None
+        if opened is not None and opened.done() and opened.exception() is None:
+            await self.gate.close_reply(opened.result().reply_id, output)
 
 
 class _GovernedGraph:
     """Clones of every agent a run can reach — handoff targets, their handoffs, cycles
-    included — with every function tool and MCP server governed, made once per run."""
+    included — governed, made once per :func:`attach`."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: Gate, runs: _Runs) -> None:
         self.gate = gate
+        self.runs = runs
         self._made: dict[int, Agent[Any]] = {}
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
@@ -159,9 +130,10 @@ class _GovernedGraph:
         if made is not None:
             return made
         governed = agent.clone(
-            tools=[_governed(self.gate, t) for t in agent.tools],
-            mcp_servers=[_GovernedServer(self.gate, s) for s in agent.mcp_servers],
-            reset_tool_choice=False,
+            model=_GovernedModel(self.runs, agent.name, agent.model),
+            tools=[_governed_tool(self.runs, agent.name, t) for t in agent.tools],
+            mcp_servers=[_GovernedServer(self.runs, agent.name, s) for s in agent.mcp_servers],
+            hooks=_Hooks(self.runs, agent.hooks),
         )
         self._made[id(agent)] = governed  # before the handoffs: a cycle finds it
         governed.handoffs = [self._handoff(h) for h in agent.handoffs]
@@ -180,12 +152,120 @@ class _GovernedGraph:
         return target
 
 
+class _GovernedModel(Model):
+    """The agent's model, its calls made with the run's reply current and its ``openai``
+    client governed (one model call = one turn)."""
+
+    def __init__(self, runs: _Runs, agent: str, model: str | Model | None) -> None:
+        self._runs = runs
+        self._agent = agent
+        self._model = model
+        self._inner: Model | None = None
+
+    def inner(self) -> Model:
+        """The wrapped model (resolved by the SDK's default provider on first use)."""
+        if self._inner is None:
+            model = self._model
+            if not isinstance(model, Model):
+                model = MultiProvider().get_model(model or get_default_model())
+            client = getattr(model, "_client", None)  # the SDK's OpenAI models keep it here
+            if isinstance(client, openai.AsyncOpenAI):
+                govern(client, turns=True)
+            self._inner = model
+        return self._inner
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        reply = await self._runs.reply(self._agent)
+        if reply is None:
+            return await self.inner().get_response(*args, **kwargs)
+        with self._runs.gate.current(reply):
+            return await self.inner().get_response(*args, **kwargs)
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        reply = await self._runs.reply(self._agent)
+        token = self._runs.gate.enter(reply) if reply is not None else None
+        try:
+            async for event in self.inner().stream_response(*args, **kwargs):
+                yield event
+        finally:
+            if token is not None and reply is not None:
+                self._runs.gate.leave(token, reply)
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.close()
+
+
+class _Hooks(AgentHooks[Any]):
+    """Ends the run's reply with its final output; the user's own hooks keep running."""
+
+    def __init__(self, runs: _Runs, inner: Any) -> None:
+        self._runs = runs
+        self._inner = inner
+
+    async def on_end(self, context: Any, agent: Any, output: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_end(context, agent, output)
+        if not _IN_TOOL.get():
+            await self._runs.close(output)
+
+    async def on_start(self, context: Any, agent: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_start(context, agent)
+
+    async def on_handoff(self, context: Any, agent: Any, source: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_handoff(context, agent, source)
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_tool_end(context, agent, tool, result)
+
+    async def on_llm_start(self, context: Any, agent: Any, *args: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_llm_start(context, agent, *args)
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_llm_end(context, agent, response)
+
+
+def _governed_tool(runs: _Runs, agent: str, tool: Any) -> Any:
+    if not isinstance(tool, FunctionTool):
+        return tool
+    invoke = tool.on_invoke_tool
+
+    async def on_invoke_tool(context: Any, arguments: str) -> Any:
+        reply = await runs.reply(agent)
+        if reply is None:
+            return await invoke(context, arguments)
+        call = ToolCall(tool.name, json.loads(arguments or "{}"), context.tool_call_id)
+
+        async def execute(call: ToolCall) -> ToolResult:
+            token = _IN_TOOL.set(True)
+            try:
+                output = await invoke(context, json.dumps(call.arguments))
+            finally:
+                _IN_TOOL.reset(token)
+            return ToolResult(output if isinstance(output, str) else str(output))
+
+        with runs.gate.current(reply):
+            return (await runs.gate.tool(call, execute, reply)).content
+
+    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+
 class _GovernedServer:
     """An MCP server whose tool calls run through ``on_tool_call`` (everything else is
     the server's own)."""
 
-    def __init__(self, gate: Gate, server: Any) -> None:
-        self._gate = gate
+    def __init__(self, runs: _Runs, agent: str, server: Any) -> None:
+        self._runs = runs
+        self._agent = agent
         self._server = server
 
     def __getattr__(self, name: str) -> Any:
@@ -194,16 +274,20 @@ class _GovernedServer:
     async def call_tool(
         self, tool_name: str, arguments: dict[str, Any] | None, meta: Any = None
     ) -> Any:
-        call = ToolCall(tool_name, dict(arguments or {}), None)
+        kwargs = {} if meta is None else {"meta": meta}
+        reply = await self._runs.reply(self._agent)
+        if reply is None:
+            return await self._server.call_tool(tool_name, arguments, **kwargs)
         answers: list[Any] = []
 
         async def execute(call: ToolCall) -> ToolResult:
-            kwargs = {} if meta is None else {"meta": meta}
             answer = await self._server.call_tool(call.name, dict(call.arguments), **kwargs)
             answers.append(answer)
             return ToolResult(_mcp_text(answer), error=bool(getattr(answer, "isError", False)))
 
-        result = await self._gate.tool(call, execute)
+        call = ToolCall(tool_name, dict(arguments or {}), None)
+        with self._runs.gate.current(reply):
+            result = await self._runs.gate.tool(call, execute, reply)
         if answers and result.content == _mcp_text(answers[-1]) and not result.blocked:
             return answers[-1]  # unchanged: the server's own result, structured parts intact
         return CallToolResult(
@@ -213,75 +297,3 @@ class _GovernedServer:
 
 def _mcp_text(answer: Any) -> str:
     return "".join(getattr(part, "text", "") for part in getattr(answer, "content", None) or [])
-
-
-class _InputFilter:
-    """The system-prompt chain and the wrap-up, before each model call."""
-
-    def __init__(self, gate: Gate, config: RunConfig) -> None:
-        self.gate = gate
-        self.inner = config.call_model_input_filter
-
-    async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
-        model_data = data.model_data
-        if self.inner is not None:
-            filtered = self.inner(data)
-            model_data = await filtered if inspect.isawaitable(filtered) else filtered
-        ctx = _reply()
-        instructions = await self.gate.system_prompt(model_data.instructions or "")
-        if ctx.wrap_up:
-            instructions = f"{instructions}\n\n{ctx.wrap_up}" if instructions else ctx.wrap_up
-        return ModelInputData(input=model_data.input, instructions=instructions or None)
-
-
-class _Hooks(RunHooks[Any]):
-    def __init__(self, gate: Gate, config: RunConfig) -> None:
-        self.gate = gate
-        self.config = config
-
-    async def on_llm_end(self, context: Any, agent: Agent[Any], response: Any) -> None:
-        ctx = _reply()
-        usage = response.usage
-        turn = Usage(
-            usage.input_tokens,
-            usage.output_tokens,
-            getattr(usage.input_tokens_details, "cached_tokens", 0) or 0,
-            getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0,
-        )
-        if await self.gate.after_turn(turn, ctx):
-            raise _Stop(_text(response))
-        if ctx.wrap_up and self.config.model_settings is not None:
-            self.config.model_settings = dataclasses.replace(
-                self.config.model_settings, tool_choice="none"
-            )
-
-
-def _governed(gate: Gate, tool: Any) -> Any:
-    if not isinstance(tool, FunctionTool):
-        return tool
-    invoke = tool.on_invoke_tool
-
-    async def on_invoke_tool(context: Any, arguments: str) -> Any:
-        call = ToolCall(tool.name, json.loads(arguments or "{}"), context.tool_call_id)
-
-        async def execute(call: ToolCall) -> ToolResult:
-            output = await invoke(context, json.dumps(call.arguments))
-            return ToolResult(output if isinstance(output, str) else str(output))
-
-        return (await gate.tool(call, execute)).content
-
-    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
-
-
-def _text(response: Any) -> str:
-    parts = []
-    for item in response.output:
-        for content in getattr(item, "content", None) or []:
-            text = getattr(content, "text", None)
-            if isinstance(text, str):
-                parts.append(text)
-    return "".join(parts)
-
-
-def _reply() -> ReplyContext:
-    return reply_now("hookgate.sdk.adapters.openai_agents.run")
