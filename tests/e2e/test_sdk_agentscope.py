@@ -17,7 +17,7 @@ from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
 from hookgate.redaction.placeholders import PATTERN
-from hookgate.sdk import Gate, http_client
+from hookgate.sdk import Gate
 from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
@@ -30,10 +30,13 @@ from tests.sdk.harness import (
     assert_joined_trace,
     assert_redacted_and_wrapped_up,
     assert_refused,
+    call_the_denied_tool,
     make_gate,
     traced_proxy,
     tracing,
 )
+
+EMAIL = "maria.garcia@example.com"
 
 
 def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Agent, Any]:
@@ -52,7 +55,6 @@ def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Ag
         model="gpt-4o-mini",
         stream=stream,
         max_retries=0,
-        client_kwargs={"http_client": http_client()},
     )
     allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in test")
     agent = Agent(
@@ -76,6 +78,7 @@ async def test_blocked_tool_and_one_trace(
 ) -> None:
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
+    call_the_denied_tool(upstream)
     agent, model = make_agent(gate, traced_proxy(make_proxy, receiver), calls, stream)
     try:
         answer = await agent.reply(UserMsg(name="user", content="Weather in Paris?"))
@@ -127,13 +130,16 @@ async def test_a_streamed_answer_never_shows_a_placeholder(
         events = [
             e
             async for e in agent.reply_stream(
-                UserMsg(name="user", content="Weather in Paris?"), yield_final_msg=True
+                UserMsg(name="user", content=f"Weather in Paris? Mail {EMAIL}."),
+                yield_final_msg=True,
             )
         ]
     finally:
         await model.client.close()
         await gate.aclose()
-    assert PATTERN.search(upstream.requests[1].body.decode())  # the model read placeholders
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert PATTERN.search(sent) and "siobhan@example.org" not in sent  # the model read placeholders
+    assert EMAIL not in sent  # the user's own e-mail too
     deltas = "".join(e.delta for e in events if isinstance(e, TextBlockDeltaEvent))
     ends = "".join(e.text for e in events if isinstance(e, TextBlockEndEvent))
     final = events[-1].get_text_content()

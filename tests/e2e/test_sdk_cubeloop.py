@@ -1,9 +1,11 @@
-"""cubeloop's ``Agent`` with hookgate's middleware, its (always streamed) model behind the proxy."""
+"""cubeloop's ``Agent`` with hookgate's middleware and its provider instrumented, run with
+cubeloop's own ``agent.prompt`` (its model always streams)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest_asyncio
 from cubeloop import Agent, tool
@@ -11,7 +13,7 @@ from cubeloop.providers.openai import OpenAIProvider
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
-from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload
+from hookgate.sdk.adapters.cubeloop import HookgateMiddleware
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -20,6 +22,8 @@ from tests.sdk.harness import (
     PII_AND_BUDGET,
     REFUSAL,
     assert_joined_trace,
+    assert_refused,
+    call_the_denied_tool,
     make_gate,
     traced_proxy,
     tracing,
@@ -44,14 +48,16 @@ def agent_with(gate: Gate, url: str, calls: list[str]) -> Agent:
         calls.append(city)
         return f"sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"
 
-    provider = OpenAIProvider(provider_id="proxy", api_key=CLIENT_KEY, base_url=url)
+    hookgate = HookgateMiddleware(gate)
+    provider = hookgate.instrument(
+        OpenAIProvider(provider_id="proxy", api_key=CLIENT_KEY, base_url=url)
+    )
     PROVIDERS.append(provider)
     return Agent(
         model=provider.model("gpt-4o-mini"),
         tools=[get_weather],
         system_prompt="You are a weather bot.",
-        middleware=[HookgateMiddleware(gate)],
-        on_payload=on_payload,
+        middleware=[hookgate],
     )
 
 
@@ -65,11 +71,13 @@ async def test_blocked_tool_and_one_trace(
 ) -> None:
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
+    call_the_denied_tool(upstream)
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
     await agent.prompt("Weather in Paris?")
     await gate.aclose()
     assert gate._open == {}  # the run's reply closed in on_run_end
     assert calls == []
+    assert_refused(upstream, calls)
     assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL
     assert final_text(agent) == f"The tool said: {REFUSAL}"
     assert_joined_trace(receiver, "get_weather", model_calls=2)
@@ -85,11 +93,36 @@ async def test_tool_result_redacted_and_budget_wraps_up(
     await gate.aclose()
     assert calls == ["Paris"]
     second = upstream.requests[1].json()
-    tool_message = second["messages"][-1]["content"]
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")["content"]
     assert "Siobhan" not in tool_message and len(PATTERN.findall(tool_message)) == 2
     assert second["tool_choice"] == "none"  # turn 1 spent the budget: wrap up
-    assert "budget for this reply is spent" in second["messages"][0]["content"]
-    assert PATTERN.search(final_text(agent))  # cubeloop's own state keeps what the model wrote
+    assert "budget for this reply is spent" in second["messages"][-1]["content"]
+    text = final_text(agent)  # cubeloop's own state: the model quoted placeholders
+    assert "siobhan@example.org" in text and not PATTERN.search(text)
+
+
+async def test_sdk_alone_redacts_the_prompt_and_streams_the_values(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    email = "maria.garcia@example.com"
+    gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
+    agent = agent_with(gate, upstream.base_url, [])
+    deltas: list[str] = []
+
+    def listen(event: Any, signal: Any) -> None:  # cubeloop's stream, as a UI reads it
+        delta = getattr(getattr(event, "stream_event", None), "delta", None)
+        if isinstance(delta, str):
+            deltas.append(delta)
+
+    agent.subscribe(listen)
+    await agent.prompt(f"Weather in Paris? Mail it to {email}.")
+    await gate.aclose()
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert email not in sent and "siobhan@example.org" not in sent
+    text = final_text(agent)
+    assert "siobhan@example.org" in text and not PATTERN.search(text)
+    assert "siobhan@example.org" in "".join(deltas)
+    assert not any(PATTERN.search(d) for d in deltas)
 
 
 async def test_two_runs_are_two_replies(upstream: FakeUpstream, tmp_path: Path) -> None:

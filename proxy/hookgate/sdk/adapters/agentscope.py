@@ -2,10 +2,8 @@
 
 ::
 
-    from hookgate.sdk import http_client
     from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 
-    model = OpenAIChatModel(..., client_kwargs={"http_client": http_client()})
     agent = Agent(..., model=model, middlewares=[HookgateMiddleware(gate)])
     msg = await agent.reply(UserMsg(name="user", content="..."))   # or reply_stream
 
@@ -13,21 +11,22 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
 
 * a reply is AgentScope's ``on_reply``: the gate's ``on_reply`` layers open when it starts
   and close when its event stream ends (with the final message), whichever entry point
-  drives it — ``reply`` or ``reply_stream``. The reply is current for
-  the stream's task, so the reply's headers reach the model through
-  :func:`hookgate.sdk.http_client`; the session is the agent state's ``session_id``. The
-  user's side of the stream (text deltas, block ends, the final message) goes through the
-  response policies' transform, so a placeholder a tool result was given never reaches the
-  user;
+  drives it — ``reply`` or ``reply_stream``. The reply is current for the stream's task;
+  the session is the agent state's ``session_id``. The user's side of the stream (text
+  deltas, block ends, the final message) goes through the response policies' transform,
+  so a placeholder never reaches the user, whichever model produced it;
+* model calls: an ``openai`` model's client (``OpenAIChatModel`` and the other
+  OpenAI-compatible ones: ``agent.model.client``) is governed in place on the reply's
+  first call (:func:`hookgate.sdk.client.govern`): each request runs the model-level
+  hooks in-process — ``on_system_prompt``, ``convert_to_llm``, ``on_model_call`` (denied
+  tools are not offered), ``on_response`` with streamed deltas — and gets a ``chat`` span
+  with usage. For models of other SDKs the system prompt runs through AgentScope's
+  ``on_system_prompt`` instead, and the rest is left to a proxy;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
-* ``on_system_prompt`` → the ``on_system_prompt`` chain, plus the wrap-up message;
 * ``on_model_call`` → :meth:`Gate.after_turn` with the call's usage (streamed or not);
 * ``on_reasoning`` → a wrapping-up reply reasons with ``tool_choice: none``; a stopped reply
   ends after this turn (its tool calls still run, then the loop ends).
-
-Not mapped in-process: ``convert_to_llm``, ``on_model_call``'s request and ``on_response``
-(AgentScope messages are not OpenAI bodies); they run in the proxy.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+import openai
 from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
 from agentscope.message import Msg, TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
@@ -43,6 +43,7 @@ from agentscope.model import ChatResponse
 from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.sdk.client import govern
 from hookgate.sdk.gate import Gate, reply_now
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
@@ -60,6 +61,8 @@ class HookgateMiddleware(MiddlewareBase):
     async def on_reply(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
     ) -> AsyncGenerator[Any, None]:
+        if (client := _client(agent)) is not None:
+            govern(client)
         ctx = await self.gate.open_reply(
             agent=getattr(agent, "name", None),
             input=input_kwargs.get("inputs"),
@@ -83,6 +86,8 @@ class HookgateMiddleware(MiddlewareBase):
             self.gate.leave(token, ctx)
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
+        if _client(agent) is not None:  # the governed client runs the chain on the request
+            return current_prompt
         ctx = _reply()
         prompt: str = await self.gate.system_prompt(current_prompt)
         return f"{prompt}\n\n{ctx.wrap_up}" if ctx.wrap_up else prompt
@@ -145,6 +150,12 @@ class HookgateMiddleware(MiddlewareBase):
             yield final
         else:
             yield _response(result)
+
+
+def _client(agent: Any) -> openai.AsyncOpenAI | None:
+    """The ``openai`` client of the agent's model, if it talks through one."""
+    client = getattr(getattr(agent, "model", None), "client", None)
+    return client if isinstance(client, openai.AsyncOpenAI) else None
 
 
 def _response(result: ToolResult) -> ToolResponse:

@@ -2,33 +2,38 @@
 
 ::
 
-    from hookgate.sdk.adapters.cubeloop import HookgateMiddleware, on_payload
+    from hookgate.sdk.adapters.cubeloop import HookgateMiddleware
 
-    agent = Agent(model=..., tools=[...], middleware=[HookgateMiddleware(gate)],
-                  on_payload=on_payload)
+    hookgate = HookgateMiddleware(gate)
+    provider = hookgate.instrument(OpenAIProvider(api_key=..., base_url=...))
+    agent = Agent(model=provider.model("gpt-4o-mini"), tools=[...], middleware=[hookgate])
     await agent.prompt("What's the weather in Paris?")
 
 Mapping (cubeloop composes its middleware in list order; put hookgate first):
 
 * a reply is one cubeloop run (its ``run_id``): the gate's ``on_reply`` layers open at the
   run's first model call and close in ``on_run_end``; the reply is current for the run's
-  task, so :func:`on_payload` finds it;
+  task;
+* model calls: :meth:`HookgateMiddleware.instrument` governs an OpenAI provider's client
+  in place (:func:`hookgate.sdk.client.govern`), so each model request runs the
+  model-level hooks in-process — ``on_system_prompt``, ``convert_to_llm``,
+  ``on_model_call`` (denied tools are not offered, a wrapping-up reply gets the message and
+  ``tool_choice: none``), ``on_response`` on cubeloop's stream (placeholders restored in
+  text and tool-call argument deltas, so the user and cubeloop's own state never hold
+  one) — with a ``chat`` span and usage. Without it (a provider of another SDK),
+  ``transform_system_prompt`` runs the ``on_system_prompt`` chain and adds the wrap-up
+  message, and the rest is left to a proxy;
 * ``before_tool_call`` + ``after_tool_call`` → one ``on_tool_call`` onion (split in its two
   halves): a refusal blocks the call with the reason the model reads, rewritten arguments
   become ``edited_args``, a rewritten result replaces the tool's content;
-* ``transform_system_prompt`` → the ``on_system_prompt`` chain, plus the wrap-up message;
-* ``should_stop_after_turn`` → :meth:`Gate.after_turn` with the turn's usage;
-* :func:`on_payload` (cubeloop's per-request payload callback) adds the reply's headers and,
-  when the reply must wrap up, ``tool_choice: none``.
-
-Not mapped in-process: ``convert_to_llm`` (cubeloop keeps only the last middleware's),
-``on_model_call`` and ``on_response``; they run in the proxy.
+* ``should_stop_after_turn`` → :meth:`Gate.after_turn` with the turn's usage.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
+import openai
 from cubeloop import Middleware, TextContent
 from cubeloop.agent.types import (
     AfterToolCallContext,
@@ -40,19 +45,11 @@ from cubeloop.agent.types import (
 )
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.sdk.client import govern
 from hookgate.sdk.gate import CURRENT, Gate, Split, current_reply
 from hookgate.wire.usage import Usage
 
-
-def on_payload(payload: dict[str, Any], model: Any) -> dict[str, Any]:
-    """cubeloop's ``on_payload``: the reply's headers, and no tools when wrapping up."""
-    ctx = current_reply()
-    if ctx is None:
-        return payload
-    payload["extra_headers"] = {**(payload.get("extra_headers") or {}), **ctx.headers()}
-    if ctx.wrap_up and payload.get("tools"):
-        payload["tool_choice"] = "none"
-    return payload
+P = TypeVar("P")
 
 
 class HookgateMiddleware(Middleware):
@@ -64,6 +61,19 @@ class HookgateMiddleware(Middleware):
         self._runs: dict[str | None, str] = {}
         """cubeloop run id → the gate's reply id."""
         self._tools: dict[tuple[str, str], Split[ToolCall, ToolResult]] = {}
+        self._in_process = False
+        """True once a provider is instrumented: its client runs the model-level hooks."""
+
+    def instrument(self, provider: P) -> P:
+        """Govern a cubeloop OpenAI provider's client in place (see the module docstring);
+        returns the provider. Instrument the provider of every agent this middleware is
+        attached to: the middleware then leaves the system prompt to the client."""
+        client = getattr(provider, "_client", None)  # cubeloop's OpenAI providers keep it
+        if not isinstance(client, openai.AsyncOpenAI):
+            raise TypeError(f"{type(provider).__name__} does not talk through an openai client")
+        govern(client)
+        self._in_process = True
+        return provider
 
     async def _reply(self, ctx: AgentContext) -> ReplyContext:
         """The reply of the run ``ctx`` belongs to, opened at the run's first model call
@@ -86,6 +96,8 @@ class HookgateMiddleware(Middleware):
         self, system_prompt: str, *, ctx: AgentContext, signal: Any = None
     ) -> str:
         reply = await self._reply(ctx)
+        if self._in_process:
+            return system_prompt
         prompt: str = await self.gate.system_prompt(
             system_prompt, self.gate.model_context(reply=reply)
         )
