@@ -8,14 +8,18 @@ import pytest
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
+from hookgate.sdk.gate import STOPPED
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
     GUARD,
+    PII_AND_BUDGET,
     REFUSAL,
     SECRET,
     assert_joined_trace,
+    assert_refused,
+    call_the_denied_tool,
     make_gate,
     traced_proxy,
     tracing,
@@ -28,6 +32,9 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PRAISONAI_TELEMETRY_DISABLED", "true")
     monkeypatch.setenv("OPENAI_API_KEY", CLIENT_KEY)
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+
+
+EMAIL = "maria.garcia@example.com"
 
 
 def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.MonkeyPatch) -> object:
@@ -64,13 +71,13 @@ async def test_blocked_tool_and_one_trace(
 
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
+    call_the_denied_tool(upstream)
     agent = make_agent(gate, traced_proxy(make_proxy, receiver), calls, monkeypatch)
     answer = await start(gate, agent, "Weather in Paris?")
     await aclose(agent)
     await gate.aclose()
-    assert calls == []
+    assert_refused(upstream, calls)
     assert REFUSAL in str(answer)
-    assert REFUSAL in upstream.requests[1].body.decode()
     assert_joined_trace(receiver, "get_weather", model_calls=2)
 
 
@@ -86,9 +93,40 @@ async def test_tool_result_is_redacted(
     gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
     calls: list[str] = []
     agent = make_agent(gate, make_proxy(), calls, monkeypatch)
-    await start(gate, agent, "Weather in Paris?")
+    answer = await start(gate, agent, f"Weather in Paris? Mail it to {EMAIL}.")
     await aclose(agent)
     await gate.aclose()
     assert calls == ["Paris"]
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert EMAIL not in sent and "siobhan@example.org" not in sent
     tool_message = upstream.requests[1].json()["messages"][-1]["content"]
     assert "Siobhan" not in tool_message and len(PATTERN.findall(tool_message)) == 2
+    assert "siobhan@example.org" in str(answer) and not PATTERN.search(str(answer))
+
+
+async def test_turns_wrap_up_and_stop(
+    upstream: FakeUpstream, tmp_path: Path, offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PraisonAI has no turn hook: each governed model call is a turn, so reply_budget
+    wraps the reply up and model_call_limit stops it."""
+    from hookgate.sdk.adapters.praisonai import aclose, start
+
+    gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
+    calls: list[str] = []
+    agent = make_agent(gate, upstream.base_url, calls, monkeypatch)
+    await start(gate, agent, "Weather in Paris?")
+    await aclose(agent)
+    await gate.aclose()
+    second = upstream.requests[1].json()
+    assert second["tool_choice"] == "none"
+    assert any("budget for this reply is spent" in str(m["content"]) for m in second["messages"])
+
+    upstream.requests.clear()
+    stopper = make_gate(
+        tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n"
+    )
+    agent = make_agent(stopper, upstream.base_url, calls, monkeypatch)
+    answer = await start(stopper, agent, "Weather in Paris?")
+    await aclose(agent)
+    await stopper.aclose()
+    assert len(upstream.requests) == 1 and STOPPED in str(answer)

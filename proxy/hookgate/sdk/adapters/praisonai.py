@@ -1,4 +1,4 @@
-"""PraisonAI (``praisonaiagents``): hookgate as a tool-call middleware.
+"""PraisonAI (``praisonaiagents``): hookgate's tool middleware and a governed model client.
 
 ::
 
@@ -6,25 +6,28 @@
 
     agent = Agent(name="assistant", instructions="...", model="gpt-4o-mini", tools=[...],
                   hooks=[tool_middleware(gate)])
-    instrument(agent)                      # model requests carry the reply's headers
+    instrument(agent)                      # the agent's model calls run through the gate
     answer = await start(gate, agent, "What's the weather in Paris?", session_id="s-1")
     await aclose(agent)                    # when done with the agent
 
 Mapping:
 
-* a reply is one ``agent.astart``/``achat``: :func:`start` runs it inside ``on_reply``;
+* a reply is one ``agent.astart``/``achat``: :func:`start` runs it inside ``on_reply``
+  (PraisonAI runs its ``BEFORE_AGENT`` hooks in tasks of their own, so a reply they open
+  would not be current for the agent's model and tool calls);
 * PraisonAI's ``wrap_tool_call`` middleware (an onion, first registered outermost) →
   ``on_tool_call``: a refusal is returned as the tool's result, which the model reads (the
   event-hook deny would replace our reason with a fixed text); rewritten arguments and
   results pass through. PraisonAI runs middleware synchronously in worker threads; the
   onion runs on the reply's event loop (:meth:`Gate.call_sync`);
-* :func:`instrument` gives the agent an OpenAI client whose requests carry the reply's
-  headers (PraisonAI has no header setting; this sets its client attribute, so the
-  version is pinned).
-
-Not expressible: ``should_stop_after_turn`` and the wrap-up. PraisonAI's model hooks wrap
-a whole tool loop, not each model call, so there is no turn boundary to act on; the proxy's
-per-reply budget still applies (it sees the reply through the headers).
+* :func:`instrument` gives the agent a governed ``openai`` client (PraisonAI has no client
+  setting; this sets its client attribute, so the version is pinned): each model call
+  runs the model-level hooks in-process (``on_system_prompt``, ``convert_to_llm``,
+  ``on_model_call`` — denied tools are not offered —, ``on_response``: the answer and its
+  streamed deltas carry the values, never a placeholder) with a ``chat`` span, and is one
+  turn of the reply — PraisonAI has no turn hook of its own (its model hooks wrap a whole
+  tool loop), so ``should_stop_after_turn`` and the wrap-up run there, and a stopped
+  reply's next model call is answered with a final message that ends PraisonAI's loop.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def tool_middleware(gate: Gate) -> Any:
 
 
 def instrument(agent: Any, *, base_url: str | None = None, api_key: str | None = None) -> Any:
-    """Give ``agent`` an OpenAI client that sends the current reply's headers.
+    """Give ``agent`` an OpenAI client governed as the module docstring says.
 
     ``base_url``/``api_key`` default to PraisonAI's own environment variables.
     """
@@ -94,7 +97,7 @@ def instrument(agent: Any, *, base_url: str | None = None, api_key: str | None =
         api_key=api_key, base_url=base_url, http_client=http_client(asynchronous=False)
     )
     client._async_client = openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, http_client=http_client()
+        api_key=api_key, base_url=base_url, http_client=http_client(turns=True)
     )
     client._async_client_owned = False
     if not hasattr(agent, "_Agent__openai_client"):
