@@ -252,3 +252,30 @@ def test_run_sync(upstream: FakeUpstream, tmp_path: Path) -> None:
     asyncio.set_event_loop(None)
     assert calls == [] and result.final_output == f"The tool said: {REFUSAL}"
     assert REFUSAL in upstream.requests[1].body.decode()
+
+
+async def test_an_agent_used_as_a_tool_runs_inside_the_calling_reply(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``attach(gate, researcher).as_tool(...)``: the inner run shares the calling run's
+    trace, so its tool calls are governed and belong to the calling reply."""
+    gate = make_gate(tmp_path, upstream, GUARD)
+    calls: list[str] = []
+    ask = synth.ToolCall("call_r", "ask_researcher", '{"input": "Weather in Paris?"}')
+    upstream.push(synth.Reply(tool_calls=[ask]))  # the outer agent asks the researcher
+    call_the_denied_tool(upstream)  # the researcher names the denied tool
+    async with AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0) as client:
+        researcher = attach(gate, make_agent(client, calls))
+        outer = Agent(
+            name="assistant",
+            instructions="Ask the researcher.",
+            tools=[researcher.as_tool("ask_researcher", "Ask the researcher.")],
+            model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client),
+        )
+        result = await Runner.run(attach(gate, outer), "Weather in Paris?")
+    await gate.aclose()
+    assert calls == []
+    assert REFUSAL in upstream.requests[2].body.decode()  # the researcher's model read it
+    assert REFUSAL in result.final_output
+    assert len({r.headers["x-hookgate-reply-id"] for r in upstream.requests}) == 1
+    assert gate._open == {}
