@@ -11,6 +11,7 @@ import pytest
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate, http_client
+from tests.conftest import ProxyFactory
 from tests.fakes import Echo, FakeUpstream, Status
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import SECRET, make_gate, tracing
@@ -165,3 +166,40 @@ async def test_a_stopped_reply_gets_a_final_answer_without_the_model(
     assert reply.turns == 1 and reply.stop
     assert len(upstream.requests) == 1
     assert "stopped" in streamed
+
+
+async def test_sdk_and_proxy_together_redact_once_restore_once_and_nest_spans(
+    tmp_path: Path, upstream: FakeUpstream, receiver: OtlpReceiver, make_proxy: ProxyFactory
+) -> None:
+    """pii and tracing on both sides: the model reads one placeholder (never a placeholder
+    of a placeholder), the user reads the value, streamed or not, and the proxy's span sits
+    under the SDK's model-call span."""
+    policies = f"  - pii: {{secret: '{SECRET}'}}\n" + tracing(receiver)
+    gate = make_gate(tmp_path, upstream, policies)
+    url = make_proxy(f"policies:\n{policies}")
+    async with openai.AsyncOpenAI(base_url=url, api_key="k", http_client=http_client()) as both:
+        upstream.push(Echo(), Echo(pieces=3))
+        async with gate.reply():
+            answer = await both.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": PROMPT}]
+            )
+            stream = await both.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": PROMPT}], stream=True
+            )
+            streamed = "".join(
+                [c.choices[0].delta.content or "" async for c in stream if c.choices]
+            )
+    await gate.aclose()
+    for request in upstream.requests:
+        text = request.json()["messages"][-1]["content"]
+        assert EMAIL not in text and len(PATTERN.findall(text)) == 1
+        assert text.count("<") == 1  # one placeholder, not one inside another
+    assert answer.choices[0].message.content == streamed == f"You said: {PROMPT}"
+    spans = receiver.wait_until(lambda s: len([x for x in s if x.name == "chat m"]) >= 4)
+    chats = [s for s in spans if s.name == "chat m"]
+    in_process = {
+        s.span_id for s in chats if str(s.attributes["hookgate.request_id"]).startswith("call_")
+    }
+    proxied = [s for s in chats if s.span_id not in in_process]
+    assert len(in_process) == 2 and len(proxied) == 2
+    assert all(s.parent_span_id in in_process for s in proxied)
