@@ -9,8 +9,11 @@ A provider turns a :class:`~hookgate.pipeline.types.ModelCall` into a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
+import orjson
+
+from hookgate.errors import UpstreamBadResponse
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
 
@@ -20,7 +23,20 @@ API_PATHS: Mapping[Api, str] = {
     "completions": "/completions",
     "embeddings": "/embeddings",
 }
-"""Each API's path below a provider's ``base_url``."""
+"""Each API's path below a provider's ``base_url`` (chat first: its path ends like the
+completions one)."""
+
+
+def json_object(raw: bytes, label: str) -> dict[str, Any]:
+    """A provider's JSON body as an object; :class:`UpstreamBadResponse` naming ``label``
+    when it is not JSON, or not an object."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise UpstreamBadResponse(f"{label} sent a body that is not JSON", target=label) from None
+    if not isinstance(data, dict):
+        raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+    return data
 
 
 class Provider(Protocol):

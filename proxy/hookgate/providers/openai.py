@@ -36,7 +36,7 @@ from hookgate.errors import (
 )
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
-from hookgate.providers.base import API_PATHS
+from hookgate.providers.base import API_PATHS, json_object
 from hookgate.providers.scrub import Scrubber, credentials
 from hookgate.wire import sse
 from hookgate.wire.headers import response_headers
@@ -270,14 +270,7 @@ class OpenAIProvider:
                 return ModelResponse(response.status, relayed, target, stream=stream)
             with translated(label):
                 raw = await response.read()
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                raise UpstreamBadResponse(
-                    f"{label} sent a body that is not JSON", target=label
-                ) from None
-            if not isinstance(data, dict):
-                raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+            data = json_object(raw, label)
             if _is_error_only(data):  # some gateways answer 200 {"error": ...}
                 raise UpstreamStatusError(
                     502, self.scrub.body(raw), self.scrub.headers(relayed), target=label

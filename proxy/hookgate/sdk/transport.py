@@ -25,25 +25,18 @@ the provider would have sent (an OpenAI error body with the policy's status), so
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx2 as httpx
 import orjson
 
 from hookgate.errors import HookgateError, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.providers.base import API_PATHS, json_object
 from hookgate.sdk.gate import MODEL_CALL, Running, current
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
 from hookgate.wire.usage import is_usage_chunk, usage_requested
-
-MODEL_PATHS: Mapping[str, Api] = {
-    "/chat/completions": "chat.completions",
-    "/responses": "responses",
-    "/completions": "completions",
-    "/embeddings": "embeddings",
-}
-"""The endpoint suffixes whose ``POST`` requests are model calls, by API."""
 
 _NOT_RELAYED = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 """Headers of the provider's response that stop being true once hookgate re-encodes it."""
@@ -166,14 +159,7 @@ class GateTransport(httpx.AsyncBaseTransport):
             body = await response.aread()
         finally:
             await response.aclose()
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise UpstreamBadResponse(
-                f"{label} sent a body that is not JSON", target=label
-            ) from None
-        if not isinstance(data, dict):
-            raise UpstreamBadResponse(f"{label} sent JSON that is not an object", target=label)
+        data = json_object(body, label)
         return ModelResponse(
             response.status_code, relayed, target, payload=JsonBody.parsed(body, data)
         )
@@ -186,10 +172,7 @@ def _api_of(request: httpx.Request) -> Api | None:
     if request.method != "POST":
         return None
     path = request.url.path.rstrip("/")
-    for suffix, api in MODEL_PATHS.items():
-        if path.endswith(suffix):
-            return api
-    return None
+    return next((api for api, suffix in API_PATHS.items() if path.endswith(suffix)), None)
 
 
 class _Events:
