@@ -11,7 +11,7 @@ this package imports neither the server nor aiohttp.
 
 from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy
-from hookgate.sdk.client import current_headers, http_client, instrument
+from hookgate.sdk.client import current_headers, govern, http_client, instrument
 from hookgate.sdk.gate import Gate, ReplyHandle, Split, current_reply
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ToolResult",
     "current_headers",
     "current_reply",
+    "govern",
     "http_client",
     "instrument",
 ]
