@@ -1,4 +1,5 @@
-"""PraisonAI's ``Agent`` with hookgate's tool middleware, its model behind the proxy."""
+"""PraisonAI's ``Agent`` with hookgate attached (``praisonai.attach``), run with its own
+``astart``, ``achat``, ``start`` and ``chat``."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ EMAIL = "maria.garcia@example.com"
 def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.MonkeyPatch) -> object:
     from praisonaiagents import Agent
 
-    from hookgate.sdk.adapters.praisonai import instrument, tool_middleware
+    from hookgate.sdk.adapters.praisonai import attach
 
     monkeypatch.setenv("OPENAI_BASE_URL", url)
 
@@ -54,9 +55,8 @@ def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.Monke
         instructions="Use tools.",
         model="gpt-4o-mini",
         tools=[get_weather],
-        hooks=[tool_middleware(gate)],
     )
-    return instrument(agent)
+    return attach(gate, agent)
 
 
 async def test_blocked_tool_and_one_trace(
@@ -67,13 +67,13 @@ async def test_blocked_tool_and_one_trace(
     offline: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hookgate.sdk.adapters.praisonai import aclose, start
+    from hookgate.sdk.adapters.praisonai import aclose
 
     gate = make_gate(tmp_path, upstream, tracing(receiver) + GUARD)
     calls: list[str] = []
     call_the_denied_tool(upstream)
     agent = make_agent(gate, traced_proxy(make_proxy, receiver), calls, monkeypatch)
-    answer = await start(gate, agent, "Weather in Paris?")
+    answer = await agent.astart("Weather in Paris?")
     await aclose(agent)
     await gate.aclose()
     assert_refused(upstream, calls)
@@ -88,12 +88,12 @@ async def test_tool_result_is_redacted(
     offline: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hookgate.sdk.adapters.praisonai import aclose, start
+    from hookgate.sdk.adapters.praisonai import aclose
 
     gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
     calls: list[str] = []
     agent = make_agent(gate, make_proxy(), calls, monkeypatch)
-    answer = await start(gate, agent, f"Weather in Paris? Mail it to {EMAIL}.")
+    answer = await agent.achat(f"Weather in Paris? Mail it to {EMAIL}.")
     await aclose(agent)
     await gate.aclose()
     assert calls == ["Paris"]
@@ -109,12 +109,12 @@ async def test_turns_wrap_up_and_stop(
 ) -> None:
     """PraisonAI has no turn hook: each governed model call is a turn, so reply_budget
     wraps the reply up and model_call_limit stops it."""
-    from hookgate.sdk.adapters.praisonai import aclose, start
+    from hookgate.sdk.adapters.praisonai import aclose
 
     gate = make_gate(tmp_path, upstream, PII_AND_BUDGET)
     calls: list[str] = []
     agent = make_agent(gate, upstream.base_url, calls, monkeypatch)
-    await start(gate, agent, "Weather in Paris?")
+    await agent.astart("Weather in Paris?")
     await aclose(agent)
     await gate.aclose()
     second = upstream.requests[1].json()
@@ -126,7 +126,38 @@ async def test_turns_wrap_up_and_stop(
         tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n"
     )
     agent = make_agent(stopper, upstream.base_url, calls, monkeypatch)
-    answer = await start(stopper, agent, "Weather in Paris?")
+    answer = await agent.astart("Weather in Paris?")
     await aclose(agent)
     await stopper.aclose()
     assert len(upstream.requests) == 1 and STOPPED in str(answer)
+
+
+@pytest.mark.filterwarnings(
+    # PraisonAI's sync path runs each call on a loop of its own and drops that loop's async
+    # client unclosed (praisonaiagents.llm.openai_client.async_client): its sockets, not ours
+    "ignore::ResourceWarning",
+    "ignore::pytest.PytestUnraisableExceptionWarning",
+)
+def test_the_synchronous_entry_points_run_governed_replies(
+    upstream: FakeUpstream, tmp_path: Path, offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``start`` and ``chat``: the tool is governed in the caller's thread, each call is
+    one reply (its headers on the model requests)."""
+    import asyncio
+    import gc
+
+    gate = make_gate(tmp_path, upstream, GUARD)
+    calls: list[str] = []
+    agent = make_agent(gate, upstream.base_url, calls, monkeypatch)
+    for entry in (agent.start, agent.chat):
+        call_the_denied_tool(upstream)
+        answer = entry("Weather in Paris?")
+        assert REFUSAL in str(answer)
+    client = agent._Agent__openai_client
+    client.sync_client.close()
+    client._async_client = None  # bound to a loop PraisonAI closed: dropped, as it does
+    asyncio.run(gate.aclose())
+    gc.collect()  # PraisonAI's dropped clients go now, inside this test's filters
+    assert calls == []
+    replies = [r.headers.get("x-hookgate-reply-id") for r in upstream.requests]
+    assert len(replies) == 4 and None not in replies and len(set(replies)) == 2

@@ -1,62 +1,111 @@
-"""PraisonAI (``praisonaiagents``): hookgate's tool middleware and a governed model client.
+"""PraisonAI (``praisonaiagents``): hookgate attached to an agent, once.
 
 ::
 
-    from hookgate.sdk.adapters.praisonai import aclose, instrument, start, tool_middleware
+    from hookgate.sdk.adapters.praisonai import aclose, attach
 
-    agent = Agent(name="assistant", instructions="...", model="gpt-4o-mini", tools=[...],
-                  hooks=[tool_middleware(gate)])
-    instrument(agent)                      # the agent's model calls run through the gate
-    answer = await start(gate, agent, "What's the weather in Paris?", session_id="s-1")
+    agent = attach(gate, Agent(name="assistant", instructions="...", model="gpt-4o-mini",
+                               tools=[...]))
+    answer = await agent.astart("What's the weather in Paris?")   # or achat, start, chat
     await aclose(agent)                    # when done with the agent
 
 Mapping:
 
-* a reply is one ``agent.astart``/``achat``: :func:`start` runs it inside ``on_reply``
-  (PraisonAI runs its ``BEFORE_AGENT`` hooks in tasks of their own, so a reply they open
-  would not be current for the agent's model and tool calls);
-* PraisonAI's ``wrap_tool_call`` middleware (an onion, first registered outermost) →
+* a reply is one call of the agent's own entry points — ``astart``, ``achat``, ``start``,
+  ``chat`` — which :func:`attach` wraps on the agent object (a call made inside a reply, as
+  ``start`` calling ``chat``, belongs to it). PraisonAI has no run hook a reply could use:
+  its ``BEFORE_AGENT`` hooks run in tasks of their own and its model middleware in executor
+  threads, so a reply they opened would not be current for the agent's model and tool
+  calls. The synchronous ones run the reply's layers on the gate's own loop
+  (:mod:`hookgate.sdk.bridge`) around the call in the caller's thread;
+* PraisonAI's ``wrap_tool_call`` middleware (an onion, first registered outermost; attach
+  puts hookgate's first, or pass ``hooks=[tool_middleware(gate)]`` yourself) →
   ``on_tool_call``: a refusal is returned as the tool's result, which the model reads (the
   event-hook deny would replace our reason with a fixed text); rewritten arguments and
   results pass through. PraisonAI runs middleware synchronously in worker threads; the
   onion runs on the reply's event loop (:meth:`Gate.call_sync`);
-* :func:`instrument` gives the agent a governed ``openai`` client (PraisonAI has no client
-  setting; this sets its client attribute, so the version is pinned): each model call
-  runs the model-level hooks in-process (``on_system_prompt``, ``convert_to_llm``,
-  ``on_model_call`` — denied tools are not offered —, ``on_response``: the answer and its
-  streamed deltas carry the values, never a placeholder) with a ``chat`` span, and is one
-  turn of the reply — PraisonAI has no turn hook of its own (its model hooks wrap a whole
-  tool loop), so ``should_stop_after_turn`` and the wrap-up run there, and a stopped
-  reply's next model call is answered with a final message that ends PraisonAI's loop.
+* model calls: attach gives the agent governed ``openai`` clients (PraisonAI has no client
+  setting; this sets its client attribute, so the version is pinned). The asynchronous
+  one runs each model call through the model-level hooks in-process (``on_system_prompt``,
+  ``convert_to_llm``, ``on_model_call`` — denied tools are not offered —, ``on_response``:
+  the answer and its streamed deltas carry the values, never a placeholder) with a ``chat``
+  span, and counts it as a turn of the reply — PraisonAI has no turn hook (its model hooks
+  wrap a whole tool loop), so ``should_stop_after_turn`` and the wrap-up run there, and a
+  stopped reply's next model call is answered with a final message that ends PraisonAI's
+  loop. The synchronous client (``start``/``chat``) carries the reply's headers only: its
+  model-level hooks run in a proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import openai
 from praisonaiagents.hooks import ToolRequest, ToolResponse, wrap_tool_call
 from praisonaiagents.llm.openai_client import OpenAIClient
 
-from hookgate.pipeline.agent import ToolCall, ToolResult
-from hookgate.sdk.client import http_client
-from hookgate.sdk.gate import Gate
+from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.sdk.client import current_headers, govern
+from hookgate.sdk.gate import LOOP, Gate, current_reply, reply_now
 
 
-async def start(
-    gate: Gate, agent: Any, prompt: str, *, session_id: str | None = None, **kwargs: Any
+def attach(
+    gate: Gate, agent: Any, *, base_url: str | None = None, api_key: str | None = None
 ) -> Any:
-    """``agent.astart(prompt, **kwargs)`` as one governed reply."""
-    return await gate.run_reply(
-        lambda: agent.astart(prompt, **kwargs),
-        agent=getattr(agent, "name", None),
-        input=prompt,
-        session_id=session_id,
-    )
+    """Govern ``agent`` in place (see the module docstring) and return it.
+
+    ``base_url``/``api_key`` default to PraisonAI's own environment variables.
+    """
+    if not any(getattr(hook, "hookgate", False) for hook in agent._hooks or []):
+        agent._hooks = [tool_middleware(gate), *(agent._hooks or [])]
+        agent._middleware_manager = None  # PraisonAI builds it from _hooks on first use
+    _give_clients(agent, base_url, api_key)
+    for name in ("astart", "achat"):
+        setattr(agent, name, _async_entry(gate, agent, getattr(agent, name)))
+    for name in ("start", "chat"):
+        setattr(agent, name, _sync_entry(gate, agent, getattr(agent, name)))
+    return agent
+
+
+def _async_entry(gate: Gate, agent: Any, entry: Callable[..., Awaitable[Any]]) -> Any:
+    @functools.wraps(entry)
+    async def governed(*args: Any, **kwargs: Any) -> Any:
+        if current_reply() is not None:  # called by a governed entry point
+            return await entry(*args, **kwargs)
+        prompt = args[0] if args else kwargs.get("prompt")
+        return await gate.run_reply(lambda: entry(*args, **kwargs), agent=agent.name, input=prompt)
+
+    return governed
+
+
+def _sync_entry(gate: Gate, agent: Any, entry: Callable[..., Any]) -> Any:
+    @functools.wraps(entry)
+    def governed(*args: Any, **kwargs: Any) -> Any:
+        if current_reply() is not None:
+            return entry(*args, **kwargs)
+        prompt = args[0] if args else kwargs.get("prompt")
+
+        async def reply(body: Callable[[ReplyContext], Awaitable[Any]]) -> Any:
+            return await gate.run_reply(
+                lambda: body(reply_now("attach")), agent=agent.name, input=prompt
+            )
+
+        def run(ctx: ReplyContext) -> Any:  # in the caller's thread, the reply current
+            token, loop = gate.enter(ctx), LOOP.set(gate.sync.loop)
+            try:
+                return entry(*args, **kwargs)
+            finally:
+                LOOP.reset(loop)
+                gate.leave(token, ctx)
+
+        return gate.sync.wrap(reply, run)
+
+    return governed
 
 
 def tool_middleware(gate: Gate) -> Any:
@@ -82,32 +131,47 @@ def tool_middleware(gate: Gate) -> Any:
             context=request.context,
         )
 
+    hookgate_tools.hookgate = True  # attach finds it among the agent's hooks
     return hookgate_tools
 
 
-def instrument(agent: Any, *, base_url: str | None = None, api_key: str | None = None) -> Any:
-    """Give ``agent`` an OpenAI client governed as the module docstring says.
+class _GovernedClient(OpenAIClient):  # type: ignore[misc]
+    """PraisonAI's own OpenAI client, each ``openai`` client it builds governed: the async
+    one through the gate (each model call a turn), the sync one with the reply's headers.
+    PraisonAI rebuilds its async client for each event loop (its sync entry points run one
+    per call), so governing what it builds keeps that working."""
 
-    ``base_url``/``api_key`` default to PraisonAI's own environment variables.
-    """
+    @property
+    def sync_client(self) -> Any:
+        client = super().sync_client
+        hooks = client._client.event_hooks["request"]
+        if _add_headers not in hooks:
+            hooks.append(_add_headers)
+        return client
+
+    @property
+    def async_client(self) -> Any:
+        client = super().async_client
+        govern(client, turns=True)
+        return client
+
+
+def _add_headers(request: Any) -> None:
+    request.headers.update(current_headers())
+
+
+def _give_clients(agent: Any, base_url: str | None, api_key: str | None) -> None:
     base_url = base_url or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
     api_key = api_key or os.environ.get("OPENAI_API_KEY")
-    client = OpenAIClient(api_key=api_key, base_url=base_url)
-    client._sync_client = openai.OpenAI(
-        api_key=api_key, base_url=base_url, http_client=http_client(asynchronous=False)
-    )
-    client._async_client = openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, http_client=http_client(turns=True)
-    )
-    client._async_client_owned = False
     if not hasattr(agent, "_Agent__openai_client"):
         raise RuntimeError("this praisonaiagents version keeps its client elsewhere")
-    agent._Agent__openai_client = client
-    return agent
+    agent._Agent__openai_client = _GovernedClient(api_key=api_key, base_url=base_url)
 
 
 async def aclose(agent: Any) -> None:
-    """Close the clients :func:`instrument` gave ``agent``."""
+    """Close the clients of the agent's OpenAI client (PraisonAI has no public close)."""
     client = agent._Agent__openai_client
-    await client._async_client.close()
-    client._sync_client.close()
+    if client._async_client is not None:
+        await client._async_client.close()
+    if client._sync_client is not None:
+        client._sync_client.close()
