@@ -279,3 +279,20 @@ async def test_an_agent_used_as_a_tool_runs_inside_the_calling_reply(
     assert REFUSAL in result.final_output
     assert len({r.headers["x-hookgate-reply-id"] for r in upstream.requests}) == 1
     assert gate._open == {}
+
+
+async def test_an_unattached_agent_used_as_a_tool_is_named_in_a_warning(
+    caplog: pytest.LogCaptureFixture, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    gate = make_gate(tmp_path, upstream, GUARD)
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    inner = make_agent(client, [])
+    outer = Agent(name="outer", tools=[inner.as_tool("ask_inner", "Ask.")], model="m")
+    with caplog.at_level("WARNING", logger="hookgate"):
+        attach(gate, outer)
+    assert "'ask_inner' runs agent 'assistant'" in caplog.text
+    with caplog.at_level("WARNING", logger="hookgate"):
+        caplog.clear()
+        attach(gate, Agent(name="o", tools=[attach(gate, inner).as_tool("a", "b")]))
+    assert "runs agent" not in caplog.text
+    await gate.aclose()

@@ -39,6 +39,7 @@ import asyncio
 import contextvars
 import dataclasses
 import json
+import logging
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -59,6 +60,8 @@ from mcp.types import CallToolResult, TextContent
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
 from hookgate.sdk.gate import Gate
+
+log = logging.getLogger("hookgate")
 
 _IN_TOOL: contextvars.ContextVar[bool] = contextvars.ContextVar("hookgate_in_tool", default=False)
 """True inside a governed tool: a run started there (an agent used as a tool) is nested in
@@ -237,6 +240,14 @@ class _Hooks(AgentHooks[Any]):
 def _governed_tool(runs: _Runs, agent: str, tool: Any) -> Any:
     if not isinstance(tool, FunctionTool):
         return tool
+    inner = getattr(tool, "_agent_instance", None)  # set by Agent.as_tool
+    if inner is not None and not isinstance(getattr(inner, "model", None), _GovernedModel):
+        log.warning(
+            "hookgate: tool %r runs agent %r, which hookgate is not attached to: its own "
+            "tools run ungoverned; use attach(gate, agent).as_tool(...)",
+            tool.name,
+            getattr(inner, "name", "?"),
+        )
     invoke = tool.on_invoke_tool
 
     async def on_invoke_tool(context: Any, arguments: str) -> Any:
