@@ -10,13 +10,14 @@ from pathlib import Path
 
 import httpx
 import openai
+import orjson
 import psutil
 import pytest
 
 import hookgate
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, openai_client
-from tests.fakes import FakeUpstream, Status
+from tests.fakes import Events, FakeUpstream, Raw, Status
 from tests.otlp import OtlpReceiver
 
 SPAN_KIND_CLIENT = 3
@@ -285,3 +286,58 @@ def test_the_otel_sampler_variables_apply_when_the_yaml_sets_no_ratio(
     spans = receiver.wait_for(1)
     time.sleep(0.5)  # the unsampled one would have arrived with it
     assert len([s for s in receiver.spans if s.name == "chat m"]) == 1, spans
+
+
+HOSTED_OUTPUT = [
+    {"type": "web_search_call", "id": "ws_1", "status": "completed",
+     "action": {"type": "search", "query": "weather"}},
+    {"type": "mcp_call", "id": "mcp_1", "name": "lookup", "server_label": "crm",
+     "arguments": "{}", "status": "failed", "error": "boom"},
+    {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+     "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}]},
+]  # fmt: skip
+
+
+def _response(status: str = "completed") -> dict[str, object]:
+    return {
+        "id": "resp_1", "object": "response", "created_at": 1, "model": "m", "status": status,
+        "output": HOSTED_OUTPUT, "usage": {"input_tokens": 4, "output_tokens": 2,
+                                           "total_tokens": 6},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tools_the_provider_runs_are_spans_under_the_call(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver, stream: bool
+) -> None:
+    """Hosted tools (web search, a remote MCP server's tool) run at the provider, out of the
+    agent's sight: each output item that says one ran is an execute_tool span."""
+    url = make_proxy(tracing(receiver.endpoint))
+    body = _response()
+    if stream:
+        created = {"type": "response.created", "response": {**_response("in_progress"),
+                                                            "output": []}}  # fmt: skip
+        done = {"type": "response.completed", "response": body}
+        upstream.push(Events([
+            b"event: response.created\ndata: " + orjson.dumps(created) + b"\n\n",
+            b"event: response.completed\ndata: " + orjson.dumps(done) + b"\n\n",
+        ]))  # fmt: skip
+        events = openai_client(url).responses.create(
+            model="m", input="weather?", tools=[{"type": "web_search"}], stream=True
+        )
+        assert [e.type for e in events][-1] == "response.completed"
+    else:
+        upstream.push(Raw(orjson.dumps(body)))
+        openai_client(url).responses.create(
+            model="m", input="weather?", tools=[{"type": "web_search"}]
+        )
+    spans = receiver.wait_for(3)
+    (call,) = [s for s in spans if s.name == "chat m"]
+    search = next(s for s in spans if s.name == "execute_tool web_search")
+    mcp = next(s for s in spans if s.name == "execute_tool lookup")
+    for span in (search, mcp):
+        assert span.parent_span_id == call.span_id and span.trace_id == call.trace_id
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+        assert span.attributes["gen_ai.tool.type"] == "extension"
+    assert search.attributes["gen_ai.tool.call.id"] == "ws_1"
+    assert search.status_code != STATUS_ERROR and mcp.status_code == STATUS_ERROR

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from hookgate.wire.usage import Charge, ResponseFacts, Usage
+from hookgate.wire.usage import Charge, HostedToolCall, ResponseFacts, Usage
 
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
 Attributes = Mapping[str, AttributeValue]
@@ -124,6 +124,18 @@ class Outcome:
     """Time to the first streamed event written to the client."""
     output_text: str | None = None
     """The model's output text, collected only when a policy asked for it."""
+    hosted_tools: tuple[HostedToolCall, ...] = ()
+    """Tools the provider ran itself during the call (web search, ...)."""
+
+    def take(self, facts: ResponseFacts, *, collect_text: bool = False) -> None:
+        """Copy what the response said about itself (usage, ids, finish reasons, hosted
+        tool calls; its text when ``collect_text``)."""
+        self.usage, self.response_id = facts.usage, facts.response_id
+        self.response_model = facts.response_model
+        self.finish_reasons = tuple(facts.finish_reasons)
+        self.hosted_tools = tuple(facts.hosted_tools)
+        if collect_text:
+            self.output_text = "".join(facts.text)
 
 
 @dataclass(slots=True)

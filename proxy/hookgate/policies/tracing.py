@@ -62,7 +62,7 @@ from hookgate.telemetry.tracing import (
     start_call_span,
 )
 from hookgate.wire import prompts
-from hookgate.wire.usage import facts_of
+from hookgate.wire.usage import HostedToolCall, facts_of
 
 log = logging.getLogger("hookgate")
 
@@ -262,6 +262,7 @@ class TracingPolicy(Policy):
             span.record_error(outcome.error_type, outcome.error_message or outcome.error_type)
         if any(attempt.outcome != "ok" for attempt in observation.attempts):
             _attempt_spans(spans, observation.attempts)
+        _hosted_tool_spans(spans, outcome.hosted_tools)
         span.end()
         if self.shipper is not None and (dropped := self.shipper.take_dropped()):
             observation.count(SPANS_DROPPED, by=dropped)
@@ -270,6 +271,25 @@ class TracingPolicy(Policy):
         """Export what is queued and stop the export worker (bounded: see
         :data:`~hookgate.telemetry.shipper.SHUTDOWN_S`), off the event loop."""
         await asyncio.to_thread(self.provider.shutdown)
+
+
+def _hosted_tool_spans(spans: OtelSpans, calls: Sequence[HostedToolCall]) -> None:
+    """An ``execute_tool {name}`` span under the model call's for each tool the provider
+    ran itself (its output items say that it ran, not when: the spans mark the call's end).
+    A file search reads a datastore; the others are extensions."""
+    for call in calls:
+        attributes: dict[str, AttributeValue] = {
+            semconv.OPERATION_NAME: "execute_tool",
+            semconv.TOOL_NAME: call.name,
+            semconv.TOOL_TYPE: "datastore" if call.type == "file_search" else "extension",
+            "hookgate.tool.hosted": call.type,
+        }
+        if call.call_id:
+            attributes[semconv.TOOL_CALL_ID] = call.call_id
+        span = spans.start(f"execute_tool {call.name}", attributes)
+        if call.status in ("failed", "incomplete"):
+            span.record_error("tool_error", f"the provider's {call.type} call {call.status}")
+        span.end()
 
 
 def _attempt_spans(spans: OtelSpans, attempts: Sequence[Attempt]) -> None:

@@ -47,7 +47,7 @@ from hookgate.wire import prompts, sse
 from hookgate.wire.deltas import StreamTransform
 from hookgate.wire.sse import EventStream
 from hookgate.wire.stream_rewrite import rewriter_for
-from hookgate.wire.usage import ResponseFacts, StreamFacts, Usage, facts_of, observed
+from hookgate.wire.usage import StreamFacts, Usage, facts_of, observed
 
 log = logging.getLogger("hookgate")
 
@@ -361,7 +361,7 @@ class Gate:
                 streaming = True
                 events = self._streamed(response.stream, call.api, ctx, outcome, started, turn)
                 return dataclasses.replace(response, stream=events)
-            _read_facts(outcome, facts_of(call.api, response.body))
+            outcome.take(facts_of(call.api, response.body))
             return response
         finally:
             self._model_terminal.reset(token)
@@ -397,7 +397,7 @@ class Gate:
         finally:
             await stream.aclose()
             if ctx.observation.stream_facts is not None:
-                _read_facts(outcome, ctx.observation.stream_facts)
+                outcome.take(ctx.observation.stream_facts)
             await self._ended(ctx, outcome, started, turn)
 
     async def _ended(self, ctx: Context, outcome: Outcome, started: float, turn: bool) -> None:
@@ -519,12 +519,6 @@ def _finished(ctx: Context, outcome: Outcome) -> None:
             callback(outcome)
         except Exception:
             log.exception("a finish callback failed (model call %s)", ctx.request_id)
-
-
-def _read_facts(outcome: Outcome, facts: ResponseFacts) -> None:
-    outcome.usage, outcome.response_id = facts.usage, facts.response_id
-    outcome.response_model = facts.response_model
-    outcome.finish_reasons = tuple(facts.finish_reasons)
 
 
 STOPPED = "This reply was stopped by a hookgate policy."

@@ -135,10 +135,10 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
                 transform=runtime.pipeline.stream_transform(ctx), outcome=outcome,
                 observation=ctx.observation, started=started,
             )  # fmt: skip
-            _apply(outcome, ctx.observation.stream_facts or ResponseFacts(), collect)
+            outcome.take(ctx.observation.stream_facts or ResponseFacts(), collect_text=collect)
             return out
         assert response.payload is not None
-        _apply(outcome, facts_of(api, response.body, collect_text=collect), collect)
+        outcome.take(facts_of(api, response.body, collect_text=collect), collect_text=collect)
         out_headers.setdefault("content-type", "application/json")
         return web.Response(
             status=response.status, body=response.payload.to_bytes(), headers=out_headers
@@ -217,15 +217,6 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         headers=runtime.forward(request.headers),
         query=request.rel_url.raw_query_string,
     )
-
-
-def _apply(outcome: Outcome, facts: ResponseFacts, collect: bool) -> None:
-    outcome.usage = facts.usage
-    outcome.response_id = facts.response_id
-    outcome.response_model = facts.response_model
-    outcome.finish_reasons = tuple(facts.finish_reasons)
-    if collect:
-        outcome.output_text = "".join(facts.text)
 
 
 def _finish(

@@ -37,6 +37,26 @@ class Charge:
     estimated: bool
 
 
+@dataclass(frozen=True, slots=True)
+class HostedToolCall:
+    """A tool the provider ran itself, as a Responses output item reports it: web search,
+    file search, the code interpreter, image generation, a remote MCP server's tool."""
+
+    type: str
+    """The item's type without ``_call``: ``web_search``, ``mcp``, ..."""
+    name: str
+    """The MCP tool's name; for the others, the type."""
+    call_id: str | None = None
+    status: str | None = None
+
+
+HOSTED_TOOL_ITEMS = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+     "mcp_call"}
+)  # fmt: skip
+"""Responses output items of tools the provider runs (the client never sees them run)."""
+
+
 @dataclass(slots=True)
 class ResponseFacts:
     """What telemetry reports about a response (read by :func:`facts_of`, :class:`StreamFacts`)."""
@@ -46,6 +66,7 @@ class ResponseFacts:
     finish_reasons: list[str] = field(default_factory=list)
     usage: Usage | None = None
     text: list[str] = field(default_factory=list)
+    hosted_tools: list[HostedToolCall] = field(default_factory=list)
 
 
 def usage_of(data: Any) -> Usage | None:
@@ -187,13 +208,28 @@ def _read_response_output(
     for item in _list(data.get("output")):
         if not isinstance(item, Mapping):
             continue
-        has_calls = has_calls or item.get("type") == "function_call"
+        kind = item.get("type")
+        has_calls = has_calls or kind == "function_call"
+        if kind in HOSTED_TOOL_ITEMS:
+            facts.hosted_tools.append(_hosted(item))
         if collect_text and item.get("type") == "message":
             for part in _list(item.get("content")):
                 if isinstance(part, Mapping) and isinstance(part.get("text"), str):
                     facts.text.append(part["text"])
     if isinstance(status, str) and status != "in_progress":
         facts.finish_reasons = ["tool_calls" if has_calls else status]
+
+
+def _hosted(item: Mapping[str, Any]) -> HostedToolCall:
+    kind = str(item["type"]).removesuffix("_call")
+    name = item.get("name") if kind == "mcp" else None
+    call_id, status = item.get("id"), item.get("status")
+    return HostedToolCall(
+        kind,
+        name if isinstance(name, str) else kind,
+        call_id if isinstance(call_id, str) else None,
+        status if isinstance(status, str) else None,
+    )
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
