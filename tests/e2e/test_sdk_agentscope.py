@@ -146,3 +146,38 @@ async def test_a_streamed_answer_never_shows_a_placeholder(
     for text in (deltas, ends, final):
         assert "Siobhan O'Brien" in text and "siobhan@example.org" in text
         assert not PATTERN.search(text)
+
+
+@pytest.mark.parametrize("entry", [reply, reply_stream], ids=lambda f: f.__name__)
+async def test_sdk_alone_with_pii_guard_and_tracing(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path, entry: Any
+) -> None:
+    """Only the middleware attached, the model straight at the provider: neither the user's
+    e-mail nor the tool's reaches the model, a denied tool is never offered, the answer
+    carries the tool's e-mail, and the reply, its tool and its model calls are one trace."""
+    policies = f"  - pii: {{secret: '{SECRET}'}}\n  - tool_guard: {{deny: [get_time]}}\n" + tracing(
+        receiver
+    )
+    gate = make_gate(tmp_path, upstream, policies)
+    calls: list[str] = []
+    agent, model = make_agent(gate, upstream.base_url, calls, False)
+    try:
+        answer = await entry(agent, UserMsg(name="user", content=f"Weather? Mail {EMAIL}."))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert len(calls) == 1  # the allowed tool ran (tool_guard denies another)
+    assert EMAIL not in sent and "siobhan@example.org" not in sent
+    text = answer.get_text_content()
+    assert "siobhan@example.org" in text and not PATTERN.search(text)
+    spans = receiver.wait_until(
+        lambda s: (
+            any(x.name == "invoke_agent assistant" for x in s)
+            and len([x for x in s if x.name.startswith("chat ")]) >= 2
+        )
+    )
+    (reply_span,) = [s for s in spans if s.name == "invoke_agent assistant"]
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert all(s.parent_span_id == reply_span.span_id for s in chats)
+    assert any(s.name == "execute_tool get_weather" for s in spans)
