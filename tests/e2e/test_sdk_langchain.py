@@ -222,3 +222,27 @@ def test_the_messages_stream_never_shows_a_placeholder(
     )
     assert "Siobhan O'Brien" in said and "siobhan@example.org" in said
     assert not PATTERN.search(said)
+
+
+@pytest.mark.parametrize("entry", [invoke, ainvoke], ids=lambda f: f.__name__)
+def test_a_flaky_tool_is_retried(upstream: FakeUpstream, tmp_path: Path, entry: Any) -> None:
+    """tool_retry on LangChain's own tool: it raised twice, ran the third time, and the
+    model read its result."""
+    gate = make_gate(tmp_path, upstream, "  - tool_retry: {max_retries: 2, initial_delay: 0}\n")
+    attempts: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        attempts.append(city)
+        if len(attempts) < 3:
+            raise ConnectionError("the weather service hung up")
+        return f"sunny in {city}"
+
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[get_weather], middleware=[HookgateMiddleware(gate)])
+    state = entry(agent)
+    asyncio.run(gate.aclose())
+    assert len(attempts) == 3
+    assert "sunny in" in upstream.requests[1].json()["messages"][-1]["content"]
+    assert final_text(state).startswith("The tool said: sunny in")

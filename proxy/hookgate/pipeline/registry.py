@@ -25,6 +25,7 @@ BUILTIN: Mapping[str, str] = {
     "reply_budget": "hookgate.policies.reply_budget:ReplyBudgetPolicy",
     "system_prompt": "hookgate.policies.system_prompt:SystemPromptPolicy",
     "tool_guard": "hookgate.policies.tool_guard:ToolGuardPolicy",
+    "tool_retry": "hookgate.policies.tool_retry:ToolRetryPolicy",
     "tracing": "hookgate.policies.tracing:TracingPolicy",
 }
 

@@ -1,0 +1,101 @@
+"""The ``tool_retry`` policy through the Gate: what is retried, how often, how it ends."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hookgate.pipeline.agent import ToolCall, ToolResult
+from hookgate.policies.tool_guard import ToolGuardConfig, ToolGuardPolicy
+from hookgate.policies.tool_retry import ToolRetryConfig, ToolRetryPolicy
+from hookgate.sdk import Gate
+
+
+class Flaky:
+    """A tool that fails ``failures`` times (raising ``error``, or returning an error
+    result when ``error`` is None), then works."""
+
+    def __init__(self, failures: int, error: type[Exception] | None = ConnectionError) -> None:
+        self.failures = failures
+        self.error = error
+        self.calls = 0
+        self.at: list[float] = []
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        self.calls += 1
+        self.at.append(time.perf_counter())
+        if self.calls <= self.failures:
+            if self.error is None:
+                return ToolResult("upstream said 503", error=True)
+            raise self.error(f"attempt {self.calls} failed")
+        return ToolResult("sunny")
+
+
+def gate(**settings: Any) -> Gate:
+    settings.setdefault("initial_delay", 0)
+    return Gate([ToolRetryPolicy(ToolRetryConfig(**settings))])
+
+
+async def run(gate: Gate, tool: Flaky, name: str = "get_weather") -> ToolResult:
+    async with gate.reply() as ctx:
+        result = await gate.tool(ToolCall(name, {"city": "Paris"}, "c1"), tool, ctx)
+    return result
+
+
+@pytest.mark.parametrize("error", [ConnectionError, None], ids=["raised", "error-result"])
+async def test_a_flaky_tool_is_retried_until_it_works(error: type[Exception] | None) -> None:
+    tool = Flaky(2, error)
+    assert await run(gate(max_retries=2), tool) == ToolResult("sunny")
+    assert tool.calls == 3
+
+
+async def test_after_the_last_attempt_the_model_reads_what_went_wrong() -> None:
+    tool = Flaky(5)
+    result = await run(gate(max_retries=2), tool)
+    assert tool.calls == 3 and result.error and not result.blocked
+    assert result.content == (
+        "Tool 'get_weather' failed after 3 attempts: ConnectionError: attempt 3 failed"
+    )
+    error_result = await run(gate(max_retries=1), Flaky(5, None))
+    assert error_result == ToolResult("upstream said 503", error=True)  # the tool's own
+
+
+async def test_on_failure_raise_and_exceptions_not_listed_propagate() -> None:
+    with pytest.raises(ConnectionError, match="attempt 2"):
+        await run(gate(max_retries=1, on_failure="raise"), Flaky(5))
+    tool = Flaky(5, ValueError)
+    with pytest.raises(ValueError, match="attempt 1"):
+        await run(gate(retry_on=["ConnectionError", "error"]), tool)
+    assert tool.calls == 1
+    subclass = Flaky(1, ConnectionResetError)  # a ConnectionError
+    assert await run(gate(retry_on=["ConnectionError"]), subclass) == ToolResult("sunny")
+
+
+async def test_only_the_listed_tools_and_never_a_refused_call() -> None:
+    other = Flaky(1)
+    with pytest.raises(ConnectionError):
+        await run(gate(tools=["get_*"]), other, name="send_mail")
+    assert other.calls == 1
+    guarded = Gate(
+        [
+            ToolGuardPolicy(ToolGuardConfig(deny=("get_weather",))),
+            ToolRetryPolicy(ToolRetryConfig(initial_delay=0)),
+        ]
+    )
+    tool = Flaky(0)
+    result = await run(guarded, tool)
+    assert result.blocked and tool.calls == 0
+
+
+async def test_backoff_grows_and_is_capped() -> None:
+    tool = Flaky(3)
+    settings = {"max_retries": 3, "initial_delay": 0.05, "backoff_factor": 2, "jitter": False}
+    await run(gate(**settings, max_delay=0.1), tool)
+    waits = [b - a for a, b in zip(tool.at, tool.at[1:], strict=False)]
+    assert waits[0] >= 0.05 and waits[1] >= 0.1 and waits[2] >= 0.1
+    config = ToolRetryConfig(initial_delay=1, backoff_factor=3, max_delay=5, jitter=False)
+    assert [config.delay(n) for n in (1, 2, 3)] == [1, 3, 5]
+    jittered = ToolRetryConfig(initial_delay=2, jitter=True)
+    assert all(1 <= jittered.delay(1) <= 2 for _ in range(50))
