@@ -99,3 +99,16 @@ async def test_backoff_grows_and_is_capped() -> None:
     assert [config.delay(n) for n in (1, 2, 3)] == [1, 3, 5]
     jittered = ToolRetryConfig(initial_delay=2, jitter=True)
     assert all(1 <= jittered.delay(1) <= 2 for _ in range(50))
+
+
+async def test_a_tool_the_framework_runs_once_keeps_its_outcome() -> None:
+    """cubeloop and AgentScope run a tool between two hooks (a split onion): it cannot be
+    run again from a hook, so its error stands instead of failing the reply."""
+    retrying = gate(max_retries=3)
+    async with retrying.reply() as ctx:
+        split = await retrying.begin_tool(ToolCall("get_weather", {}, "c1"), ctx)
+        assert not split.short_circuited
+        result = await split.finish(ToolResult("upstream said 503", error=True))
+        raised = await retrying.begin_tool(ToolCall("get_weather", {}, "c2"), ctx)
+        await raised.fail(ConnectionError("hung up"))
+    assert result == ToolResult("upstream said 503", error=True)

@@ -115,4 +115,13 @@ NextReply = Callable[[Reply, ReplyContext], Awaitable[Any]]
 """The rest of the ``on_reply`` onion, ending in the framework running the reply."""
 
 NextTool = Callable[[ToolCall, ReplyContext], Awaitable[ToolResult]]
+
+
+class NotRepeatable(RuntimeError):
+    """Raised by ``next`` when a layer asks to run a step a second time that the framework
+    runs once, between two of its own hooks (cubeloop's ``before_tool_call`` and
+    ``after_tool_call``, AgentScope's tool stream): a policy that retries (``tool_retry``)
+    keeps the result it has."""
+
+
 """The rest of the ``on_tool_call`` onion, ending in the tool itself."""

@@ -17,7 +17,10 @@ YAML (the parameters of LangChain's ``ToolRetryMiddleware``)::
         jitter: true                # each delay is drawn between half and all of it
 
 Only failures are retried: a call a policy refused (``ToolResult.blocked``) is never run
-again. List it after ``tool_guard`` so a refused call is not retried and each attempt is
+again. Where the framework runs a tool between two hooks of its own (cubeloop's
+``before_tool_call``/``after_tool_call``, AgentScope's tool stream) it cannot be run again
+from a hook: there the tool's error result stands (LangChain, the Agents SDK and PraisonAI
+retry). List it after ``tool_guard`` so a refused call is not retried and each attempt is
 not counted against a tool limit; list ``tracing`` before it to see one ``execute_tool``
 span per call, after it for one per attempt.
 """
@@ -32,7 +35,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import NextTool, NotRepeatable, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy
 
 log = logging.getLogger("hookgate")
@@ -78,27 +81,33 @@ class ToolRetryPolicy(Policy):
         if not self._covers(call.name):
             return await next(call, ctx)
         attempts = self.config.max_retries + 1
+        outcome: ToolResult | Exception | None = None
+        ran = 0
         for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                retries = ctx.state.setdefault(self.name, {})
+                retries["retries"] = retries.get("retries", 0) + 1
+                await asyncio.sleep(self.config.delay(attempt - 1))
             try:
-                result = await next(call, ctx)
+                outcome = await next(call, ctx)
+            except NotRepeatable:  # the framework runs the tool once: its outcome stands
+                break
             except Exception as exc:
                 if not self._retries_exception(exc):
                     raise
-                if attempt == attempts:
-                    if self.config.on_failure == "raise":
-                        raise
-                    return ToolResult(_failed(call.name, attempt, exc), error=True)
-                log.info("tool %s raised %s; retry %d of %d", call.name, type(exc).__name__,
-                         attempt, self.config.max_retries)  # fmt: skip
-            else:
-                if result.blocked or not result.error or "error" not in self.config.retry_on:
-                    return result
-                if attempt == attempts:
-                    return result  # the model reads the tool's own error
-            ctx.state.setdefault(self.name, {}).setdefault("retries", 0)
-            ctx.state[self.name]["retries"] += 1
-            await asyncio.sleep(self.config.delay(attempt))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                ran, outcome = attempt, exc
+                log.info("tool %s raised %s (attempt %d of %d)", call.name,
+                         type(exc).__name__, attempt, attempts)  # fmt: skip
+                continue
+            ran = attempt
+            if outcome.blocked or not outcome.error or "error" not in self.config.retry_on:
+                return outcome
+        if isinstance(outcome, Exception):
+            if self.config.on_failure == "raise":
+                raise outcome
+            return ToolResult(_failed(call.name, ran, outcome), error=True)
+        assert outcome is not None, "the first attempt always runs"
+        return outcome  # the model reads the tool's own error
 
     def _covers(self, tool: str) -> bool:
         return any(fnmatch.fnmatch(tool.lower(), glob.lower()) for glob in self.config.tools)

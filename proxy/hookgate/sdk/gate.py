@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from hookgate.errors import HookgateError, PolicyBlocked, error_type
-from hookgate.pipeline.agent import Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import NotRepeatable, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
 from hookgate.pipeline.observe import Outcome
@@ -585,6 +585,8 @@ class Split(Generic[V, R]):
         split: Split[V, R] = cls(ctx)
 
         async def terminal(value: V, ctx: ReplyContext) -> R:
+            if split._entered.done():
+                raise NotRepeatable("the framework runs this step once, between its hooks")
             split._entered.set_result(value)
             return await split._result
 
