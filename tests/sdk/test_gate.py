@@ -168,6 +168,36 @@ async def test_tool_guard_limits(on_limit: str) -> None:
     assert [r.blocked for r in results] == [True, True]  # the session's 3 are used up
 
 
+async def test_tool_guard_limits_per_tool() -> None:
+    """LangChain's ToolCallLimit ``tool_name``: a limit counts only its tools, has its own
+    exit behaviour, and the overall limit still counts every call."""
+    gate = Gate(
+        [
+            guard(
+                max_per_reply=5,
+                limits=[
+                    {"tool": "search_*", "max_per_reply": 1, "max_per_session": 2},
+                    {"tool": "send_mail", "max_per_reply": 1, "on_limit": "end"},
+                ],
+            )
+        ]
+    )
+    calls = [ToolCall(n, {}) for n in ("search_web", "get_time", "search_docs", "send_mail")]
+    results, ctx = await run_tools(gate, calls)
+    assert [r.blocked for r in results] == [False, False, True, False]
+    assert "at most 1 calls of 'search_*' per reply" in results[2].content
+    assert not ctx.stop
+    results, ctx = await run_tools(
+        gate, [ToolCall("search_web", {}), ToolCall("send_mail", {})] * 2
+    )
+    # the session's two searches: one last reply (refused ones count too), one now
+    assert [r.blocked for r in results] == [True, False, True, True]
+    assert "per session" in results[0].content and ctx.stop  # the second mail ended it
+    everything = Gate([guard(max_per_reply=2, limits=[{"tool": "get_*", "max_per_reply": 9}])])
+    results, _ = await run_tools(everything, [ToolCall("get_time", {})] * 3)
+    assert [r.blocked for r in results] == [False, False, True]
+
+
 async def test_reply_budget_wraps_up_then_stops() -> None:
     policy = registry.build("reply_budget", {"tokens": 1000, "grace_turns": 1})
     gate = Gate([policy])
@@ -190,6 +220,25 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
         assert seen[0]["messages"][-1] == {"role": "system", "content": ctx.wrap_up}
         assert await gate.after_turn(Usage(10, 10)) is False  # the grace turn
         assert await gate.after_turn(Usage(10, 10)) is True
+
+
+async def test_model_call_limit_per_session_and_error() -> None:
+    """LangChain's thread_limit: a session's calls carry over to its next reply; and
+    exit_behavior error."""
+    gate = Gate([registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "stop"})])
+    async with gate.reply(session_id="t-1") as first:
+        stops = [await gate.after_turn(None) for _ in range(2)]
+    async with gate.reply(session_id="t-1") as second:
+        stops += [await gate.after_turn(None)]
+    async with gate.reply(session_id="t-2"):
+        other = await gate.after_turn(None)
+    assert stops == [False, False, True] and not first.stop and second.stop and not other
+    erring = Gate([registry.build("model_call_limit", {"max_calls": 1, "on_limit": "error"})])
+    with pytest.raises(HookgateError) as raised:
+        async with erring.reply():
+            await erring.after_turn(None)
+    assert raised.value.status == 429 and raised.value.code == "model_call_limit"
+    assert "for this reply" in raised.value.message
 
 
 async def test_model_call_limit_wraps_up_before_the_last_call() -> None:

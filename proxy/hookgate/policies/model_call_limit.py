@@ -1,22 +1,27 @@
-"""``model_call_limit`` (SDK): at most N model calls per agent reply.
+"""``model_call_limit`` (SDK): at most N model calls per agent reply, and per session.
 
 YAML::
 
     - model_call_limit:
-        max_calls: 8          # model calls one reply may make
-        on_limit: wrap_up     # wrap_up | stop
+        max_calls: 8          # model calls one reply may make (LangChain's run_limit)
+        max_per_session: 50   # model calls all replies of a session may make (thread_limit)
+        on_limit: wrap_up     # wrap_up | stop | error
 
 ``wrap_up`` lets the last allowed call be the answer: before it, the reply is told to wrap
 up (``ctx.wrap_up``: the message and ``tool_choice: none``, applied as for ``reply_budget``);
-after it, the reply stops. ``stop`` ends the reply once ``max_calls`` calls were made.
+after it, the reply stops. ``stop`` (LangChain's ``end``) ends the reply once its calls are
+used. ``error`` aborts the reply with a 429 ``model_call_limit`` error once they are. A
+session's count carries over from reply to reply (the session is the framework's thread or
+conversation id); a reply's allowance is whichever of the two limits leaves it fewer calls.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.hooks import Policy
 
@@ -26,14 +31,29 @@ LAST_CALL = (
 )
 
 
+class ModelCallLimitExceeded(HookgateError):
+    """A reply or session used its model calls (``on_limit: error``)."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "model_call_limit"
+
+
 class ModelCallLimitConfig(BaseModel):
     """Settings of the ``model_call_limit`` policy."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_calls: int = Field(ge=1)
-    on_limit: Literal["wrap_up", "stop"] = "wrap_up"
+    max_calls: int | None = Field(None, ge=1)
+    max_per_session: int | None = Field(None, ge=1)
+    on_limit: Literal["wrap_up", "stop", "error"] = "wrap_up"
     message: str = LAST_CALL
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> ModelCallLimitConfig:
+        if self.max_calls is None and self.max_per_session is None:
+            raise ValueError("set max_calls, max_per_session, or both")
+        return self
 
 
 class ModelCallLimitPolicy(Policy):
@@ -45,7 +65,19 @@ class ModelCallLimitPolicy(Policy):
     config: ModelCallLimitConfig
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
-        limit = self.config.max_calls
-        if self.config.on_limit == "wrap_up" and ctx.turns == limit - 1 and ctx.wrap_up is None:
-            ctx.wrap_up = self.config.message
-        return ctx.turns >= limit
+        session = ctx.session.setdefault(self.name, {"calls": 0})
+        session["calls"] += 1
+        limits = self.config
+        in_reply = None if limits.max_calls is None else limits.max_calls - ctx.turns
+        in_session = (
+            None if limits.max_per_session is None else limits.max_per_session - session["calls"]
+        )
+        remaining = min(left for left in (in_reply, in_session) if left is not None)
+        if remaining <= 0:
+            if limits.on_limit == "error":
+                scope = "reply" if in_reply is not None and in_reply <= 0 else "session"
+                raise ModelCallLimitExceeded(f"model call limit reached for this {scope}")
+            return True
+        if limits.on_limit == "wrap_up" and remaining == 1 and ctx.wrap_up is None:
+            ctx.wrap_up = limits.message
+        return False

@@ -13,6 +13,8 @@ YAML (every key optional)::
         max_per_reply: 10                  # tool calls per reply
         max_per_session: 100               # tool calls per session (x-hookgate-session-id)
         on_limit: continue                 # continue | end | error
+        limits:                            # per tool (LangChain's ToolCallLimit tool_name):
+          - {tool: "search_*", max_per_reply: 3, max_per_session: 20, on_limit: end}
 
 In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
 its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
@@ -26,7 +28,9 @@ the proxy cannot see: list its tools, or deny ``mcp``).
 
 On a limit, ``continue`` refuses further calls and lets the agent go on; ``end`` also ends
 the reply after the current turn; ``error`` aborts the reply with a 429 ``tool_call_limit``
-error.
+error (LangChain's ``exit_behavior``). A per-tool limit counts the calls of the tools its
+glob matches, and uses the policy's ``on_limit`` unless it sets its own; every limit that
+applies to a call is checked.
 """
 
 from __future__ import annotations
@@ -72,6 +76,21 @@ class ArgumentRule(BaseModel):
         return value
 
 
+OnLimit = Literal["continue", "end", "error"]
+
+
+class ToolLimit(BaseModel):
+    """Calls of the tools matching ``tool`` (a glob) per reply and per session."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str
+    max_per_reply: int | None = Field(None, ge=0)
+    max_per_session: int | None = Field(None, ge=0)
+    on_limit: OnLimit | None = None
+    """What a call over this limit does; default: the policy's ``on_limit``."""
+
+
 class ToolGuardConfig(BaseModel):
     """Settings of the ``tool_guard`` policy."""
 
@@ -85,7 +104,8 @@ class ToolGuardConfig(BaseModel):
     approve: tuple[str, ...] = ("*",)
     max_per_reply: int | None = Field(None, ge=0)
     max_per_session: int | None = Field(None, ge=0)
-    on_limit: Literal["continue", "end", "error"] = "continue"
+    on_limit: OnLimit = "continue"
+    limits: tuple[ToolLimit, ...] = ()
 
 
 class ToolGuardPolicy(Policy):
@@ -104,7 +124,7 @@ class ToolGuardPolicy(Policy):
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
         reason = self._name_refusal(call.name) or self._argument_refusal(call)
         if reason is None:
-            reason = self._limit_refusal(ctx)
+            reason = self._limit_refusal(call.name, ctx)
         if reason is None and self.approver is not None and _listed(call.name, self.config.approve):
             reason = await self._approval(call, ctx)
         if reason is not None:
@@ -179,26 +199,41 @@ class ToolGuardPolicy(Policy):
                 return f"these arguments are not allowed for {call.name!r}"
         return None
 
-    def _limit_refusal(self, ctx: ReplyContext) -> str | None:
-        counts = ctx.session.setdefault(self.name, {"calls": 0})
-        counts["calls"] += 1
-        reply = ctx.state.setdefault(self.name, {"calls": 0})
-        reply["calls"] += 1
-        over = None
-        if self.config.max_per_reply is not None and reply["calls"] > self.config.max_per_reply:
-            over = f"at most {self.config.max_per_reply} tool calls per reply"
-        elif (
-            self.config.max_per_session is not None
-            and counts["calls"] > self.config.max_per_session
-        ):
-            over = f"at most {self.config.max_per_session} tool calls per session"
+    def _limit_refusal(self, tool: str, ctx: ReplyContext) -> str | None:
+        """Count this call against every limit that applies; the first one it exceeds
+        decides (refuse, end the reply, or raise)."""
+        everything = ToolLimit(
+            tool="*",
+            max_per_reply=self.config.max_per_reply,
+            max_per_session=self.config.max_per_session,
+        )
+        applying = [(everything, "tool calls")] + [
+            (limit, f"calls of {limit.tool!r}")
+            for limit in self.config.limits
+            if _listed(tool, (limit.tool,))
+        ]
+        over: tuple[str, OnLimit] | None = None
+        for limit, what in applying:
+            key = "calls" if limit is everything else f"calls:{limit.tool}"
+            in_reply = _bump(ctx.state.setdefault(self.name, {}), key)
+            in_session = _bump(ctx.session.setdefault(self.name, {}), key)
+            on_limit = limit.on_limit or self.config.on_limit
+            if over is None and limit.max_per_reply is not None and in_reply > limit.max_per_reply:
+                over = (f"at most {limit.max_per_reply} {what} per reply", on_limit)
+            elif (
+                over is None
+                and limit.max_per_session is not None
+                and in_session > limit.max_per_session
+            ):
+                over = (f"at most {limit.max_per_session} {what} per session", on_limit)
         if over is None:
             return None
-        if self.config.on_limit == "error":
-            raise ToolLimitExceeded(f"tool call limit reached: {over}")
-        if self.config.on_limit == "end":
+        text, on_limit = over
+        if on_limit == "error":
+            raise ToolLimitExceeded(f"tool call limit reached: {text}")
+        if on_limit == "end":
             ctx.stop = True
-        return f"the tool call limit is reached ({over}); answer with what you have"
+        return f"the tool call limit is reached ({text}); answer with what you have"
 
     async def _approval(self, call: ToolCall, ctx: ReplyContext) -> str | None:
         assert self.approver is not None
@@ -277,6 +312,11 @@ def _tool_names(tool: Any) -> list[str]:
     if isinstance(kind, str) and kind not in ("function", "custom"):
         names.append(kind)
     return names
+
+
+def _bump(counts: dict[str, int], key: str) -> int:
+    counts[key] = counts.get(key, 0) + 1
+    return counts[key]
 
 
 def _import(path: str) -> Approver:
