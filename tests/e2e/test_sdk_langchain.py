@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
+from langgraph.types import Command
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
@@ -246,3 +247,29 @@ def test_a_flaky_tool_is_retried(upstream: FakeUpstream, tmp_path: Path, entry: 
     assert len(attempts) == 3
     assert "sunny in" in upstream.requests[1].json()["messages"][-1]["content"]
     assert final_text(state).startswith("The tool said: sunny in")
+
+
+def test_a_tool_returning_a_command_or_an_artifact_keeps_its_shape(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """LangChain gets its own types back: a Command (with its state update) and a
+    ToolMessage's artifact survive pii rewriting the text the model reads."""
+    gate = make_gate(tmp_path, upstream, PII)
+
+    @tool
+    def get_weather(city: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Current weather for a city."""
+        message = ToolMessage(FORECAST.format(city=city), tool_call_id=tool_call_id,
+                              artifact={"source": "met-office"})  # fmt: skip
+        return Command(update={"messages": [message]})
+
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[get_weather], middleware=[HookgateMiddleware(gate)])
+    state = agent.invoke(question())
+    asyncio.run(gate.aclose())
+    tool_messages = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    artifacts = [m.artifact for m in tool_messages]
+    read = upstream.requests[1].json()["messages"][-1]["content"]
+    assert "Command(" not in read and "sunny in" in read and "siobhan@example.org" not in read
+    assert artifacts == [{"source": "met-office"}]  # the state update went through, intact
+    assert "siobhan@example.org" in final_text(state)

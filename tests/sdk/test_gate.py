@@ -393,3 +393,21 @@ def test_tool_guard_in_the_proxy_sees_through_case_decoys_and_mcp_lists(
     sent = upstream.last.json()["tools"]
     assert [t.get("name") or t["server_label"] for t in sent] == ["crm", "find"]
     assert sent[0]["allowed_tools"] == ["find_user"]
+
+
+async def test_a_tool_result_is_normalized_and_keeps_the_frameworks_own() -> None:
+    """PraisonAI's NormalizedToolResult fields, whichever framework ran the tool: the gate
+    times the run; the framework's own result rides along untouched for its adapter."""
+    own = {"forecast": "sunny", "source": "met-office"}
+
+    async def tool(call: ToolCall) -> ToolResult:
+        await asyncio.sleep(0.02)
+        return ToolResult(str(own), metadata={"artifact": "chart.png"}, raw=own)
+
+    gate = Gate([guard(deny=["send_*"])])
+    async with gate.reply() as ctx:
+        ran = await gate.tool(ToolCall("get_weather", {}), tool, ctx)
+        refused = await gate.tool(ToolCall("send_mail", {}), tool, ctx)
+    assert ran.success and ran.raw is own and ran.metadata == {"artifact": "chart.png"}
+    assert ran.execution_time_ms is not None and ran.execution_time_ms >= 20
+    assert not refused.success and refused.raw is None and refused.execution_time_ms is None

@@ -47,7 +47,8 @@ async def run(gate: Gate, tool: Flaky, name: str = "get_weather") -> ToolResult:
 @pytest.mark.parametrize("error", [ConnectionError, None], ids=["raised", "error-result"])
 async def test_a_flaky_tool_is_retried_until_it_works(error: type[Exception] | None) -> None:
     tool = Flaky(2, error)
-    assert await run(gate(max_retries=2), tool) == ToolResult("sunny")
+    result = await run(gate(max_retries=2), tool)
+    assert result.content == "sunny" and result.success
     assert tool.calls == 3
 
 
@@ -59,7 +60,7 @@ async def test_after_the_last_attempt_the_model_reads_what_went_wrong() -> None:
         "Tool 'get_weather' failed after 3 attempts: ConnectionError: attempt 3 failed"
     )
     error_result = await run(gate(max_retries=1), Flaky(5, None))
-    assert error_result == ToolResult("upstream said 503", error=True)  # the tool's own
+    assert (error_result.content, error_result.error) == ("upstream said 503", True)  # its own
 
 
 async def test_on_failure_raise_and_exceptions_not_listed_propagate() -> None:
@@ -70,7 +71,7 @@ async def test_on_failure_raise_and_exceptions_not_listed_propagate() -> None:
         await run(gate(retry_on=["ConnectionError", "error"]), tool)
     assert tool.calls == 1
     subclass = Flaky(1, ConnectionResetError)  # a ConnectionError
-    assert await run(gate(retry_on=["ConnectionError"]), subclass) == ToolResult("sunny")
+    assert (await run(gate(retry_on=["ConnectionError"]), subclass)).content == "sunny"
 
 
 async def test_only_the_listed_tools_and_never_a_refused_call() -> None:
@@ -111,4 +112,4 @@ async def test_a_tool_the_framework_runs_once_keeps_its_outcome() -> None:
         result = await split.finish(ToolResult("upstream said 503", error=True))
         raised = await retrying.begin_tool(ToolCall("get_weather", {}, "c2"), ctx)
         await raised.fail(ConnectionError("hung up"))
-    assert result == ToolResult("upstream said 503", error=True)
+    assert (result.content, result.error) == ("upstream said 503", True)

@@ -42,15 +42,33 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool execution gives back to the model.
+    """What a tool execution gives back to the model: the normalized result of the seeds
+    (PraisonAI's ``NormalizedToolResult``), whichever framework ran the tool.
 
     ``blocked`` means the tool never ran: ``content`` is the reason, which the model reads
     as an error result of its call (so it can adapt instead of the agent failing).
+    ``raw`` is the framework's own result (a LangChain ``ToolMessage`` or ``Command``, an
+    AgentScope ``ToolResponse``, an MCP ``CallToolResult``, a function's return value):
+    adapters give the framework back that object — with ``content`` put in its place
+    when a policy changed the text — so what the text does not carry (artifacts, state
+    updates, structured parts) survives.
     """
 
     content: str
     blocked: bool = False
     error: bool = False
+    error_message: str | None = None
+    """What went wrong, when the framework says so apart from ``content``."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """What the framework reported besides the text (an artifact, a response's metadata)."""
+    execution_time_ms: float | None = None
+    """How long the tool ran (set by the gate around the framework's tool)."""
+    raw: Any = None
+
+    @property
+    def success(self) -> bool:
+        """True when the tool ran and did not fail."""
+        return not self.error
 
     @classmethod
     def refused(cls, reason: str) -> ToolResult:

@@ -287,7 +287,12 @@ class Gate:
         ctx = ctx or self._context()
 
         async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
-            return await execute(call)
+            started = time.perf_counter()
+            result = await execute(call)
+            if result.execution_time_ms is None:
+                elapsed = (time.perf_counter() - started) * 1000
+                result = dataclasses.replace(result, execution_time_ms=elapsed)
+            return result
 
         ctx.tool_calls += 1
         return await compose_onion(self._tool_layers, terminal)(call, ctx)

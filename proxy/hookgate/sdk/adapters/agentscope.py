@@ -32,6 +32,7 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -134,6 +135,7 @@ class HookgateMiddleware(MiddlewareBase):
         if dict(split.value.arguments) != arguments:
             block = block.model_copy(update={"input": json.dumps(split.value.arguments)})
         final: ToolResponse | None = None
+        started = time.perf_counter()
         try:
             async for chunk in next_handler(**{**input_kwargs, "tool_call": block}):
                 if isinstance(chunk, ToolResponse):
@@ -145,7 +147,11 @@ class HookgateMiddleware(MiddlewareBase):
             raise
         text = _text(final) if final is not None else ""
         error = final is not None and final.state == ToolResultState.ERROR
-        result = await split.finish(ToolResult(text, error=error))
+        metadata = dict(getattr(final, "metadata", None) or {})
+        elapsed = (time.perf_counter() - started) * 1000
+        result = await split.finish(
+            ToolResult(text, error=error, metadata=metadata, execution_time_ms=elapsed, raw=final)
+        )
         if final is not None and result.content == text and result.error == error:
             yield final
         else:

@@ -31,6 +31,7 @@ Mapping (cubeloop composes its middleware in list order; put hookgate first):
 
 from __future__ import annotations
 
+import time
 from typing import Any, TypeVar
 
 import openai
@@ -60,7 +61,7 @@ class HookgateMiddleware(Middleware):
         self.agent = agent
         self._runs: dict[str | None, str] = {}
         """cubeloop run id → the gate's reply id."""
-        self._tools: dict[tuple[str, str], Split[ToolCall, ToolResult]] = {}
+        self._tools: dict[tuple[str, str], tuple[Split[ToolCall, ToolResult], float]] = {}
         self._in_process = False
         """True once a provider is instrumented: its client runs the model-level hooks."""
 
@@ -113,7 +114,7 @@ class HookgateMiddleware(Middleware):
         split = await self.gate.begin_tool(ToolCall(raw.name, dict(raw.arguments), raw.id), reply)
         if split.short_circuited:
             return BeforeToolCallResult(block=True, reason=split.result().content)
-        self._tools[(reply.reply_id, raw.id)] = split
+        self._tools[(reply.reply_id, raw.id)] = (split, time.perf_counter())
         if dict(split.value.arguments) != dict(raw.arguments):
             return BeforeToolCallResult(edited_args=dict(split.value.arguments))
         return None
@@ -122,11 +123,15 @@ class HookgateMiddleware(Middleware):
         self, ctx: AfterToolCallContext, *, signal: Any = None
     ) -> AfterToolCallResult | None:
         reply = await self._reply(ctx.context)
-        split = self._tools.pop((reply.reply_id, ctx.tool_call.id), None)
-        if split is None:
+        begun = self._tools.pop((reply.reply_id, ctx.tool_call.id), None)
+        if begun is None:
             return None
+        split, started = begun
+        elapsed = (time.perf_counter() - started) * 1000
         text = "".join(getattr(c, "text", "") for c in ctx.result.content)
-        result = await split.finish(ToolResult(text, error=ctx.is_error))
+        result = await split.finish(
+            ToolResult(text, error=ctx.is_error, execution_time_ms=elapsed, raw=ctx.result)
+        )
         if result.content == text and result.error == ctx.is_error:
             return None
         return AfterToolCallResult(

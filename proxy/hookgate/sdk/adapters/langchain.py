@@ -38,6 +38,7 @@ event loop (:mod:`hookgate.sdk.bridge`); asynchronous ones on the caller's.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NotRequired
 
@@ -47,6 +48,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.types import Command
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
@@ -276,17 +278,50 @@ def _with_arguments(request: Any, tool_call: dict[str, Any], call: ToolCall) -> 
     return request.override(tool_call={**tool_call, "args": dict(call.arguments)})
 
 
-def _result(message: Any) -> ToolResult:
-    if isinstance(message, ToolMessage):
-        content = message.content if isinstance(message.content, str) else message.text
-        return ToolResult(content, error=message.status == "error")
-    return ToolResult(str(message))
+def _result(output: Any) -> ToolResult:
+    """The tool's output, normalized; ``raw`` keeps it (a ``ToolMessage`` with its artifact,
+    a ``Command`` with its state update) for :func:`_message`."""
+    message = _tool_message(output)
+    if message is None:
+        return ToolResult(str(output), raw=output)
+    content = message.content if isinstance(message.content, str) else message.text
+    metadata = {"artifact": message.artifact} if message.artifact is not None else {}
+    return ToolResult(content, error=message.status == "error", metadata=metadata, raw=output)
 
 
-def _message(result: ToolResult, tool_call: dict[str, Any]) -> ToolMessage:
+def _message(result: ToolResult, tool_call: dict[str, Any]) -> Any:
+    """What LangChain gets back: its own output with the result's text in place (a
+    ``Command`` keeps its state update and ``goto``, a ``ToolMessage`` its artifact and
+    ids); a new ``ToolMessage`` for a refused call or an output of another kind."""
+    status = "error" if result.error else "success"
+    update = {"content": result.content, "status": status}
+    raw = result.raw
+    if isinstance(raw, ToolMessage):
+        unchanged = raw.content == result.content and raw.status == status
+        return raw if unchanged else raw.model_copy(update=update)
+    if isinstance(raw, Command) and isinstance(raw.update, dict):
+        message = _tool_message(raw)
+        if message is None or (message.content == result.content and message.status == status):
+            return raw
+        messages = [
+            m.model_copy(update=update) if m is message else m for m in raw.update["messages"]
+        ]
+        return dataclasses.replace(raw, update={**raw.update, "messages": messages})
     return ToolMessage(
         content=result.content,
         tool_call_id=tool_call.get("id") or "",
         name=tool_call["name"],
-        status="error" if result.error else "success",
+        status=status,
     )
+
+
+def _tool_message(output: Any) -> ToolMessage | None:
+    """The ``ToolMessage`` a tool's output carries: itself, or the one in a ``Command``'s
+    state update (a tool that updates the agent's state answers the model there)."""
+    if isinstance(output, ToolMessage):
+        return output
+    if isinstance(output, Command) and isinstance(output.update, dict):
+        messages = output.update.get("messages")
+        if isinstance(messages, list):
+            return next((m for m in messages if isinstance(m, ToolMessage)), None)
+    return None

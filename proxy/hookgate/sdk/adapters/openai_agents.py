@@ -262,10 +262,13 @@ def _governed_tool(runs: _Runs, agent: str, tool: Any) -> Any:
                 output = await invoke(context, json.dumps(call.arguments))
             finally:
                 _IN_TOOL.reset(token)
-            return ToolResult(output if isinstance(output, str) else str(output))
+            return ToolResult(output if isinstance(output, str) else str(output), raw=output)
 
         with runs.gate.current(reply):
-            return (await runs.gate.tool(call, execute, reply)).content
+            result = await runs.gate.tool(call, execute, reply)
+        if result.raw is not None and not result.blocked and result.content == str(result.raw):
+            return result.raw  # unchanged: the tool's own output (an image, a dict, ...)
+        return result.content
 
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
 
@@ -289,18 +292,17 @@ class _GovernedServer:
         reply = await self._runs.reply(self._agent)
         if reply is None:
             return await self._server.call_tool(tool_name, arguments, **kwargs)
-        answers: list[Any] = []
 
         async def execute(call: ToolCall) -> ToolResult:
             answer = await self._server.call_tool(call.name, dict(call.arguments), **kwargs)
-            answers.append(answer)
-            return ToolResult(_mcp_text(answer), error=bool(getattr(answer, "isError", False)))
+            error = bool(getattr(answer, "isError", False))
+            return ToolResult(_mcp_text(answer), error=error, raw=answer)
 
         call = ToolCall(tool_name, dict(arguments or {}), None)
         with self._runs.gate.current(reply):
             result = await self._runs.gate.tool(call, execute, reply)
-        if answers and result.content == _mcp_text(answers[-1]) and not result.blocked:
-            return answers[-1]  # unchanged: the server's own result, structured parts intact
+        if result.raw is not None and result.content == _mcp_text(result.raw):
+            return result.raw  # unchanged: the server's own result, structured parts intact
         return CallToolResult(
             content=[TextContent(type="text", text=result.content)], isError=result.error
         )

@@ -54,6 +54,11 @@ from hookgate.sdk.client import current_headers, govern
 from hookgate.sdk.gate import LOOP, Gate, current_reply, reply_now
 
 
+def _text(result: Any) -> str:
+    """What the model reads of a tool's value (PraisonAI sends JSON for non-strings)."""
+    return result if isinstance(result, str) else json.dumps(result, default=str)
+
+
 def attach(
     gate: Gate, agent: Any, *, base_url: str | None = None, api_key: str | None = None
 ) -> Any:
@@ -120,13 +125,15 @@ def tool_middleware(gate: Gate) -> Any:
             changed = dataclasses.replace(request, arguments=dict(call.arguments))
             response = await asyncio.to_thread(call_next, changed)
             result = response.result
-            text = result if isinstance(result, str) else json.dumps(result, default=str)
-            return ToolResult(text, error=response.error is not None)
+            text = _text(result)
+            error = response.error
+            return ToolResult(text, error=error is not None, error_message=error, raw=result)
 
         result = gate.call_sync(gate.tool(call, execute))
+        unchanged = result.raw is not None and result.content == _text(result.raw)
         return ToolResponse(
             tool_name=request.tool_name,
-            result=result.content,
+            result=result.raw if unchanged else result.content,  # the tool's own value
             error=result.content if result.error and not result.blocked else None,
             context=request.context,
         )
