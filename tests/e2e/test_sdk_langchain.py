@@ -18,6 +18,7 @@ from langgraph.types import Command
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
@@ -273,3 +274,21 @@ def test_a_tool_returning_a_command_or_an_artifact_keeps_its_shape(
     assert "Command(" not in read and "sunny in" in read and "siobhan@example.org" not in read
     assert artifacts == [{"source": "met-office"}]  # the state update went through, intact
     assert "siobhan@example.org" in final_text(state)
+
+
+@pytest.mark.parametrize("entry", [invoke, ainvoke], ids=lambda f: f.__name__)
+def test_a_bad_json_answer_is_asked_again_in_process(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    """output_check through LangChain's own model hook (SDK alone): the invalid answer and
+    the error go back to the model, and the user gets the valid one."""
+    check = "  - output_check: {json_schema: {type: object, required: [city]}}\n"
+    gate = make_gate(tmp_path, upstream, check)
+    upstream.push(synth.Reply(text="Sunny in Paris."), synth.Reply(text='{"city": "Paris"}'))
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[], middleware=[HookgateMiddleware(gate)])
+    state = entry(agent)
+    asyncio.run(gate.aclose())
+    assert final_text(state) == '{"city": "Paris"}'
+    again = upstream.requests[1].json()["messages"]
+    assert again[-2]["content"] == "Sunny in Paris." and "it is not JSON" in again[-1]["content"]

@@ -20,6 +20,7 @@ BUILTIN: Mapping[str, str] = {
     "budget": "hookgate.policies.budget:BudgetPolicy",
     "fallback": "hookgate.policies.fallback:FallbackPolicy",
     "model_call_limit": "hookgate.policies.model_call_limit:ModelCallLimitPolicy",
+    "output_check": "hookgate.policies.output_check:OutputCheckPolicy",
     "pii": "hookgate.policies.pii:PiiPolicy",
     "rate_limit": "hookgate.policies.rate_limit:RateLimitPolicy",
     "reply_budget": "hookgate.policies.reply_budget:ReplyBudgetPolicy",

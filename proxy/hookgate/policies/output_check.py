@@ -1,0 +1,170 @@
+"""``output_check``: validate a model's final answer, and ask again with the error.
+
+YAML (one of ``json_schema`` and ``pattern``)::
+
+    - output_check:
+        json_schema:                     # the answer must be JSON valid against this schema
+          type: object
+          required: [city, forecast]
+        pattern: "^[A-Z]{3}-\\\\d{4}$"    # or: the answer must match this regex (search)
+        models: ["*"]                    # which model names (globs) it applies to
+        max_retries: 2                   # times the model is asked again
+        message: "Your answer is not valid: {error}. Answer again with only the corrected answer."
+        on_failure: pass                 # after the last retry: pass the answer on, or
+                                         #   error (a 422 output_invalid)
+
+A final answer is a chat completion or Responses result that calls no tool; its text is
+checked (a fenced ```json block is read as its content). When it fails, the model's answer
+and the message (``{error}`` is what failed) are added to the conversation and the model is
+called again, up to ``max_retries`` times — LangChain's ``after_model`` with ``jump_to``,
+cubeloop's ``after_model_response`` that loops back to the model, expressed as the
+``on_model_call`` onion calling ``next`` again. It runs in the proxy and in the SDK (every
+in-process model call), on non-streamed calls: a stream has reached the client before it
+can be judged. List it before ``budget`` and ``rate_limit``, so each attempt is charged.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, ClassVar, Literal
+
+import jsonschema
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hookgate.errors import HookgateError
+from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.wire import prompts
+from hookgate.wire.usage import facts_of
+
+RETRY = "Your answer is not valid: {error}. Answer again with only the corrected answer."
+
+
+class OutputInvalid(HookgateError):
+    """The model's final answer failed ``output_check`` after every retry (``on_failure:
+    error``)."""
+
+    status = 422
+    type = "invalid_request_error"
+    code = "output_invalid"
+
+
+class OutputCheckConfig(BaseModel):
+    """Settings of the ``output_check`` policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    json_schema: dict[str, Any] | None = None
+    pattern: str | None = None
+    models: tuple[str, ...] = ("*",)
+    max_retries: int = Field(2, ge=0, le=10)
+    message: str = RETRY
+    on_failure: Literal["pass", "error"] = "pass"
+
+    @field_validator("json_schema")
+    @classmethod
+    def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            jsonschema.validators.validator_for(value).check_schema(value)
+        return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            re.compile(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_check(self) -> OutputCheckConfig:
+        if (self.json_schema is None) == (self.pattern is None):
+            raise ValueError("set exactly one of json_schema and pattern")
+        return self
+
+
+class OutputCheckPolicy(Policy):
+    """See the module docstring."""
+
+    name: ClassVar[str] = "output_check"
+    Config = OutputCheckConfig
+    config: OutputCheckConfig
+
+    def __init__(self, config: OutputCheckConfig) -> None:
+        super().__init__(config)
+        self._pattern = re.compile(config.pattern) if config.pattern is not None else None
+        self._validator = (
+            jsonschema.validators.validator_for(config.json_schema)(config.json_schema)
+            if config.json_schema is not None
+            else None
+        )
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        if (
+            call.stream
+            or call.api not in ("chat.completions", "responses")
+            or not _listed(call.model, self.config.models)
+        ):
+            return await next(call, ctx)
+        response = await next(call, ctx)
+        for retry in range(self.config.max_retries + 1):
+            answer = _final_answer(call.api, response)
+            error = None if answer is None else self.error(answer)
+            if error is None:
+                return response
+            if retry == self.config.max_retries:
+                break
+            state = ctx.state.setdefault(self.name, {})
+            state["retries"] = retry + 1
+            assert answer is not None
+            call = _asked_again(call, answer, self.config.message.replace("{error}", error))
+            response = await next(call, ctx)
+        if self.config.on_failure == "error":
+            raise OutputInvalid(f"the model's answer failed the output check: {error}")
+        return response
+
+    def error(self, answer: str) -> str | None:
+        """What is wrong with ``answer``, or None when it passes."""
+        if self._pattern is not None:
+            if self._pattern.search(answer):
+                return None
+            return f"it does not match the pattern {self._pattern.pattern!r}"
+        assert self._validator is not None
+        try:
+            value = orjson.loads(_unfenced(answer))
+        except orjson.JSONDecodeError:
+            return "it is not JSON"
+        problem = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
+        if problem is None:
+            return None
+        where = "/".join(str(p) for p in problem.absolute_path)
+        return f"{problem.message} (at {where})" if where else problem.message
+
+
+def _final_answer(api: str, response: ModelResponse) -> str | None:
+    """The text of a final answer (a response that calls no tool), else None."""
+    if response.status >= 300 or response.payload is None:
+        return None
+    facts = facts_of(api, response.body, collect_text=True)
+    if "tool_calls" in facts.finish_reasons or "function_call" in facts.finish_reasons:
+        return None
+    return "".join(facts.text)
+
+
+def _asked_again(call: ModelCall, answer: str, message: str) -> ModelCall:
+    messages = list(prompts.messages_of(call.api, call.body) or ())
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": message}]
+    return call.with_body(prompts.with_messages(call.api, call.body, messages))
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.S)
+
+
+def _unfenced(text: str) -> str:
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _listed(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name.lower(), glob.lower()) for glob in globs)
