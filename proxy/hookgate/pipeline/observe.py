@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hookgate.errors import HookgateError, error_type
 from hookgate.wire.usage import Charge, HostedToolCall, ResponseFacts, Usage
 
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
@@ -126,6 +127,13 @@ class Outcome:
     """The model's output text, collected only when a policy asked for it."""
     hosted_tools: tuple[HostedToolCall, ...] = ()
     """Tools the provider ran itself during the call (web search, ...)."""
+
+    def failed(self, exc: BaseException) -> None:
+        """Record the error the request ended with: its type, and the message a hookgate
+        error carries (other exceptions' text stays out of telemetry)."""
+        self.error_type = error_type(exc)
+        if isinstance(exc, HookgateError):
+            self.error_message = exc.message
 
     def take(self, facts: ResponseFacts, *, collect_text: bool = False) -> None:
         """Copy what the response said about itself (usage, ids, finish reasons, hosted

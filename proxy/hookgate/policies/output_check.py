@@ -25,7 +25,6 @@ can be judged. List it before ``budget`` and ``rate_limit``, so each attempt is 
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import Any, ClassVar, Literal
 
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hookgate.errors import HookgateError
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.policies.globs import listed
 from hookgate.wire import prompts
 from hookgate.wire.usage import facts_of
 
@@ -104,7 +104,7 @@ class OutputCheckPolicy(Policy):
         if (
             call.stream
             or call.api not in ("chat.completions", "responses")
-            or not _listed(call.model, self.config.models)
+            or not listed(call.model, self.config.models)
         ):
             return await next(call, ctx)
         response = await next(call, ctx)
@@ -164,7 +164,3 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.S)
 def _unfenced(text: str) -> str:
     match = _FENCE.match(text)
     return match.group(1) if match else text
-
-
-def _listed(name: str, globs: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatch(name.lower(), glob.lower()) for glob in globs)

@@ -49,6 +49,7 @@ from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.policies.globs import listed
 
 Approver = Callable[[ToolCall, ReplyContext], Any]
 
@@ -125,7 +126,7 @@ class ToolGuardPolicy(Policy):
         reason = self._name_refusal(call.name) or self._argument_refusal(call)
         if reason is None:
             reason = self._limit_refusal(call.name, ctx)
-        if reason is None and self.approver is not None and _listed(call.name, self.config.approve):
+        if reason is None and self.approver is not None and listed(call.name, self.config.approve):
             reason = await self._approval(call, ctx)
         if reason is not None:
             return ToolResult.refused(reason)
@@ -186,9 +187,9 @@ class ToolGuardPolicy(Policy):
         return {**tool, "allowed_tools": narrowed}
 
     def _name_refusal(self, name: str) -> str | None:
-        if _listed(name, self.config.deny):
+        if listed(name, self.config.deny):
             return f"the tool {name!r} is not allowed"
-        if self.config.allow is not None and not _listed(name, self.config.allow):
+        if self.config.allow is not None and not listed(name, self.config.allow):
             return f"the tool {name!r} is not allowed"
         return None
 
@@ -210,7 +211,7 @@ class ToolGuardPolicy(Policy):
         applying = [(everything, "tool calls")] + [
             (limit, f"calls of {limit.tool!r}")
             for limit in self.config.limits
-            if _listed(tool, (limit.tool,))
+            if listed(tool, (limit.tool,))
         ]
         over: tuple[str, OnLimit] | None = None
         for limit, what in applying:
@@ -288,12 +289,6 @@ def _narrowed(choice: Any, names: set[str]) -> Any:
         return {**choice, "allowed_tools": {**holder, "tools": kept}}
     name = _tool_name(choice)
     return None if name and name not in names else choice
-
-
-def _listed(name: str, globs: tuple[str, ...]) -> bool:
-    """Shell-style globs, case-insensitive: ``delete_*`` also refuses ``Delete_User``."""
-    folded = name.casefold()
-    return any(fnmatch.fnmatchcase(folded, g.casefold()) for g in globs)
 
 
 def _tool_names(tool: Any) -> list[str]:

@@ -28,7 +28,6 @@ span per call, after it for one per attempt.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 import random
 from typing import ClassVar, Literal
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookgate.pipeline.agent import NextTool, NotRepeatable, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy
+from hookgate.policies.globs import listed
 
 log = logging.getLogger("hookgate")
 
@@ -78,7 +78,7 @@ class ToolRetryPolicy(Policy):
     config: ToolRetryConfig
 
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
-        if not self._covers(call.name):
+        if not listed(call.name, self.config.tools):
             return await next(call, ctx)
         attempts = self.config.max_retries + 1
         outcome: ToolResult | Exception | None = None
@@ -108,9 +108,6 @@ class ToolRetryPolicy(Policy):
             return ToolResult(_failed(call.name, ran, outcome), error=True)
         assert outcome is not None, "the first attempt always runs"
         return outcome  # the model reads the tool's own error
-
-    def _covers(self, tool: str) -> bool:
-        return any(fnmatch.fnmatch(tool.lower(), glob.lower()) for glob in self.config.tools)
 
     def _retries_exception(self, exc: Exception) -> bool:
         names = {cls.__name__ for cls in type(exc).__mro__}

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from hookgate.errors import HookgateError, PolicyBlocked, error_type
+from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import NotRepeatable, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
@@ -353,12 +353,10 @@ class Gate:
         streaming = False
         try:
             response = await self._pipeline.run(call, ctx)
-        except HookgateError as exc:
-            outcome.status, outcome.error_type = exc.status, error_type(exc)
-            outcome.error_message = exc.message
-            raise
         except BaseException as exc:
-            outcome.error_type = error_type(exc)
+            outcome.failed(exc)
+            if isinstance(exc, HookgateError):
+                outcome.status = exc.status
             raise
         else:
             outcome.status, outcome.target = response.status, response.target.label(call.model)
@@ -393,11 +391,8 @@ class Gate:
                     )
                 if events:
                     yield events
-        except HookgateError as exc:
-            outcome.error_type, outcome.error_message = error_type(exc), exc.message
-            raise
         except BaseException as exc:
-            outcome.error_type = error_type(exc)
+            outcome.failed(exc)
             raise
         finally:
             await stream.aclose()

@@ -113,7 +113,7 @@ class GateTransport(httpx.AsyncBaseTransport):
             return httpx.Response(
                 exc.status, headers=headers, content=exc.to_bytes(), request=request
             )
-        headers = {k: v for k, v in response.headers.items() if k.lower() not in _NOT_RELAYED}
+        headers = dict(response.headers)  # the terminal's, already without _NOT_RELAYED
         if response.stream is not None:
             return httpx.Response(
                 response.status,
@@ -205,10 +205,9 @@ class _Events:
 
 class _Body(httpx.AsyncByteStream):
     """A governed event stream as the body ``httpx`` hands the ``openai`` client, without
-    the usage chunk the transport asked for (``strip_usage``) when the client did not.
-    A failure
-    after the first event ends it with an ``error`` event carrying an OpenAI error object,
-    which the ``openai`` client raises as ``APIError`` (what the proxy sends, too)."""
+    the usage chunk the transport asked for (``strip_usage``) when the client did not. A
+    failure after the first event ends it with an ``error`` event carrying an OpenAI error
+    object, which the ``openai`` client raises as ``APIError`` (what the proxy sends, too)."""
 
     def __init__(self, stream: EventStream, *, strip_usage: bool) -> None:
         self._stream = stream

@@ -19,7 +19,6 @@ from hookgate.errors import (
     NotFound,
     PayloadTooLarge,
     RequestTimeout,
-    error_type,
 )
 from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
@@ -145,14 +144,14 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         )
     except HookgateError as exc:
         outcome.status = exc.status
-        outcome.error_type, outcome.error_message = error_type(exc), exc.message
+        outcome.failed(exc)
         outcome.target = outcome.target or getattr(exc, "target", None)
         raise
     except asyncio.CancelledError:
         outcome.status, outcome.error_type = 499, "client_disconnected"
         raise
     except Exception as exc:
-        outcome.error_type = error_type(exc)
+        outcome.failed(exc)
         raise
     finally:
         in_flight.dec()

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import aiohttp
 from aiohttp import web
 
-from hookgate.errors import UpstreamError, error_type
+from hookgate.errors import UpstreamError
 from hookgate.pipeline.observe import Observation, Outcome
 from hookgate.wire import sse
 from hookgate.wire.deltas import StreamTransform
@@ -89,7 +89,7 @@ async def relay_stream(
                     observation.upstream_s += time.perf_counter() - waiting
         except UpstreamError as exc:
             log.warning("stream from %s failed after its first byte: %s", exc.target, exc.message)
-            outcome.error_type, outcome.error_message = error_type(exc), exc.message
+            outcome.failed(exc)
             await out.write(sse.encode(exc.to_body(), event="error"))
         await out.write_eof()
     except ConnectionResetError:

@@ -42,7 +42,7 @@ import json
 import logging
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any
 
 import openai
 from agents import (
@@ -76,19 +76,18 @@ def attach(gate: Gate, agent: Agent[Any], *, session_id: str | None = None) -> A
     return _GovernedGraph(gate, _Runs(gate, session_id)).agent(agent)
 
 
-class _Runs:
-    """The open reply of each running ``Runner`` run of one gate, keyed by the run's trace."""
+_REPLIES: weakref.WeakKeyDictionary[Any, asyncio.Future[ReplyContext]] = weakref.WeakKeyDictionary()
+"""The reply of each running ``Runner`` run, keyed by the run's trace; shared by every
+attached agent: a run has one reply, whichever governed agents (handoff targets, agents
+used as tools) take part in it."""
 
-    _REPLIES: ClassVar[weakref.WeakKeyDictionary[Any, asyncio.Future[ReplyContext]]] = (
-        weakref.WeakKeyDictionary()
-    )
-    """Shared by every attached agent: a run's trace has one reply, whichever governed
-    agents (handoff targets, agents used as tools) take part in it."""
+
+class _Runs:
+    """Finds and opens the reply of the run being run here, for one :func:`attach`."""
 
     def __init__(self, gate: Gate, session_id: str | None) -> None:
         self.gate = gate
         self._session_id = session_id
-        self._replies = self._REPLIES
 
     async def reply(self, agent: str) -> ReplyContext | None:
         """The reply of the run being run here, opened now if this is its first step;
@@ -96,25 +95,25 @@ class _Runs:
         trace = get_current_trace()
         if trace is None:
             return None
-        opened = self._replies.get(trace)
+        opened = _REPLIES.get(trace)
         if opened is not None and opened.done() and self.gate.reply_of(opened.result().reply_id):
             return opened.result()
         if opened is None or opened.done():  # first step, or a run after an ended one
             opened = asyncio.get_running_loop().create_future()
-            self._replies[trace] = opened
+            _REPLIES[trace] = opened
             try:
                 session = self._session_id or getattr(trace, "group_id", None)
                 opened.set_result(await self.gate.open_reply(agent=agent, session_id=session))
             except BaseException as exc:
                 opened.set_exception(exc)
-                del self._replies[trace]
+                del _REPLIES[trace]
                 raise
         return await asyncio.shield(opened)
 
     async def close(self, output: Any) -> None:
         """The run being run here produced its final output: its reply ends."""
         trace = get_current_trace()
-        opened = self._replies.pop(trace, None) if trace is not None else None
+        opened = _REPLIES.pop(trace, None) if trace is not None else None
         if opened is not None and opened.done() and opened.exception() is None:
             await self.gate.close_reply(opened.result().reply_id, output)
 

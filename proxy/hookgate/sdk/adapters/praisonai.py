@@ -32,8 +32,9 @@ Mapping:
   span, and counts it as a turn of the reply — PraisonAI has no turn hook (its model hooks
   wrap a whole tool loop), so ``should_stop_after_turn`` and the wrap-up run there, and a
   stopped reply's next model call is answered with a final message that ends PraisonAI's
-  loop. The synchronous client (``start``/``chat``) carries the reply's headers only: its
-  model-level hooks run in a proxy.
+  loop. PraisonAI's synchronous entry points (``start``/``chat``) run that async client on
+  an event loop of their own per call, so they are governed too; its sync client, where a
+  path uses it, carries the reply's headers only.
 """
 
 from __future__ import annotations
