@@ -203,3 +203,27 @@ async def test_sdk_and_proxy_together_redact_once_restore_once_and_nest_spans(
     proxied = [s for s in chats if s.span_id not in in_process]
     assert len(in_process) == 2 and len(proxied) == 2
     assert all(s.parent_span_id in in_process for s in proxied)
+
+
+async def test_a_stream_gets_usage_for_the_span_and_the_client_no_extra_chunk(
+    gate: Gate, upstream: FakeUpstream, receiver: OtlpReceiver, client: openai.AsyncOpenAI
+) -> None:
+    """Clients often leave stream_options out: the transport asks for the usage chunk (the
+    span and the reply's turns need it) and removes it before a client that did not ask."""
+    upstream.push(Echo(pieces=3), Echo(pieces=3))
+    async with gate.reply():
+        plain = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        chunks = [c async for c in plain]
+        asked = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+            stream_options={"include_usage": True},
+        )  # fmt: skip
+        usage = [c.usage async for c in asked if c.usage is not None]
+    await gate.aclose()
+    assert upstream.requests[0].json()["stream_options"] == {"include_usage": True}
+    assert all(c.choices for c in chunks) and all(c.usage is None for c in chunks)
+    assert len(usage) == 1 and usage[0].completion_tokens > 0  # kept when the client asked
+    spans = receiver.wait_until(lambda s: len([x for x in s if x.name == "chat m"]) >= 2)
+    assert all(s.attributes["gen_ai.usage.output_tokens"] > 0 for s in spans if s.name == "chat m")
