@@ -107,6 +107,10 @@ DASHBOARDS: dict[str, tuple[str, list[Panel]]] = {
         Panel("PII entities by type",
               [("sum by (entity_type) (increase(hookgate_pii_entities_total[$__range]))",
                 "{{entity_type}}")], kind="bargauge"),
+        Panel("PII in model answers per second, by type and action",
+              [(f"sum by (entity_type, action) (rate(hookgate_pii_output_entities_total[{RATE}]))",
+                "{{entity_type}} {{action}}")], "short",
+              description="Values the model wrote that its prompt did not hold (pii output)."),
         Panel("Requests refused by the PII guardrail",
               [('sum(increase(hookgate_policy_decisions_total{policy="pii",decision="block"}'
                 '[$__range]))', "refused")], kind="bargauge",

@@ -63,7 +63,7 @@ class Bracket(StreamTransform):
         self.held: dict[DeltaKey, str] = {}
         self.started: set[DeltaKey] = set()
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         prefix = "" if key in self.started else f"{self.label}("
         self.started.add(key)
         pending = self.held.get(key, "") + text
@@ -71,7 +71,7 @@ class Bracket(StreamTransform):
         self.held[key] = pending[keep:]
         return prefix + pending[:keep]
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         prefix = "" if key in self.started else f"{self.label}("
         self.started.add(key)
         return prefix + self.held.pop(key, "") + ")"

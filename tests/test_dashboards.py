@@ -41,7 +41,7 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         f"  - tracing: {{endpoint: '{dead}/v1/traces', max_queue_size: 2, timeout_s: 0.5}}\n"
         "  - system_prompt: {prepend: rules}\n"
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
-        "  - pii: {secret: dashboard-test-secret, actions: {US_SSN: block}}\n"
+        "  - pii: {secret: dashboard-test-secret, actions: {US_SSN: block}, output: {}}\n"
         "  - budget: {limits: [{scope: model, window: day, usd: 5}], unpriced: allow}\n"
         # the breaker opens only for a target that always fails (the dead one): a round of
         # traffic gives the good target at most 5 failures in a row, and a reload starts
@@ -74,6 +74,8 @@ def traffic(client: openai.OpenAI, upstream: FakeUpstream) -> None:
     client.chat.completions.create(model="m", messages=[])  # unpriced
     pii = "I'm Alice Johnson, alice@example.com, 459.502.4057."
     client.chat.completions.create(model="fast", messages=[{"role": "user", "content": pii}])
+    upstream.push(synth.Reply(text="Call our desk on 212-555-0187."))  # masked in the answer
+    client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.BadRequestError):  # an SSN: the pii policy blocks
         client.chat.completions.create(
             model="fast", messages=[{"role": "user", "content": "SSN 512-34-7890"}]

@@ -24,7 +24,7 @@ from hookgate.sdk.adapters.openai_agents import attach
 from hookgate.sdk.gate import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
-from tests.fakes import FakeUpstream
+from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
     GUARD,
@@ -296,3 +296,28 @@ async def test_an_unattached_agent_used_as_a_tool_is_named_in_a_warning(
         attach(gate, Agent(name="o", tools=[attach(gate, inner).as_tool("a", "b")]))
     assert "runs agent" not in caplog.text
     await gate.aclose()
+
+
+async def test_output_pii_is_masked_in_a_streamed_run(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """pii ``output`` on the governed client (SDK alone), through ``Runner.run_streamed``:
+    a number the model made up is masked in every delta the user streams and in the final
+    output; the user's own e-mail, which the prompt held, comes back whole."""
+    policy = f"  - pii: {{secret: '{SECRET}', output: {{action: mask}}}}\n"
+    gate = make_gate(tmp_path, upstream, policy)
+    prefix = "Our desk will call you back on 212-555-0187 later today.\nYou said: "
+    upstream.push(Echo(prefix=prefix, pieces=40))  # the model quotes the prompt's placeholder
+    prompt = f"Mail {EMAIL} about my refund."
+    async with AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0) as client:
+        streamed = Runner.run_streamed(attach(gate, make_agent(client, [])), prompt)
+        deltas = [
+            str(event.data.delta)
+            async for event in streamed.stream_events()
+            if event.type == "raw_response_event" and hasattr(event.data, "delta")
+        ]
+    await gate.aclose()
+    assert EMAIL not in upstream.requests[0].body.decode()
+    expected = (prefix + prompt).replace("212-555-0187", "********0187")
+    assert "".join(deltas) == streamed.final_output == expected
+    assert not any("555-01" in d for d in deltas)

@@ -82,19 +82,19 @@ class Holdback(StreamTransform):
         self.name = name
         self.held = ""
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         self.held += text
         return ""
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         out, self.held = self.held, ""
         return f"{self.name}[{out}]"
 
 
-def test_chained_stream_transforms_flush_through_later_ones() -> None:
+async def test_chained_stream_transforms_flush_through_later_ones() -> None:
     chained = chain_stream_transforms([Holdback("inner"), Holdback("outer")])
     assert chained is not None
     key = DeltaKey("text", 0)
-    assert chained.delta(key, "abc") == ""
-    assert chained.end(key) == "outer[inner[abc]]"
+    assert await chained.delta(key, "abc") == ""
+    assert await chained.end(key) == "outer[inner[abc]]"
     assert chain_stream_transforms([]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import orjson
@@ -58,8 +59,11 @@ def test_text_and_json_restoration() -> None:
 
 
 def _stream(restorer: Restorer, key: DeltaKey, chunks: list[str]) -> str:
-    transform = RestoringStream(restorer)
-    return "".join(transform.delta(key, c) for c in chunks) + transform.end(key)
+    async def run() -> str:
+        transform = RestoringStream(restorer)
+        return "".join([await transform.delta(key, c) for c in chunks]) + await transform.end(key)
+
+    return asyncio.run(run())
 
 
 def test_every_split_point_of_a_streamed_text_is_restored() -> None:
@@ -82,10 +86,10 @@ def test_every_split_point_of_streamed_tool_arguments_is_restored() -> None:
             assert orjson.loads(out) == {"name": 'Ann "A" Lee', "to": "ann@x.io"}, (raw, i, j)
 
 
-def test_only_a_possible_placeholder_prefix_is_held_back() -> None:
+async def test_only_a_possible_placeholder_prefix_is_held_back() -> None:
     restorer, t = _restorer(("PERSON", "Alice"))
     transform = RestoringStream(restorer)
-    assert transform.delta(TEXT, "a < b and <PER") == "a < b and "
-    assert transform.delta(TEXT, "HAPS> ok") == "<PERHAPS> ok"  # not a known placeholder
-    assert transform.delta(TEXT, t["Alice"][:-1]) == ""
-    assert transform.end(TEXT) == t["Alice"][:-1]  # never completed: released unchanged
+    assert await transform.delta(TEXT, "a < b and <PER") == "a < b and "
+    assert await transform.delta(TEXT, "HAPS> ok") == "<PERHAPS> ok"  # not a known placeholder
+    assert await transform.delta(TEXT, t["Alice"][:-1]) == ""
+    assert await transform.end(TEXT) == t["Alice"][:-1]  # never completed: released unchanged

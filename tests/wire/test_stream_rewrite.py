@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from hookgate.wire import sse, synth
@@ -15,17 +16,21 @@ class Delay(StreamTransform):
     def __init__(self) -> None:
         self.held: dict[DeltaKey, str] = {}
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         out, self.held[key] = self.held.get(key, ""), text.upper()
         return out
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         return self.held.pop(key, "")
 
 
 def run(api: str, blocks: list[bytes]) -> list[Any]:
     rewriter = rewriter_for(api, Delay())
-    out = [b for block in blocks for b in rewriter.feed(block)]
+
+    async def feed() -> list[bytes]:
+        return [b for block in blocks for b in await rewriter.feed(block)]
+
+    out = asyncio.run(feed())
     return [None if sse.is_done(b) else sse.parse(b).json() for b in out]
 
 
@@ -75,7 +80,7 @@ def test_responses_deltas_and_final_events_agree() -> None:
     assert final[0]["content"][0]["text"] == "HELLO" and final[1]["arguments"] == '{"A":2}'
 
 
-def test_non_json_events_pass_through() -> None:
+async def test_non_json_events_pass_through() -> None:
     rewriter = rewriter_for("chat.completions", Delay())
-    assert rewriter.feed(b": keep-alive\n\n") == [b": keep-alive\n\n"]
-    assert rewriter.feed(b"data: not json\n\n") == [b"data: not json\n\n"]
+    assert await rewriter.feed(b": keep-alive\n\n") == [b": keep-alive\n\n"]
+    assert await rewriter.feed(b"data: not json\n\n") == [b"data: not json\n\n"]

@@ -75,16 +75,16 @@ class ChainedStreamTransform(StreamTransform):
     def __init__(self, transforms: Sequence[StreamTransform]) -> None:
         self._transforms = tuple(transforms)
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         for transform in self._transforms:
-            text = transform.delta(key, text)
+            text = await transform.delta(key, text)
         return text
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         released = ""
         for transform in self._transforms:
-            released = transform.delta(key, released) if released else ""
-            released += transform.end(key)
+            released = await transform.delta(key, released) if released else ""
+            released += await transform.end(key)
         return released
 
 

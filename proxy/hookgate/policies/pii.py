@@ -13,10 +13,19 @@ Response side: non-streamed bodies are restored in ``on_response``; streams by a
 :class:`~hookgate.redaction.restore.RestoringStream`. Only placeholders this request produced
 are restored; tool-call arguments get JSON-escaped values.
 
+Output (``output:``, off by default; LangChain's ``PIIMiddleware(apply_to_output=True)``):
+after restoring, the answer text is scanned for values the prompt did not contain — a
+value the request's own placeholders stood for is the user's and stays — with actions of
+its own (``mask``, ``redact``, ``block``, or ``keep`` for a type). A stream is scanned a
+sentence at a time (:mod:`hookgate.redaction.output`), so nothing is shown before it is
+checked; ``block`` refuses a non-streamed answer (400 ``pii_output_blocked``) and ends a
+stream with that error before the segment that held the value. Tool-call arguments are
+not scanned: a tool needs the real values.
+
 Fails closed: an analyzer error or timeout refuses the request (503
 ``guardrail_unavailable``) unless ``on_error: allow``. Telemetry gets counts by entity type
-and action only (``ctx.observation.findings``, the ``hookgate_pii_entities`` metric, an
-``apply_guardrail pii`` span), never values.
+and action only (``ctx.observation.findings``, the ``hookgate_pii_entities`` and
+``hookgate_pii_output_entities`` metrics, an ``apply_guardrail pii`` span), never values.
 """
 
 from __future__ import annotations
@@ -30,16 +39,18 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hookgate.errors import GuardrailUnavailable, PolicyBlocked
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.compose import ChainedStreamTransform
 from hookgate.pipeline.hooks import Messages, Next, Policy
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
+from hookgate.redaction.output import ScanningStream
 from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
 from hookgate.redaction.restore import Restorer, RestoringStream
@@ -55,7 +66,25 @@ ENTITIES = Metric(
     ("entity_type", "action"),
 )
 
+OUTPUT_ENTITIES = Metric(
+    "hookgate_pii_output_entities",
+    "PII entities found in model answers by the pii policy's output scan, by entity type "
+    "and the action taken",
+    ("entity_type", "action"),
+)
+
 T = TypeVar("T")
+
+
+class OutputSettings(BaseModel):
+    """``output:`` of the ``pii`` policy: scanning what the model writes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    action: Literal["mask", "redact", "block"] = "mask"
+    """What to do with a value found in an answer whose type has no entry in ``actions``."""
+    actions: dict[str, Literal["mask", "redact", "block", "keep"]] = Field(default_factory=dict)
+    """Entity type → action; ``keep`` lets a type through in answers (say ``LOCATION``)."""
 
 
 class PiiConfig(AnalyzerSettings):
@@ -70,6 +99,8 @@ class PiiConfig(AnalyzerSettings):
     secret: SecretStr | None = Field(None, min_length=16)
     """Key of the placeholder hash (and of ``hash``). Unset: a random secret created once
     and kept in the store, shared by every replica on that store."""
+    output: OutputSettings | None = None
+    """Also scan the model's answers (see the module docstring); off when unset."""
     embeddings: bool = False
     """Also redact embeddings ``input`` (the vectors then encode placeholders)."""
     cache_size: int = Field(20_000, ge=0)
@@ -91,7 +122,7 @@ class PiiPolicy(Policy):
     """See the module docstring."""
 
     name: ClassVar[str] = "pii"
-    metrics = (ENTITIES,)
+    metrics = (ENTITIES, OUTPUT_ENTITIES)
     Config: ClassVar[type[PiiConfig]] = PiiConfig
     config: PiiConfig
 
@@ -115,6 +146,9 @@ class PiiPolicy(Policy):
         self._store_secret: Callable[[], Any] | None = None
         if config.secret is not None:
             self._redactor = self._make_redactor(config.secret.get_secret_value().encode())
+        out = config.output
+        # output actions use no secret (no pseudonyms, no hashes)
+        self._output = Redactor(self._analyzer, b"", out.action, out.actions) if out else None
 
     def attach(self, services: Services) -> None:
         self._store_secret = lambda: services.store.secret("pii")
@@ -148,18 +182,42 @@ class PiiPolicy(Policy):
 
     async def on_response(self, response: ModelResponse, ctx: Context) -> ModelResponse:
         restorer = self._restorer(ctx)
-        if restorer is None:
-            return response
+        body = response.body
+        if restorer is not None:
 
-        def restore(text: str, json: bool) -> str:
-            return restorer.json_string(text) if json else restorer.text(text)
+            def restore(text: str, json: bool) -> str:
+                return restorer.json_string(text) if json else restorer.text(text)
 
-        body = texts.map_response(response.body, restore)
+            body = texts.map_response(body, restore)
+        if self._output is not None:
+            keep = frozenset(restorer.values.values()) if restorer else frozenset()
+            found: list[str] = []
+
+            def collect(text: str) -> str:
+                found.append(text)
+                return text
+
+            texts.map_answer(body, collect)
+            wanted = [t for t in dict.fromkeys(found) if _worth_analyzing(t)]
+            if wanted:
+                scanned = await self._scan_output(ctx, wanted, keep)
+                body = texts.map_answer(body, lambda text: scanned.get(text, text))
         return response if body is response.body else response.with_body(body)
 
     def on_response_stream(self, ctx: Context) -> StreamTransform | None:
         restorer = self._restorer(ctx)
-        return None if restorer is None else RestoringStream(restorer)
+        restoring = None if restorer is None else RestoringStream(restorer)
+        if self._output is None:
+            return restoring
+        keep = frozenset(restorer.values.values()) if restorer else frozenset()
+
+        async def scan(text: str) -> str:
+            if not _worth_analyzing(text):
+                return text
+            return (await self._scan_output(ctx, [text], keep))[text]
+
+        scanning = ScanningStream(scan)
+        return scanning if restoring is None else ChainedStreamTransform([restoring, scanning])
 
     # SDK: tool results -----------------------------------------------------------------
 
@@ -202,6 +260,45 @@ class PiiPolicy(Policy):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # internals --------------------------------------------------------------------
+
+    async def _scan_output(
+        self, ctx: Context, wanted: list[str], keep: frozenset[str]
+    ) -> dict[str, str]:
+        """Each answer text as the reader may see it. Raises ``PolicyBlocked`` for a
+        ``block`` type and, failing closed, ``GuardrailUnavailable``."""
+        output = self._output
+        assert output is not None
+        try:
+            done = await asyncio.wait_for(
+                asyncio.wrap_future(
+                    self._pool.submit(lambda: {t: output.redact(t, keep) for t in wanted})
+                ),
+                self.config.timeout_s,
+            )
+        except Exception as exc:
+            reason = _reason(exc)
+            ctx.observation.attributes[semconv.PII_ERROR] = reason
+            if self.config.on_error == "allow":
+                log.warning("pii: answer scan failed (%s); request %s answered unscanned",
+                            reason, ctx.request_id)  # fmt: skip
+                return {t: t for t in wanted}
+            log.error("pii: answer scan failed (%s); request %s withheld", reason, ctx.request_id)
+            raise GuardrailUnavailable(f"PII scan of the answer failed ({reason})") from None
+        observation = ctx.observation
+        blocked: set[str] = set()
+        for redaction in done.values():
+            blocked |= redaction.blocked
+            for (kind, action), n in redaction.counts.items():
+                finding = f"output:{kind}:{action}"
+                observation.findings[finding] = observation.findings.get(finding, 0) + n
+                observation.count(OUTPUT_ENTITIES, kind, action, by=n)
+        if blocked:
+            raise PolicyBlocked(
+                "the answer contains data this deployment does not show: "
+                + ", ".join(sorted(blocked)),
+                code="pii_output_blocked",
+            )
+        return {text: redaction.text for text, redaction in done.items()}
 
     def _restorer(self, ctx: Context) -> Restorer | None:
         """Restores this request's placeholders and, in the SDK, those the reply's tool

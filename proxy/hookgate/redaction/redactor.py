@@ -14,6 +14,9 @@ mask            ``***********4057`` (all but the last four)  no
 redact          ``<PERSON>``                                 no
 hash            SHA-256 of the value, keyed by the secret    no
 block           nothing: the request is refused (400)        —
+keep            the value, unchanged (a type scanned for     —
+                one use, e.g. prompts, and let through in
+                another, e.g. answers)
 ==============  ==========================================  ===========
 
 Presidio's anonymizer applies them (it also resolves overlapping findings); pseudonyms
@@ -24,14 +27,14 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from hookgate.redaction.analyzer import Analyzer
 from hookgate.redaction.placeholders import Vault
 
-Action = Literal["pseudonymize", "mask", "redact", "hash", "block"]
+Action = Literal["pseudonymize", "mask", "redact", "hash", "block", "keep"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +75,14 @@ class Redactor:
         """The action configured for an entity type."""
         return self._actions.get(entity_type, self._default)
 
-    def redact(self, text: str) -> Redaction:
-        """Analyze ``text`` and apply the actions (see the module docstring)."""
-        findings = self._analyzer.analyze(text)
+    def redact(self, text: str, keep: Collection[str] = ()) -> Redaction:
+        """Analyze ``text`` and apply the actions (see the module docstring). A finding
+        whose value is in ``keep``, or whose type's action is ``keep``, is left alone."""
+        findings = [
+            f
+            for f in self._analyzer.analyze(text)
+            if self.action(f.entity_type) != "keep" and text[f.start : f.end] not in keep
+        ]
         if not findings:
             return Redaction(text, {}, {})
         from presidio_anonymizer.entities import OperatorConfig, RecognizerResult

@@ -100,7 +100,7 @@ class RestoringStream(StreamTransform):
         self._restorer = restorer
         self._held: dict[DeltaKey, str] = {}
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         json = key.kind == "tool_arguments"
         buffer = self._held.pop(key, "") + text
         cut = self._restorer.split(buffer, json=json)
@@ -109,5 +109,5 @@ class RestoringStream(StreamTransform):
         ready = buffer[:cut]
         return self._restorer.json_string(ready) if json else self._restorer.text(ready)
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         return self._held.pop(key, "")

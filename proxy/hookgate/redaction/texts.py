@@ -283,3 +283,59 @@ def map_response(body: Any, fn: ResponseFn, *, json: bool = False) -> Any:
         fields = {k: map_response(v, fn, json=k in _JSON_FIELDS) for k, v in body.items()}
         return body if all(fields[k] is body[k] for k in body) else fields
     return body
+
+
+def map_answer(body: Any, fn: TextFn) -> Any:
+    """``body`` (a chat, legacy completions or Responses response) with ``fn`` applied to the
+    text the model wrote for its reader: chat ``message.content`` (a string or text parts)
+    and ``refusal``, completions ``text``, Responses ``output_text`` and ``refusal`` parts.
+    Not tool-call arguments (a tool needs the real values), ids, names or enums. The same
+    object when nothing changed."""
+    if not isinstance(body, Mapping):
+        return body
+    if isinstance(body.get("choices"), list):
+        return _replaced(body, "choices", _each(body["choices"], lambda c: _choice(c, fn)))
+    if isinstance(body.get("output"), list):
+        return _replaced(body, "output", _each(body["output"], lambda i: _output_item(i, fn)))
+    return body
+
+
+def _choice(choice: Any, fn: TextFn) -> Any:
+    if not isinstance(choice, Mapping):
+        return choice
+    if isinstance(choice.get("text"), str):
+        return _replaced(choice, "text", fn(choice["text"]))
+    message = choice.get("message")
+    if not isinstance(message, Mapping):
+        return choice
+    mapped = message
+    if isinstance(message.get("refusal"), str):
+        mapped = _replaced(mapped, "refusal", fn(message["refusal"]))
+    mapped = _replaced(mapped, "content", _content(mapped.get("content"), fn))
+    return _replaced(choice, "message", mapped)
+
+
+def _output_item(item: Any, fn: TextFn) -> Any:
+    if not isinstance(item, Mapping) or item.get("type") != "message":
+        return item
+    content = item.get("content")
+    if not isinstance(content, list):
+        return item
+
+    def part(p: Any) -> Any:
+        if not isinstance(p, Mapping):
+            return p
+        kind = p.get("type")
+        field = "text" if kind == "output_text" else "refusal" if kind == "refusal" else ""
+        if not field or not isinstance(p.get(field), str):
+            return p
+        return _replaced(p, field, fn(p[field]))
+
+    return _replaced(item, "content", _each(content, part))
+
+
+def _replaced(mapping: Mapping[str, Any], key: str, value: Any) -> Mapping[str, Any]:
+    """``mapping`` with ``key`` set to ``value``; ``mapping`` itself when it is already."""
+    if key not in mapping or mapping[key] is value:
+        return mapping
+    return {**mapping, key: value}

@@ -385,12 +385,12 @@ class Gate:
         rewriter = rewriter_for(api, transform) if transform is not None else None
         try:
             async for events in stream:
-                if rewriter is not None:
-                    events = b"".join(
-                        out for block in sse.split(events) for out in rewriter.feed(block)
-                    )
-                if events:
+                if rewriter is None:
                     yield events
+                    continue
+                async for rewritten in rewriter.rewrite(events):
+                    if rewritten:
+                        yield rewritten
         except BaseException as exc:
             outcome.failed(exc)
             raise

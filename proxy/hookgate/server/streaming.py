@@ -4,8 +4,10 @@ Events are written as soon as they have arrived whole; nothing is buffered beyon
 upstream read. Without a stream transform the bytes pass through untouched. A failure
 after the first byte ends the stream with an ``error`` event carrying an OpenAI error
 object, which the ``openai`` SDK raises as ``APIError``; a stream is never cut short so
-that it looks complete. When the client goes away the upstream stream is closed, which
-closes its connection and stops the upstream's work.
+that it looks complete. A policy's stream transform that refuses (``pii`` finding a
+blocked entity in the model's own text) ends it the same way, before the text it held.
+When the client goes away the upstream stream is closed, which closes its connection and
+stops the upstream's work.
 
 While relaying, the time spent waiting for upstream events is added to the request's
 upstream time (so ``overhead = total - upstream`` is the proxy's own work) and the time to
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 import aiohttp
 from aiohttp import web
 
-from hookgate.errors import UpstreamError
+from hookgate.errors import HookgateError, UpstreamError
 from hookgate.pipeline.observe import Observation, Outcome
 from hookgate.wire import sse
 from hookgate.wire.deltas import StreamTransform
@@ -70,14 +72,11 @@ async def relay_stream(
         await out.prepare(request)
         try:
             while pending is not None:
-                events = pending
-                if rewriter is not None:
-                    events = b"".join(
-                        rewritten
-                        for block in sse.split(events)
-                        for rewritten in rewriter.feed(block)
-                    )
-                await out.write(events)
+                if rewriter is None:
+                    await out.write(pending)
+                else:
+                    async for events in rewriter.rewrite(pending):
+                        await out.write(events)
                 if outcome.ttft_s is None:
                     outcome.ttft_s = time.perf_counter() - started
                 waiting = time.perf_counter()
@@ -87,8 +86,13 @@ async def relay_stream(
                     pending = None
                 finally:
                     observation.upstream_s += time.perf_counter() - waiting
-        except UpstreamError as exc:
-            log.warning("stream from %s failed after its first byte: %s", exc.target, exc.message)
+        except HookgateError as exc:  # the upstream failed, or a policy's transform refused
+            if isinstance(exc, UpstreamError):
+                log.warning(
+                    "stream from %s failed after its first byte: %s", exc.target, exc.message
+                )
+            else:
+                log.info("stream ended by a policy: %s (%s)", exc.code, exc.status)
             outcome.failed(exc)
             await out.write(sse.encode(exc.to_body(), event="error"))
         await out.write_eof()

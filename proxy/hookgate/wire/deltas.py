@@ -36,13 +36,17 @@ class StreamTransform:
     for every delta in arrival order and :meth:`end` once per key when that string is
     complete; what :meth:`end` returns is sent before the stream moves on. A transform
     may hold text back by returning less than it got, and must return all it held by
-    :meth:`end`. The default implementation passes everything through.
+    :meth:`end`. Both are coroutines, so a transform may wait for work it cannot do on the
+    event loop (``pii`` scans the model's own text on its analyzer threads); while it
+    waits, that one stream waits. Raising a
+    :class:`~hookgate.errors.HookgateError` ends the stream with that error. The default
+    implementation passes everything through.
     """
 
-    def delta(self, key: DeltaKey, text: str) -> str:
+    async def delta(self, key: DeltaKey, text: str) -> str:
         """Return the text to send in place of ``text``."""
         return text
 
-    def end(self, key: DeltaKey) -> str:
+    async def end(self, key: DeltaKey) -> str:
         """Return any text held back for ``key``; called once when ``key`` completes."""
         return ""

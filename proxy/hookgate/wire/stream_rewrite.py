@@ -14,6 +14,7 @@ Events that are not JSON are passed through unchanged.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from hookgate.wire import sse
@@ -33,7 +34,21 @@ class StreamRewriter:
     def __init__(self, transform: StreamTransform) -> None:
         self.transform = transform
 
-    def feed(self, block: bytes) -> list[bytes]:
+    async def rewrite(self, events: bytes) -> AsyncIterator[bytes]:
+        """The bytes to send for ``events`` (whole event blocks as they arrived), in one
+        piece. When the transform raises, what the blocks before it gave is yielded first:
+        text a transform released is delivered before the stream ends with its error."""
+        out: list[bytes] = []
+        try:
+            for block in sse.split(events):
+                out += await self.feed(block)
+        except Exception:
+            if out:
+                yield b"".join(out)
+            raise
+        yield b"".join(out)
+
+    async def feed(self, block: bytes) -> list[bytes]:
         """The blocks to send for ``block`` (possibly more than one, never none for data)."""
         raise NotImplementedError
 
@@ -47,62 +62,66 @@ class ChoicesRewriter(StreamRewriter):
         self._open: dict[int, set[DeltaKey]] = {}
         self._last: dict[str, Any] | None = None
 
-    def feed(self, block: bytes) -> list[bytes]:
+    async def feed(self, block: bytes) -> list[bytes]:
         if sse.is_done(block):
-            tail = self._flush_all()
+            tail = await self._flush_all()
             return [*tail, block]
         data = sse.json_of(block)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             return [block]
         self._last = data
-        choices = [self._choice(c) if isinstance(c, dict) else c for c in data["choices"]]
+        choices = [await self._choice(c) if isinstance(c, dict) else c for c in data["choices"]]
         return [sse.encode({**data, "choices": choices})]
 
-    def _choice(self, choice: dict[str, Any]) -> dict[str, Any]:
+    async def _choice(self, choice: dict[str, Any]) -> dict[str, Any]:
         index = choice.get("index", 0)
         index = index if isinstance(index, int) else 0
         keys = self._open.setdefault(index, set())
         if self._chat:
             delta = choice.get("delta")
             if isinstance(delta, dict):
-                choice = {**choice, "delta": self._delta(index, delta, keys)}
+                choice = {**choice, "delta": await self._delta(index, delta, keys)}
         elif isinstance(choice.get("text"), str):
             key = DeltaKey("text", index)
             keys.add(key)
-            choice = {**choice, "text": self.transform.delta(key, choice["text"])}
+            choice = {**choice, "text": await self.transform.delta(key, choice["text"])}
         if choice.get("finish_reason") is not None:
-            choice = self._finish(index, choice, keys)
+            choice = await self._finish(index, choice, keys)
         return choice
 
-    def _delta(self, index: int, delta: dict[str, Any], keys: set[DeltaKey]) -> dict[str, Any]:
+    async def _delta(
+        self, index: int, delta: dict[str, Any], keys: set[DeltaKey]
+    ) -> dict[str, Any]:
         out = dict(delta)
         if isinstance(delta.get("content"), str):
             key = DeltaKey("text", index)
             keys.add(key)
-            out["content"] = self.transform.delta(key, delta["content"])
+            out["content"] = await self.transform.delta(key, delta["content"])
         calls = delta.get("tool_calls")
         if isinstance(calls, list):
-            out["tool_calls"] = [self._tool_call(index, c, keys) for c in calls]
+            out["tool_calls"] = [await self._tool_call(index, c, keys) for c in calls]
         return out
 
-    def _tool_call(self, index: int, call: Any, keys: set[DeltaKey]) -> Any:
+    async def _tool_call(self, index: int, call: Any, keys: set[DeltaKey]) -> Any:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
             return call
         key = DeltaKey("tool_arguments", index, call.get("index", 0))
         keys.add(key)
-        arguments = self.transform.delta(key, function["arguments"])
+        arguments = await self.transform.delta(key, function["arguments"])
         return {**call, "function": {**function, "arguments": arguments}}
 
-    def _finish(self, index: int, choice: dict[str, Any], keys: set[DeltaKey]) -> dict[str, Any]:
+    async def _finish(
+        self, index: int, choice: dict[str, Any], keys: set[DeltaKey]
+    ) -> dict[str, Any]:
         for key in sorted(keys, key=lambda k: (k.kind, k.index)):
-            tail = self.transform.end(key)
+            tail = await self.transform.end(key)
             if tail:
                 choice = _append(choice, key, tail, chat=self._chat)
         keys.clear()
         return choice
 
-    def _flush_all(self) -> list[bytes]:
+    async def _flush_all(self) -> list[bytes]:
         """At ``[DONE]``: deliver what is still held for choices that never finished."""
         out: list[bytes] = []
         for index, keys in self._open.items():
@@ -113,7 +132,7 @@ class ChoicesRewriter(StreamRewriter):
                 empty["delta"] = {}
             else:
                 empty["text"] = ""
-            choice = self._finish(index, empty, keys)
+            choice = await self._finish(index, empty, keys)
             choice["finish_reason"] = None
             out.append(sse.encode({**self._last, "choices": [choice]}))
         return out
@@ -139,7 +158,7 @@ class ResponsesRewriter(StreamRewriter):
         super().__init__(transform)
         self._text: dict[DeltaKey, str] = {}
 
-    def feed(self, block: bytes) -> list[bytes]:
+    async def feed(self, block: bytes) -> list[bytes]:
         event = sse.parse(block)
         data = sse.json_of(block)
         if not isinstance(data, dict):
@@ -148,11 +167,11 @@ class ResponsesRewriter(StreamRewriter):
         name = event.event
         if kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
             key = self._key(kind, data)
-            text = self.transform.delta(key, str(data.get("delta", "")))
+            text = await self.transform.delta(key, str(data.get("delta", "")))
             self._text[key] = self._text.get(key, "") + text
             return [sse.encode({**data, "delta": text}, event=name)]
         if kind in ("response.output_text.done", "response.function_call_arguments.done"):
-            return self._done(kind, data, name)
+            return await self._done(kind, data, name)
         if kind == "response.content_part.done" and isinstance(data.get("part"), dict):
             key = DeltaKey("text", _int(data.get("output_index")), _int(data.get("content_index")))
             part = data["part"]
@@ -177,10 +196,10 @@ class ResponsesRewriter(StreamRewriter):
             return DeltaKey("text", output_index, _int(data.get("content_index")))
         return DeltaKey("tool_arguments", output_index)
 
-    def _done(self, kind: str, data: dict[str, Any], name: str | None) -> list[bytes]:
+    async def _done(self, kind: str, data: dict[str, Any], name: str | None) -> list[bytes]:
         key = self._key(kind, data)
         field = "text" if key.kind == "text" else "arguments"
-        tail = self.transform.end(key)
+        tail = await self.transform.end(key)
         out: list[bytes] = []
         if tail:
             delta_kind = kind.removesuffix(".done") + ".delta"

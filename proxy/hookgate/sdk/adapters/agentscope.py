@@ -74,7 +74,7 @@ class HookgateMiddleware(MiddlewareBase):
         answer = _Answer(lambda: self.gate.answer_transform(ctx))
         try:
             async for event in next_handler(**input_kwargs):
-                for item in answer.restored(event):
+                for item in await answer.restored(event):
                     if isinstance(item, Msg):
                         final = item
                     yield item
@@ -188,18 +188,18 @@ class _Answer:
         self._make = transform
         self._blocks: dict[str, tuple[StreamTransform | None, list[str]]] = {}
 
-    def restored(self, item: Any) -> list[Any]:
+    async def restored(self, item: Any) -> list[Any]:
         if isinstance(item, TextBlockDeltaEvent):
             transform, sent = self._block(item.block_id)
             if transform is None:
                 return [item]
-            sent.append(transform.delta(_KEY, item.delta))
+            sent.append(await transform.delta(_KEY, item.delta))
             return [item.model_copy(update={"delta": sent[-1]})]
         if isinstance(item, TextBlockEndEvent):
             transform, sent = self._blocks.pop(item.block_id, (None, []))
             if transform is None:
                 return [item]
-            held = transform.end(_KEY)
+            held = await transform.end(_KEY)
             out: list[Any] = []
             if held:
                 out.append(TextBlockDeltaEvent(
@@ -207,7 +207,7 @@ class _Answer:
                 ))  # fmt: skip
             return [*out, item.model_copy(update={"text": "".join(sent) + held})]
         if isinstance(item, Msg) and isinstance(item.content, list):
-            blocks = [self._restored_block(b) for b in item.content]
+            blocks = [await self._restored_block(b) for b in item.content]
             if any(new is not old for new, old in zip(blocks, item.content, strict=True)):
                 return [item.model_copy(update={"content": blocks})]
         return [item]
@@ -217,11 +217,11 @@ class _Answer:
             self._blocks[block_id] = (self._make(), [])
         return self._blocks[block_id]
 
-    def _restored_block(self, block: Any) -> Any:
+    async def _restored_block(self, block: Any) -> Any:
         transform = self._make() if isinstance(block, TextBlock) else None
         if transform is None:
             return block
-        text = transform.delta(_KEY, block.text) + transform.end(_KEY)
+        text = await transform.delta(_KEY, block.text) + await transform.end(_KEY)
         return block if text == block.text else block.model_copy(update={"text": text})
 
 
