@@ -15,6 +15,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
 from langgraph.types import Command
 
+from hookgate.budgets.tokens import prompt_tokens
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
@@ -23,6 +24,7 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
 from tests.sdk.harness import GUARD, SECRET, assert_joined_trace, make_gate, traced_proxy, tracing
+from tests.server.test_context import SYSTEM, assert_well_formed, conversation
 
 PII = f"  - pii: {{secret: '{SECRET}'}}\n"
 FORECAST = "sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"
@@ -292,3 +294,37 @@ def test_a_bad_json_answer_is_asked_again_in_process(
     assert final_text(state) == '{"city": "Paris"}'
     again = upstream.requests[1].json()["messages"]
     assert again[-2]["content"] == "Sunny in Paris." and "it is not JSON" in again[-1]["content"]
+
+
+@pytest.mark.parametrize("entry", [invoke, ainvoke], ids=lambda f: f.__name__)
+def test_a_long_conversation_stays_under_its_context_budget(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    """context through LangChain's own model hook: an agent resuming a long thread sends
+    the model its system prompt, a summary of the old turns (written by the same model),
+    and the newest turns, each tool call beside its result."""
+    policy = (
+        "  - context: {trigger: {tokens: 3000}, target: {tokens: 2000},\n"
+        "              turns: {keep_last: 2, summarize: {}}}\n"
+    )
+    gate = make_gate(tmp_path, upstream, policy)
+    upstream.push(synth.Reply(text="Earlier: trains to cities 0 to 6."), synth.Reply(text="ok"))
+    agent = agent_with(gate, upstream.base_url, [])
+    history = conversation(10)
+
+    def run(agent: Any) -> dict[str, Any]:
+        if entry is invoke:
+            return dict(agent.invoke({"messages": history}))
+        return dict(asyncio.run(agent.ainvoke({"messages": history})))
+
+    state = run(agent)
+    asyncio.run(gate.aclose())
+    assert final_text(state) == "ok"
+    assert len(state["messages"]) == len(history) + 1  # LangChain's own state keeps it all
+    summary_call, call = upstream.requests[-2].json(), upstream.requests[-1].json()
+    assert "Question 0: trains to city 0?" in summary_call["messages"][-1]["content"]
+    sent = call["messages"]
+    assert sent[0] == SYSTEM
+    assert "Earlier: trains to cities 0 to 6." in sent[1]["content"]
+    assert_well_formed([{k: v for k, v in m.items() if v is not None} for m in sent])
+    assert prompt_tokens("chat.completions", "m", call) <= 2000

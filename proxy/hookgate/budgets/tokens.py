@@ -177,3 +177,20 @@ def _collect(value: Any, texts: list[str], images: list[int]) -> None:
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         for item in value:
             _collect(item, texts, images)
+
+
+def item_tokens(model: str, item: Any, image_tokens: int = IMAGE_TOKENS) -> int:
+    """An estimate of one chat message's or Responses input item's tokens (its texts, the
+    per-message framing, its images), as :func:`prompt_tokens` counts it in a whole prompt."""
+    texts: list[str] = []
+    images = [0]
+    _collect(item, texts, images)
+    return sum(count(model, t) for t in texts) + PER_MESSAGE_OVERHEAD + images[0] * image_tokens
+
+
+def truncate(model: str, text: str, limit: int) -> str | None:
+    """The first ``limit`` tokens of ``text``, or None when it has no more than that."""
+    if count(model, text) <= limit:
+        return None
+    encoding = encoding_for(model)
+    return encoding.decode(encoding.encode_ordinary(text)[:limit])

@@ -18,6 +18,7 @@ from hookgate.pipeline.hooks import Policy
 
 BUILTIN: Mapping[str, str] = {
     "budget": "hookgate.policies.budget:BudgetPolicy",
+    "context": "hookgate.policies.context:ContextPolicy",
     "fallback": "hookgate.policies.fallback:FallbackPolicy",
     "model_call_limit": "hookgate.policies.model_call_limit:ModelCallLimitPolicy",
     "output_check": "hookgate.policies.output_check:OutputCheckPolicy",

@@ -129,15 +129,22 @@ class GateTransport(httpx.AsyncBaseTransport):
 
     async def _send(self, request: httpx.Request, call: ModelCall, ctx: Context) -> ModelResponse:
         """The terminal: ``call`` sent where the client sent it, as the client sent it
-        (its headers, its URL), with the model call's span as the trace parent."""
+        (its headers, its URL), with the model call's span as the trace parent. A call a
+        policy made for another API (``context``'s summary, a chat call during a Responses
+        call) goes to that API's path beside the client's."""
         target = call.targets[0]
         label = target.label(call.model)
         headers = [
             (k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"
         ]
+        url = request.url
+        asked = _api_of(request)
+        if asked is not None and asked != call.api:
+            base = url.path.rstrip("/").removesuffix(API_PATHS[asked])
+            url = url.copy_with(path=base + API_PATHS[call.api])
         sent = httpx.Request(
             request.method,
-            request.url,
+            url,
             headers=headers,
             content=call.payload.to_bytes(),
             extensions=request.extensions,
