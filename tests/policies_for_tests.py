@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
+
+import orjson
 
 from pydantic import BaseModel, ConfigDict
 
 from hookgate import Context, ModelCall, ModelResponse, Next, Policy
 from hookgate.errors import PolicyBlocked
+from hookgate.pipeline.agent import NextReply, Reply, ReplyContext
 from hookgate.pipeline.hooks import Messages
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 
@@ -105,3 +109,31 @@ class Fragile(Policy):
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
         raise RuntimeError("the thing this policy needs is not there")
+
+
+class ReplyReportConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+
+
+class ReplyReport(Policy):
+    """Appends what each reply counted, when it ends, to a JSON-lines file (for replies run
+    in another process)."""
+
+    name = "reply_report"
+    Config = ReplyReportConfig
+    runs_in = frozenset({"sdk"})
+    config: ReplyReportConfig
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        result = await next(reply, ctx)
+        line = {
+            "reply_id": ctx.reply_id,
+            "turns": ctx.turns,
+            "tool_calls": ctx.tool_calls,
+            "input_tokens": ctx.usage.input_tokens,
+            "session": ctx.session,
+        }
+        with open(self.config.path, "ab") as out:
+            out.write(orjson.dumps(line, default=str) + b"\n")
+        return result

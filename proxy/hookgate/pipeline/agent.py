@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hookgate.pipeline.observe import Span
 from hookgate.wire.usage import Usage
@@ -133,6 +133,7 @@ NextReply = Callable[[Reply, ReplyContext], Awaitable[Any]]
 """The rest of the ``on_reply`` onion, ending in the framework running the reply."""
 
 NextTool = Callable[[ToolCall, ReplyContext], Awaitable[ToolResult]]
+"""The rest of the ``on_tool_call`` onion, ending in the tool itself."""
 
 
 class NotRepeatable(RuntimeError):
@@ -142,4 +143,51 @@ class NotRepeatable(RuntimeError):
     keeps the result it has."""
 
 
-"""The rest of the ``on_tool_call`` onion, ending in the tool itself."""
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A human's answer to a tool call a policy paused (``needs_approval``).
+
+    ``approve`` runs the call as the model asked; ``edit`` runs it with ``arguments``;
+    ``reject`` does not run it, and the model reads ``message`` as its result.
+    """
+
+    type: Literal["approve", "edit", "reject"]
+    arguments: Mapping[str, Any] | None = None
+    message: str | None = None
+
+    @classmethod
+    def parse(cls, value: Any) -> Decision:
+        """A decision from the shape LangChain's ``HumanInTheLoopMiddleware`` resumes with:
+        ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": ..., "args":
+        {...}}}`` (or ``"args"`` at the top), ``{"type": "reject", "message": ...}``; or
+        ``{"decisions": [one of those]}``. Raises ``ValueError`` on anything else."""
+        if isinstance(value, Mapping) and isinstance(value.get("decisions"), list):
+            if len(value["decisions"]) != 1:
+                raise ValueError("one decision per paused tool call")
+            value = value["decisions"][0]
+        kind = value.get("type") if isinstance(value, Mapping) else None
+        if kind == "approve":
+            return cls("approve")
+        if kind == "edit":
+            action = value.get("edited_action")
+            arguments = action.get("args") if isinstance(action, Mapping) else value.get("args")
+            if not isinstance(arguments, Mapping):
+                raise ValueError("an edit decision needs the new arguments (edited_action.args)")
+            return cls("edit", arguments=dict(arguments))
+        if kind == "reject":
+            message = value.get("message")
+            return cls("reject", message=message if isinstance(message, str) else None)
+        raise ValueError(f"not a decision (approve, edit or reject): {value!r}")
+
+    def applied(self, call: ToolCall) -> ToolCall | ToolResult:
+        """The call to run (approved, or with the edited arguments), or the result the
+        model reads for a rejected one."""
+        if self.type == "reject":
+            return ToolResult(
+                self.message or f"A human rejected the call of {call.name!r}.",
+                blocked=True,
+                error=True,
+            )
+        if self.type == "edit" and self.arguments is not None:
+            return call.with_arguments(self.arguments)
+        return call

@@ -15,11 +15,12 @@ on_response            transformer  reverse listed order (innermost first)
 on_response_stream     per stream   reverse listed order, like on_response
 on_reply (SDK)         onion        first listed is outermost; wraps a whole agent reply
 on_tool_call (SDK)     onion        first listed is outermost; wraps one tool execution
+needs_approval (SDK)   predicate    before a tool call; any reason pauses it for a human
 should_stop_after_turn predicate    after every model call of a reply; any True stops
 =====================  ===========  ==================================================
 
 The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the last
-three only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
+four only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
 boundaries. ``runs_in`` says where a policy applies; a policy listed in a YAML file is
 skipped, with a log line, where it does not.
 
@@ -148,6 +149,18 @@ class Policy:
         """
         return await next(call, ctx)
 
+    async def needs_approval(self, call: ToolCall, ctx: ReplyContext) -> str | None:
+        """Before a tool call (SDK only): a reason to pause it until a human decides, or None.
+
+        Every policy implementing it is asked; the first reason pauses the call. The
+        adapter pauses the run through its framework's own mechanism (LangChain's
+        ``interrupt``, AgentScope's ``RequireUserConfirmEvent``), the reply's state goes to
+        the store, and the run resumes — in any process — with a
+        :class:`~hookgate.pipeline.agent.Decision`: approve, edit or reject. A call a human
+        decided on is not asked about again.
+        """
+        return None
+
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
         """After each model call of a reply (SDK only): True ends the reply now.
 
@@ -187,6 +200,7 @@ HOOK_NAMES: tuple[str, ...] = (
     "on_response_stream",
     "on_reply",
     "on_tool_call",
+    "needs_approval",
     "should_stop_after_turn",
 )
 

@@ -7,14 +7,22 @@ YAML (every key optional)::
         deny: ["delete_*"]                 # never these (deny wins over allow)
         arguments:                         # a call whose JSON arguments match is refused
           - {tool: run_shell, pattern: "rm\\\\s+-rf"}
-        approval: mypkg.hitl:ask           # human in the loop: called as fn(call, ctx) ->
-        approve: [send_email]              #   bool | str (a refusal reason) | awaitable;
-                                           #   for the tools in `approve` (default: all)
+        approval: pause                    # human in the loop for the tools in `approve`
+        approve: [send_email]              #   (default: all): `pause` the run until a human
+                                           #   approves, edits or rejects the call, or a
+                                           #   function `mypkg.hitl:ask` called as
+                                           #   fn(call, ctx) -> bool | str (a refusal reason)
+                                           #   | awaitable
         max_per_reply: 10                  # tool calls per reply
         max_per_session: 100               # tool calls per session (x-hookgate-session-id)
         on_limit: continue                 # continue | end | error
         limits:                            # per tool (LangChain's ToolCallLimit tool_name):
           - {tool: "search_*", max_per_reply: 3, max_per_session: 20, on_limit: end}
+
+With ``approval: pause`` the run pauses through the framework's own mechanism (LangChain's
+``interrupt``; AgentScope's ``RequireUserConfirmEvent``) and resumes, in any process, with
+approve, edit or reject (see :meth:`~hookgate.pipeline.hooks.Policy.needs_approval`). A call
+waiting for a human is not counted against the limits until it runs.
 
 In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
 its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
@@ -100,8 +108,9 @@ class ToolGuardConfig(BaseModel):
     allow: tuple[str, ...] | None = None
     deny: tuple[str, ...] = ()
     arguments: tuple[ArgumentRule, ...] = ()
-    approval: str | None = Field(None, pattern=r"^[\w.]+:\w+$")
-    """``package.module:function`` asked before a call runs (see the module docstring)."""
+    approval: str | None = Field(None, pattern=r"^(pause|[\w.]+:\w+)$")
+    """``pause``, or ``package.module:function`` asked before a call runs (see the module
+    docstring)."""
     approve: tuple[str, ...] = ("*",)
     max_per_reply: int | None = Field(None, ge=0)
     max_per_session: int | None = Field(None, ge=0)
@@ -120,7 +129,9 @@ class ToolGuardPolicy(Policy):
     def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
         super().__init__(config)
         self._rules = [(r.tool, re.compile(r.pattern)) for r in config.arguments]
-        self.approver = approver or (_import(config.approval) if config.approval else None)
+        self.pauses = config.approval == "pause"
+        named = config.approval if config.approval and not self.pauses else None
+        self.approver = approver or (_import(named) if named else None)
 
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
         reason = self._name_refusal(call.name) or self._argument_refusal(call)
@@ -131,6 +142,14 @@ class ToolGuardPolicy(Policy):
         if reason is not None:
             return ToolResult.refused(reason)
         return await next(call, ctx)
+
+    async def needs_approval(self, call: ToolCall, ctx: ReplyContext) -> str | None:
+        if not self.pauses or not listed(call.name, self.config.approve):
+            return None
+        if self._name_refusal(call.name) or self._argument_refusal(call):
+            return None  # refused anyway, by on_tool_call: no human is asked
+        return f"the call of {call.name!r} needs a human's approval"
+        return None
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         """Offer the model only the tools it may call (proxy, and in-process model calls).

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import orjson
+
 from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import NotRepeatable, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
@@ -128,6 +130,7 @@ class Gate:
         self._stops = [
             p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
         ]
+        self._approvals = [p.needs_approval for p in listed if implements(p, "needs_approval")]
         self._model_terminal: contextvars.ContextVar[Next | None] = contextvars.ContextVar(
             "hookgate_model_terminal", default=None
         )
@@ -215,6 +218,8 @@ class Gate:
         when :meth:`ReplyHandle.finish` is given the reply's result.
         """
         ctx = self.new_reply(agent, session_id, reply_id)
+        if session_id and self._store is not None:
+            ctx.session.update(await self._load(f"session:{session_id}") or {})
         handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
         return handle
 
@@ -253,6 +258,7 @@ class Gate:
         handle = self._open.pop(reply_id, None) if reply_id else None
         if handle is None:
             return result
+        await self._save_session(handle.ctx)
         if error is not None:
             await handle.fail(error)
             return None
@@ -274,6 +280,73 @@ class Gate:
             session_id=session_id,
             session=session,
         )
+
+    # pausing for a human ------------------------------------------------------------
+
+    PAUSED_TTL_S = 7 * 24 * 3600.0
+    """How long the store keeps a paused reply's state and a session's shared state."""
+
+    async def approval(self, call: ToolCall, ctx: ReplyContext | None = None) -> str | None:
+        """Why ``call`` must wait for a human (the first policy's ``needs_approval``
+        reason), or None."""
+        ctx = ctx or self._context()
+        for ask in self._approvals:
+            if (reason := await ask(call, ctx)) is not None:
+                return reason
+        return None
+
+    async def pause(self, ctx: ReplyContext, key: str | None = None) -> None:
+        """Keep the reply's state in the store while its run waits for a human, under
+        ``key`` (default: its id): the counters, usage, each policy's state and the
+        session's, so :meth:`resume_reply` continues it in any process sharing the store.
+        The reply stays open here too (a resume in this process finds it)."""
+        if self._store is None:
+            log.warning(
+                "hookgate: no store; reply %s can resume in this process only", ctx.reply_id
+            )
+            return
+        saved = {
+            "agent": ctx.agent, "reply_id": ctx.reply_id, "session_id": ctx.session_id,
+            "state": _json_safe(ctx.state), "turns": ctx.turns, "tool_calls": ctx.tool_calls,
+            "usage": dataclasses.asdict(ctx.usage), "wrap_up": ctx.wrap_up, "stop": ctx.stop,
+        }  # fmt: skip
+        await self._store.save_state(
+            f"reply:{key or ctx.reply_id}", _dumps(saved), self.PAUSED_TTL_S
+        )
+        await self._save_session(ctx)
+
+    async def resume_reply(self, key: str, *, input: Any = None) -> ReplyContext | None:
+        """The paused reply saved under ``key``: still open in this process, or rebuilt
+        from the store (its ``on_reply`` layers begin again around the rest of the run,
+        with the counts it had). None when there is none."""
+        if (open_ctx := self.reply_of(key)) is not None:
+            return open_ctx
+        saved = await self._load(f"reply:{key}") if self._store is not None else None
+        if saved is None:
+            return None
+        if (open_ctx := self.reply_of(saved["reply_id"])) is not None:
+            return open_ctx
+        handle = await self.begin_reply(
+            agent=saved["agent"], input=input, session_id=saved["session_id"],
+            reply_id=saved["reply_id"],
+        )  # fmt: skip
+        ctx = handle.ctx
+        ctx.state.update(saved["state"])
+        ctx.turns, ctx.tool_calls = saved["turns"], saved["tool_calls"]
+        ctx.usage = Usage(**saved["usage"])
+        ctx.wrap_up, ctx.stop = saved["wrap_up"], saved["stop"]
+        self._open[ctx.reply_id] = handle
+        return ctx
+
+    async def _save_session(self, ctx: ReplyContext) -> None:
+        if ctx.session_id and self._store is not None:
+            value = _dumps(_json_safe(ctx.session))
+            await self._store.save_state(f"session:{ctx.session_id}", value, self.PAUSED_TTL_S)
+
+    async def _load(self, key: str) -> dict[str, Any] | None:
+        assert self._store is not None
+        raw = await self._store.load_state(key)
+        return orjson.loads(raw) if raw is not None else None
 
     # tools and turns ----------------------------------------------------------------
 
@@ -635,3 +708,21 @@ class Split(Generic[V, R]):
 
 ReplyHandle = Split[Reply, Any]
 """A reply split in two halves (see :meth:`Gate.begin_reply`)."""
+
+
+def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
+    """The entries of a policy-keyed state dict that JSON can carry (a policy that keeps a
+    live object there keeps it in this process only)."""
+    kept: dict[str, Any] = {}
+    for name, value in state.items():
+        try:
+            orjson.dumps(value)
+        except TypeError:
+            log.debug("hookgate: %s's state is not JSON; it is not kept in the store", name)
+            continue
+        kept[name] = value
+    return kept
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value)

@@ -125,6 +125,15 @@ class Store(Protocol):
 
     async def healthy(self) -> bool: ...
 
+    async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
+        """Keep ``value`` under ``key`` for ``ttl_s`` seconds (replacing what was there):
+        the SDK's paused replies and their sessions, so any process can resume them."""
+        ...
+
+    async def load_state(self, key: str) -> bytes | None:
+        """What :meth:`save_state` kept under ``key``, or None (never saved, or expired)."""
+        ...
+
     async def secret(self, name: str) -> bytes:
         """A 32-byte random secret of this deployment, created on first use and then kept.
 

@@ -159,6 +159,13 @@ class RedisStore:
         )
         return [orjson.loads(fields["row"]) for _, fields in entries]
 
+    async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
+        await self.call(self.client.set(f"hg:state:{key}", value, px=max(1, int(ttl_s * 1000))))
+
+    async def load_state(self, key: str) -> bytes | None:
+        value = await self.call(self.client.get(f"hg:state:{key}"))  # UTF-8 JSON, decoded
+        return value.encode() if isinstance(value, str) else value
+
     async def secret(self, name: str) -> bytes:
         key = f"hg:secret:{name}"
         await self.call(self.client.set(key, secrets.token_hex(32), nx=True))

@@ -15,6 +15,7 @@ import logging
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,6 +67,9 @@ CREATE TABLE IF NOT EXISTS audit (
     findings TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS states (
+    key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
 CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
@@ -322,6 +326,26 @@ class SQLiteStore:
             return [SpendLine(str(g), float(u), int(t), int(n), int(a)) for g, u, t, n, a in rows]
 
         return await self._run(report)
+
+    async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
+        def save(db: sqlite3.Connection) -> None:
+            now = time.time()
+            db.execute("DELETE FROM states WHERE expires < ?", (now,))
+            db.execute(
+                "INSERT OR REPLACE INTO states (key, value, expires) VALUES (?, ?, ?)",
+                (key, value, now + ttl_s),
+            )
+
+        await self._run(save)
+
+    async def load_state(self, key: str) -> bytes | None:
+        def load(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "SELECT value FROM states WHERE key = ? AND expires >= ?", (key, time.time())
+            ).fetchone()
+            return bytes(row[0]) if row is not None else None
+
+        return await self._run(load)
 
     async def secret(self, name: str) -> bytes:
         def get_or_create(db: sqlite3.Connection) -> bytes:

@@ -19,6 +19,13 @@ outermost wrapper):
   ``thread_id`` when it has one;
 * ``wrap_tool_call`` → ``on_tool_call``; a refusal becomes a ``ToolMessage`` with
   ``status="error"`` that the model reads. The tool runs in LangChain's own thread;
+* ``needs_approval`` (``tool_guard``'s ``approval: pause``) → LangChain's ``interrupt``, with
+  the request its ``HumanInTheLoopMiddleware`` makes (``action_requests``,
+  ``review_configs``): the run stops, the reply's state goes to the store, and
+  ``agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)`` — or
+  ``edit`` with ``edited_action.args``, or ``reject`` with a ``message`` the model reads —
+  resumes it from the graph's checkpoint, in this process or another one sharing the
+  checkpointer and the store. The reply continues with the counts it had;
 * ``wrap_model_call`` → the model-level hooks in-process (:meth:`Gate.model_call`): the
   request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
   ``convert_to_llm`` (the prompt redacted before it leaves the process) and
@@ -48,9 +55,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
-from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import Decision, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
 from hookgate.pipeline.types import ModelResponse as GateResponse
 from hookgate.sdk.adapters import langchain_wire as wire
@@ -109,14 +116,14 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        ctx = self._reply(request.state)
+        ctx = await self._areply(request.state)
         response = await self._model_call(request, ctx, handler)
         return await self._after(response, ctx)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        ctx = self._reply(request.state)
+        ctx = self.gate.sync.run(self._areply(request.state))
 
         async def onion(inner: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
             return await self._model_call(request, ctx, inner)
@@ -204,8 +211,15 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
     async def awrap_tool_call(
         self, request: Any, handler: Callable[[Any], Awaitable[ToolMessage | Any]]
     ) -> ToolMessage | Any:
-        ctx = self._reply(request.state)
+        ctx = await self._areply(request.state)
         call, tool_call = _call(request)
+        reason = await self.gate.approval(call, ctx)
+        if reason is not None:
+            await self.gate.pause(ctx)
+            decided = _decided(call, reason)
+            if isinstance(decided, ToolResult):
+                return _message(decided, tool_call)
+            call = decided
 
         async def execute(call: ToolCall) -> ToolResult:
             return _result(await handler(_with_arguments(request, tool_call, call)))
@@ -213,8 +227,15 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         return _message(await self.gate.tool(call, execute, ctx), tool_call)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolMessage | Any]) -> Any:
-        ctx = self._reply(request.state)
+        ctx = self.gate.sync.run(self._areply(request.state))
         call, tool_call = _call(request)
+        reason = self.gate.sync.run(self.gate.approval(call, ctx))
+        if reason is not None:
+            self.gate.sync.run(self.gate.pause(ctx))
+            decided = _decided(call, reason)  # in LangChain's thread, with its context
+            if isinstance(decided, ToolResult):
+                return _message(decided, tool_call)
+            call = decided
 
         async def onion(inner: Callable[[ToolCall], Awaitable[Any]]) -> ToolResult:
             async def execute(call: ToolCall) -> ToolResult:
@@ -227,15 +248,31 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
 
         return _message(self.gate.sync.wrap(onion, run), tool_call)
 
-    def _reply(self, state: Any) -> ReplyContext:
+    async def _areply(self, state: Any) -> ReplyContext:
+        """The run's reply: open in this process, or — a run resumed after a pause, maybe
+        in another process — rebuilt from the store with its counts."""
         reply_id = state.get(REPLY_KEY) if isinstance(state, dict) else None
-        ctx = self.gate.reply_of(reply_id)
+        ctx = await self.gate.resume_reply(reply_id) if isinstance(reply_id, str) else None
         if ctx is None:
             raise RuntimeError(
                 "hookgate: this agent run has no open reply: attach HookgateMiddleware with "
                 "create_agent(..., middleware=[HookgateMiddleware(gate)])"
             )
         return ctx
+
+
+def _decided(call: ToolCall, reason: str) -> ToolCall | ToolResult:
+    """Pause the run for a human with LangChain's ``interrupt`` (the request in the shape
+    of its ``HumanInTheLoopMiddleware``); on resume, the call as the human decided it."""
+    request = {
+        "action_requests": [
+            {"name": call.name, "args": dict(call.arguments), "description": reason}
+        ],
+        "review_configs": [
+            {"action_name": call.name, "allowed_decisions": ["approve", "edit", "reject"]}
+        ],
+    }
+    return Decision.parse(interrupt(request)).applied(call)
 
 
 def _ai(response: ModelResponse) -> AIMessage | None:

@@ -1,0 +1,91 @@
+"""Human in the loop that pauses: ``tool_guard``'s ``approval: pause`` stops a real
+framework's run through its own mechanism, and a new process resumes it — with an edit or
+a rejection — from the framework's saved state and the reply's state in hookgate's store,
+with the reply's counts intact."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from hookgate.wire import synth
+from tests.conftest import config_text
+from tests.fakes import FakeUpstream
+
+EDIT = {"type": "edit", "edited_action": {"name": "send_email",
+                                          "args": {"to": "boss@corp.example", "body": "Late, sorry."}}}  # fmt: skip
+REJECT = {"type": "reject", "message": "Do not e-mail the boss; tell the user to call."}
+
+
+def setup(tmp_path: Path, upstream: FakeUpstream) -> tuple[Path, Path]:
+    """A gate config (SQLite store, the pausing guard, a report of each reply) and the
+    report's path."""
+    report = tmp_path / "replies.jsonl"
+    policies = (
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        "policies:\n"
+        "  - tool_guard: {approval: pause, approve: [send_*]}\n"
+        "  - model_call_limit: {max_per_session: 50}\n"
+        f"  - tests.policies_for_tests:ReplyReport: {{path: '{report}'}}\n"
+    )
+    config = tmp_path / "agent.yaml"
+    config.write_text(config_text(upstream.base_url, policies))
+    return config, report
+
+
+def step(upstream: FakeUpstream, module: str, *args: str) -> dict[str, Any]:
+    """Run one step of the agent in a new Python process; its printed JSON."""
+    env = {**os.environ, "HITL_MODEL_URL": upstream.base_url}
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    result: dict[str, Any] = orjson.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("decision", [EDIT, REJECT], ids=["edit", "reject"])
+def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
+    upstream: FakeUpstream, tmp_path: Path, decision: dict[str, Any]
+) -> None:
+    config, report = setup(tmp_path, upstream)
+    checkpoints = str(tmp_path / "checkpoints.db")
+    module = "tests.e2e.hitl_langchain"
+    asked = {"to": "boss@corp.example", "body": "I'm late."}
+    upstream.push(
+        synth.Reply(
+            tool_calls=[synth.ToolCall("call_1", "send_email", orjson.dumps(asked).decode())]
+        )
+    )
+    paused = step(upstream, module, str(config), checkpoints, "t1", "start")
+    request = paused["interrupt"]
+    assert request["action_requests"] == [{
+        "name": "send_email", "args": asked,
+        "description": "the call of 'send_email' needs a human's approval",
+    }]  # fmt: skip
+    assert request["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert not Path(checkpoints + ".sent").exists() and not report.exists()  # paused
+
+    upstream.push(synth.Reply(text="Done."))
+    resumed = step(upstream, module, str(config), checkpoints, "t1", "resume",
+                   orjson.dumps({"decisions": [decision]}).decode())  # fmt: skip
+    assert resumed["interrupt"] is None and resumed["answer"] == "Done."
+    read = upstream.requests[-1].json()["messages"][-1]
+    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
+    if decision is EDIT:
+        assert Path(checkpoints + ".sent").read_text() == "boss@corp.example: Late, sorry.\n"
+        assert read["content"] == "sent to boss@corp.example"
+        assert line["tool_calls"] == 1
+    else:
+        assert not Path(checkpoints + ".sent").exists()
+        assert read["content"] == REJECT["message"]
+        assert line["tool_calls"] == 0
+    # one reply across both processes: the first model call was counted before the pause
+    assert line["turns"] == 2 and line["input_tokens"] == 20
+    assert line["session"]["model_call_limit"] == {"calls": 2}
