@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from typing import Any
 
 import orjson
-
 from pydantic import BaseModel, ConfigDict
 
 from hookgate import Context, ModelCall, ModelResponse, Next, Policy
@@ -134,6 +134,9 @@ class ReplyReport(Policy):
             "input_tokens": ctx.usage.input_tokens,
             "session": ctx.session,
         }
-        with open(self.config.path, "ab") as out:
-            out.write(orjson.dumps(line, default=str) + b"\n")
+        await asyncio.to_thread(self._append, orjson.dumps(line, default=str) + b"\n")
         return result
+
+    def _append(self, line: bytes) -> None:
+        with open(self.config.path, "ab") as out:
+            out.write(line)

@@ -18,8 +18,8 @@ from hookgate.wire import synth
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream
 
-EDIT = {"type": "edit", "edited_action": {"name": "send_email",
-                                          "args": {"to": "boss@corp.example", "body": "Late, sorry."}}}  # fmt: skip
+EDITED = {"to": "boss@corp.example", "body": "Late, sorry."}
+EDIT = {"type": "edit", "edited_action": {"name": "send_email", "args": EDITED}}
 REJECT = {"type": "reject", "message": "Do not e-mail the boss; tell the user to call."}
 
 
@@ -87,5 +87,40 @@ def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
         assert read["content"] == REJECT["message"]
         assert line["tool_calls"] == 0
     # one reply across both processes: the first model call was counted before the pause
+    assert line["turns"] == 2 and line["input_tokens"] == 20
+    assert line["session"]["model_call_limit"] == {"calls": 2}
+
+
+@pytest.mark.parametrize("confirmed", [True, False], ids=["edit", "reject"])
+def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
+    upstream: FakeUpstream, tmp_path: Path, confirmed: bool
+) -> None:
+    config, report = setup(tmp_path, upstream)
+    state = str(tmp_path / "agent-state.json")
+    module = "tests.e2e.hitl_agentscope"
+    asked = {"to": "boss@corp.example", "body": "I'm late."}
+    upstream.push(
+        synth.Reply(
+            tool_calls=[synth.ToolCall("call_1", "send_email", orjson.dumps(asked).decode())]
+        )
+    )
+    parked = step(upstream, module, str(config), state, "start")
+    assert parked["ask"]["name"] == "send_email" and parked["ask"]["input"] == asked
+    assert not Path(state + ".sent").exists() and not report.exists()
+
+    upstream.push(synth.Reply(text="Done."))
+    decision = {"confirmed": confirmed, "args": EDITED}
+    resumed = step(upstream, module, str(config), state, "resume", orjson.dumps(decision).decode())
+    assert resumed["ask"] is None and resumed["answer"] == "Done."
+    read = upstream.requests[-1].json()["messages"][-1]
+    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
+    if confirmed:
+        assert Path(state + ".sent").read_text() == "boss@corp.example: Late, sorry.\n"
+        assert "sent to boss@corp.example" in str(read["content"])
+        assert line["tool_calls"] == 1
+    else:
+        assert not Path(state + ".sent").exists()
+        assert "denied by user" in str(read["content"])
+        assert line["tool_calls"] == 0
     assert line["turns"] == 2 and line["input_tokens"] == 20
     assert line["session"]["model_call_limit"] == {"calls": 2}

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -153,6 +154,34 @@ async def test_the_deployment_secret_is_created_once_and_shared(
     assert len(secret) == 32
     assert await second.secret("pii") == secret  # another replica reads the same one
     assert await first.secret("other") != secret
+    await first.close()
+    await second.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "sqlite"])
+async def test_a_paused_reply_state_is_shared_and_expires(
+    redis_server: RedisServer, tmp_path: Path, kind: str
+) -> None:
+    """What a paused reply keeps in the store reads back in another process, is replaced by a
+    later save, and is gone after its time to live."""
+    from hookgate.store.redis import RedisStore
+    from hookgate.store.sqlite import SQLiteStore
+
+    def open_store() -> Any:
+        if kind == "redis":
+            return RedisStore(redis_server.url)
+        return SQLiteStore(f"sqlite:///{tmp_path / 'state.db'}")
+
+    first, second = open_store(), open_store()
+    for store in (first, second):
+        await store.open()
+    await first.save_state("reply:r1", b'{"turns": 1}', 60)
+    assert await second.load_state("reply:r1") == b'{"turns": 1}'
+    await second.save_state("reply:r1", b'{"turns": 2}', 0.2)
+    assert await first.load_state("reply:r1") == b'{"turns": 2}'
+    assert await first.load_state("reply:r2") is None
+    await asyncio.sleep(0.3)
+    assert await first.load_state("reply:r1") is None
     await first.close()
     await second.close()
 

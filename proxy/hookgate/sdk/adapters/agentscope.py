@@ -26,7 +26,14 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
 * ``on_model_call`` → :meth:`Gate.after_turn` with the call's usage (streamed or not);
 * ``on_reasoning`` → a wrapping-up reply reasons with ``tool_choice: none``; a stopped reply
-  ends after this turn (its tool calls still run, then the loop ends).
+  ends after this turn (its tool calls still run, then the loop ends);
+* ``needs_approval`` (``tool_guard``'s ``approval: pause``) → ``on_check_permission`` answers
+  ``ASK``: AgentScope parks the reply with a ``RequireUserConfirmEvent`` and the reply's
+  state goes to the store. ``agent.reply_stream(UserConfirmResultEvent(...))`` resumes it —
+  in this process or another one given the saved ``agent.state`` and the same store — with
+  ``ConfirmResult(confirmed=True)`` (its ``tool_call.input`` may carry edited arguments) or
+  ``confirmed=False`` (AgentScope's own denial text is what the model reads); the reply goes
+  on with the counts it had.
 """
 
 from __future__ import annotations
@@ -37,10 +44,16 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import openai
-from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
-from agentscope.message import Msg, TextBlock, ToolResultState
+from agentscope.event import (
+    RequireUserConfirmEvent,
+    TextBlockDeltaEvent,
+    TextBlockEndEvent,
+    UserConfirmResultEvent,
+)
+from agentscope.message import Msg, TextBlock, ToolCallState, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
+from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import ToolChoice, ToolResponse
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
@@ -64,16 +77,24 @@ class HookgateMiddleware(MiddlewareBase):
     ) -> AsyncGenerator[Any, None]:
         if (client := _client(agent)) is not None:
             govern(client)
-        ctx = await self.gate.open_reply(
-            agent=getattr(agent, "name", None),
-            input=input_kwargs.get("inputs"),
-            session_id=agent.state.session_id,
-        )
+        inputs = input_kwargs.get("inputs")
+        ctx = None
+        if isinstance(inputs, UserConfirmResultEvent):  # a parked reply, maybe paused elsewhere
+            ctx = await self.gate.resume_reply(inputs.reply_id, input=inputs)
+        if ctx is None:
+            ctx = await self.gate.open_reply(
+                agent=getattr(agent, "name", None),
+                input=inputs,
+                session_id=agent.state.session_id,
+            )
         token = self.gate.enter(ctx)
         final = None
+        parked = None
         answer = _Answer(lambda: self.gate.answer_transform(ctx))
         try:
             async for event in next_handler(**input_kwargs):
+                if isinstance(event, RequireUserConfirmEvent):
+                    parked = event.reply_id
                 for item in await answer.restored(event):
                     if isinstance(item, Msg):
                         final = item
@@ -82,9 +103,26 @@ class HookgateMiddleware(MiddlewareBase):
             await self.gate.close_reply(ctx.reply_id, error=exc)
             raise
         else:
-            await self.gate.close_reply(ctx.reply_id, final)
+            if parked is not None:  # waits for the user: resumable here or in any process
+                await self.gate.pause(ctx, key=parked)
+            else:
+                await self.gate.close_reply(ctx.reply_id, final)
         finally:
             self.gate.leave(token, ctx)
+
+    async def on_check_permission(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> PermissionDecision:
+        """``needs_approval`` → AgentScope's own confirmation: the call is asked about
+        (``RequireUserConfirmEvent``) unless the user already confirmed it."""
+        tool_call = input_kwargs["tool_call"]
+        if tool_call.state != ToolCallState.ALLOWED:
+            call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
+            reason = await self.gate.approval(call, _reply())
+            if reason is not None:
+                return PermissionDecision(behavior=PermissionBehavior.ASK, message=reason)
+        decision: PermissionDecision = await next_handler(**input_kwargs)
+        return decision
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         if _client(agent) is not None:  # the governed client runs the chain on the request
