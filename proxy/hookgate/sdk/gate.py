@@ -12,7 +12,10 @@ A gate holds the policies of one YAML file that run in the SDK (``runs_in`` incl
   (``on_system_prompt``, ``convert_to_llm``, ``on_model_call``, ``on_response``) with the
   framework's own model as the terminal handler — no HTTP;
 * :meth:`Gate.begin_reply` splits the reply onion for frameworks that report a reply's
-  start and end in two callbacks.
+  start and end in two callbacks;
+* :meth:`Gate.approval` asks ``needs_approval`` before a tool call; :meth:`Gate.pause` keeps
+  a reply waiting for a human in the store, and :meth:`Gate.resume_reply` continues it, in
+  this process or another one.
 
 Framework adapters (:mod:`hookgate.sdk.adapters`) call these; applications call only
 :meth:`Gate.from_config` and pass the gate to an adapter. Importing this module imports
@@ -311,7 +314,7 @@ class Gate:
             "usage": dataclasses.asdict(ctx.usage), "wrap_up": ctx.wrap_up, "stop": ctx.stop,
         }  # fmt: skip
         await self._store.save_state(
-            f"reply:{key or ctx.reply_id}", _dumps(saved), self.PAUSED_TTL_S
+            f"reply:{key or ctx.reply_id}", orjson.dumps(saved), self.PAUSED_TTL_S
         )
         await self._save_session(ctx)
 
@@ -340,7 +343,7 @@ class Gate:
 
     async def _save_session(self, ctx: ReplyContext) -> None:
         if ctx.session_id and self._store is not None:
-            value = _dumps(_json_safe(ctx.session))
+            value = orjson.dumps(_json_safe(ctx.session))
             await self._store.save_state(f"session:{ctx.session_id}", value, self.PAUSED_TTL_S)
 
     async def _load(self, key: str) -> dict[str, Any] | None:
@@ -722,7 +725,3 @@ def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
             continue
         kept[name] = value
     return kept
-
-
-def _dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
