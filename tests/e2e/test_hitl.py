@@ -50,6 +50,29 @@ def step(upstream: FakeUpstream, module: str, *args: str) -> dict[str, Any]:
     return result
 
 
+ASKED = {"to": "boss@corp.example", "body": "I'm late."}
+
+
+def the_model_asks_to_send(upstream: FakeUpstream) -> None:
+    call = synth.ToolCall("call_1", "send_email", orjson.dumps(ASKED).decode())
+    upstream.push(synth.Reply(tool_calls=[call]))
+
+
+def assert_resumed(upstream: FakeUpstream, report: Path, sent: Path, *, ran: bool) -> str:
+    """The edited e-mail was sent (or nothing was), and the reply that ended in the second
+    process had the counts of both; returns the tool result the model read."""
+    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
+    if ran:
+        assert sent.read_text() == "boss@corp.example: Late, sorry.\n"
+    else:
+        assert not sent.exists()
+    assert line["tool_calls"] == (1 if ran else 0)
+    # one reply across both processes: the first model call was counted before the pause
+    assert line["turns"] == 2 and line["input_tokens"] == 20
+    assert line["session"]["model_call_limit"] == {"calls": 2}
+    return str(upstream.requests[-1].json()["messages"][-1]["content"])
+
+
 @pytest.mark.parametrize("decision", [EDIT, REJECT], ids=["edit", "reject"])
 def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     upstream: FakeUpstream, tmp_path: Path, decision: dict[str, Any]
@@ -57,16 +80,11 @@ def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     config, report = setup(tmp_path, upstream)
     checkpoints = str(tmp_path / "checkpoints.db")
     module = "tests.e2e.hitl_langchain"
-    asked = {"to": "boss@corp.example", "body": "I'm late."}
-    upstream.push(
-        synth.Reply(
-            tool_calls=[synth.ToolCall("call_1", "send_email", orjson.dumps(asked).decode())]
-        )
-    )
+    the_model_asks_to_send(upstream)
     paused = step(upstream, module, str(config), checkpoints, "t1", "start")
     request = paused["interrupt"]
     assert request["action_requests"] == [{
-        "name": "send_email", "args": asked,
+        "name": "send_email", "args": ASKED,
         "description": "the call of 'send_email' needs a human's approval",
     }]  # fmt: skip
     assert request["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
@@ -76,19 +94,8 @@ def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     resumed = step(upstream, module, str(config), checkpoints, "t1", "resume",
                    orjson.dumps({"decisions": [decision]}).decode())  # fmt: skip
     assert resumed["interrupt"] is None and resumed["answer"] == "Done."
-    read = upstream.requests[-1].json()["messages"][-1]
-    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
-    if decision is EDIT:
-        assert Path(checkpoints + ".sent").read_text() == "boss@corp.example: Late, sorry.\n"
-        assert read["content"] == "sent to boss@corp.example"
-        assert line["tool_calls"] == 1
-    else:
-        assert not Path(checkpoints + ".sent").exists()
-        assert read["content"] == REJECT["message"]
-        assert line["tool_calls"] == 0
-    # one reply across both processes: the first model call was counted before the pause
-    assert line["turns"] == 2 and line["input_tokens"] == 20
-    assert line["session"]["model_call_limit"] == {"calls": 2}
+    read = assert_resumed(upstream, report, Path(checkpoints + ".sent"), ran=decision is EDIT)
+    assert read == ("sent to boss@corp.example" if decision is EDIT else REJECT["message"])
 
 
 @pytest.mark.parametrize("confirmed", [True, False], ids=["edit", "reject"])
@@ -98,29 +105,14 @@ def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
     config, report = setup(tmp_path, upstream)
     state = str(tmp_path / "agent-state.json")
     module = "tests.e2e.hitl_agentscope"
-    asked = {"to": "boss@corp.example", "body": "I'm late."}
-    upstream.push(
-        synth.Reply(
-            tool_calls=[synth.ToolCall("call_1", "send_email", orjson.dumps(asked).decode())]
-        )
-    )
+    the_model_asks_to_send(upstream)
     parked = step(upstream, module, str(config), state, "start")
-    assert parked["ask"]["name"] == "send_email" and parked["ask"]["input"] == asked
+    assert parked["ask"]["name"] == "send_email" and parked["ask"]["input"] == ASKED
     assert not Path(state + ".sent").exists() and not report.exists()
 
     upstream.push(synth.Reply(text="Done."))
     decision = {"confirmed": confirmed, "args": EDITED}
     resumed = step(upstream, module, str(config), state, "resume", orjson.dumps(decision).decode())
     assert resumed["ask"] is None and resumed["answer"] == "Done."
-    read = upstream.requests[-1].json()["messages"][-1]
-    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
-    if confirmed:
-        assert Path(state + ".sent").read_text() == "boss@corp.example: Late, sorry.\n"
-        assert "sent to boss@corp.example" in str(read["content"])
-        assert line["tool_calls"] == 1
-    else:
-        assert not Path(state + ".sent").exists()
-        assert "denied by user" in str(read["content"])
-        assert line["tool_calls"] == 0
-    assert line["turns"] == 2 and line["input_tokens"] == 20
-    assert line["session"]["model_call_limit"] == {"calls": 2}
+    read = assert_resumed(upstream, report, Path(state + ".sent"), ran=confirmed)
+    assert ("sent to boss@corp.example" if confirmed else "denied by user") in read

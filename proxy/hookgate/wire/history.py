@@ -105,14 +105,7 @@ def tool_results(history: Sequence[Any]) -> list[tuple[int, str]]:
 def result_text(entry: Mapping[str, Any]) -> str:
     """The text of a tool result (chat ``content`` or Responses ``output``, a string or
     text parts joined)."""
-    value = entry.get("content") if entry.get("role") == "tool" else entry.get("output")
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "".join(
-            str(p.get("text", "")) for p in value if isinstance(p, Mapping) and "text" in p
-        )
-    return ""
+    return _text(entry.get("content") if entry.get("role") == "tool" else entry.get("output"))
 
 
 def with_result_text(entry: Mapping[str, Any], text: str) -> dict[str, Any]:
@@ -144,10 +137,11 @@ def transcript(history: Sequence[Any]) -> str:
 
 
 def _text(content: Any) -> str:
+    """A string content, or the text of its parts joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(
+        return "".join(
             str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
         )
     return ""
