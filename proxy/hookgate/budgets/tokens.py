@@ -83,21 +83,35 @@ def prompt_tokens(
     """An estimate of the prompt's tokens: every text the model reads, plus framing, plus
     ``image_tokens`` per image part. Base64 payloads (files, audio) are not text and
     are not counted; their tokens are charged when the call settles."""
+    tools = _weigh(model, body.get("tools"), 0, image_tokens)
+    if api == "chat.completions":
+        read = _weigh(model, body.get("messages"), PER_MESSAGE_OVERHEAD, image_tokens)
+        return REPLY_PRIMING + read + tools
+    if api == "responses":
+        read = sum(
+            _weigh(model, body.get(field), PER_MESSAGE_OVERHEAD, image_tokens)
+            for field in ("instructions", "input")
+        )
+        return REPLY_PRIMING + read + tools
+    # completions ``prompt``, embeddings ``input``: text, or token ids
+    prompt = body.get("prompt", body.get("input"))
+    return _weigh(model, prompt, 0, image_tokens) + _token_ids(prompt) + tools
+
+
+def item_tokens(model: str, item: Any, image_tokens: int = IMAGE_TOKENS) -> int:
+    """An estimate of one chat message's or Responses input item's tokens, exactly as
+    :func:`prompt_tokens` counts it in a whole prompt (so removing or replacing an item
+    changes a prompt's count by the difference of the two)."""
+    return _weigh(model, item, PER_MESSAGE_OVERHEAD, image_tokens)
+
+
+def _weigh(model: str, value: Any, per_text: int, image_tokens: int) -> int:
+    """The tokens of ``value``'s texts, ``per_text`` framing tokens for each, and
+    ``image_tokens`` for each image part."""
     texts: list[str] = []
     images = [0]
-    if api == "chat.completions":
-        _collect(body.get("messages"), texts, images)
-        overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
-    elif api == "responses":
-        _collect(body.get("instructions"), texts, images)
-        _collect(body.get("input"), texts, images)
-        overhead = REPLY_PRIMING + PER_MESSAGE_OVERHEAD * len(texts)
-    else:  # completions ``prompt``, embeddings ``input``: text, or token ids
-        prompt = body.get("prompt", body.get("input"))
-        _collect(prompt, texts, images)
-        overhead = _token_ids(prompt)
-    _collect(body.get("tools"), texts, images)
-    return sum(count(model, text) for text in texts) + overhead + images[0] * image_tokens
+    _collect(value, texts, images)
+    return sum(count(model, t) for t in texts) + per_text * len(texts) + images[0] * image_tokens
 
 
 def _token_ids(value: Any) -> int:
@@ -177,15 +191,6 @@ def _collect(value: Any, texts: list[str], images: list[int]) -> None:
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         for item in value:
             _collect(item, texts, images)
-
-
-def item_tokens(model: str, item: Any, image_tokens: int = IMAGE_TOKENS) -> int:
-    """An estimate of one chat message's or Responses input item's tokens (its texts, the
-    per-message framing, its images), as :func:`prompt_tokens` counts it in a whole prompt."""
-    texts: list[str] = []
-    images = [0]
-    _collect(item, texts, images)
-    return sum(count(model, t) for t in texts) + PER_MESSAGE_OVERHEAD + images[0] * image_tokens
 
 
 def truncate(model: str, text: str, limit: int) -> str | None:
