@@ -207,10 +207,13 @@ class ContextPolicy(Policy):
         grouped = history.turns(units)
         removable = grouped[: max(0, len(grouped) - settings.keep_last)]
         removed: list[int] = []
+        spared = 0  # the tokens of the entries in ``removed``
         for turn in removable:
-            if edit.under(without=removed):
+            if edit.size - spared <= edit.target:
                 break
-            removed += [i for unit in turn for i in range(unit.start, unit.end)]
+            indexes = [i for unit in turn for i in range(unit.start, unit.end)]
+            spared += sum(tokens.item_tokens(edit.model, edit.entries[i]) for i in indexes)
+            removed += indexes
         if not removed:
             return None
         summary = None
@@ -286,10 +289,9 @@ class _Edit:
         self.size = size
         self.target = target
 
-    def under(self, without: Sequence[int] = ()) -> bool:
-        """Whether the prompt is under target (once the entries ``without`` are gone)."""
-        spared = sum(tokens.item_tokens(self.model, self.entries[i]) for i in without)
-        return self.size - spared <= self.target
+    def under(self) -> bool:
+        """Whether the prompt is under target."""
+        return self.size <= self.target
 
     def replace(self, index: int, entry: Any) -> None:
         if self.entries is self.original:
@@ -300,10 +302,11 @@ class _Edit:
 
     def remove(self, indexes: Sequence[int], summary: Mapping[str, Any] | None) -> None:
         gone = set(indexes)
+        first = min(gone)
         self.size -= sum(tokens.item_tokens(self.model, self.entries[i]) for i in gone)
         kept: list[Any] = []
         for index, entry in enumerate(self.entries):
-            if index == min(gone) and summary is not None:
+            if index == first and summary is not None:
                 kept.append(summary)
                 self.size += tokens.item_tokens(self.model, summary)
             if index not in gone:
