@@ -74,6 +74,12 @@ OUTPUT_ENTITIES = Metric(
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+_REQUEST = ("analysis", "sent unredacted", "refused", "the request was not sent")
+"""How a failed check is logged and refused: what failed, what became of the request when
+allowed and when refused, and the refusal's consequence."""
+_ANSWER = ("answer scan", "answered unscanned", "withheld", "the answer was not shown")
 
 
 class OutputSettings(BaseModel):
@@ -190,17 +196,9 @@ class PiiPolicy(Policy):
 
             body = texts.map_response(body, restore)
         if self._output is not None:
-            keep = frozenset(restorer.values.values()) if restorer else frozenset()
-            found: list[str] = []
-
-            def collect(text: str) -> str:
-                found.append(text)
-                return text
-
-            texts.map_answer(body, collect)
-            wanted = [t for t in dict.fromkeys(found) if _worth_analyzing(t)]
+            wanted = _analyzable(_visited(lambda fn: texts.map_answer(body, fn)))
             if wanted:
-                scanned = await self._scan_output(ctx, wanted, keep)
+                scanned = await self._scan_output(ctx, wanted, _kept(restorer))
                 body = texts.map_answer(body, lambda text: scanned.get(text, text))
         return response if body is response.body else response.with_body(body)
 
@@ -209,7 +207,7 @@ class PiiPolicy(Policy):
         restoring = None if restorer is None else RestoringStream(restorer)
         if self._output is None:
             return restoring
-        keep = frozenset(restorer.values.values()) if restorer else frozenset()
+        keep = _kept(restorer)
 
         async def scan(text: str) -> str:
             if not _worth_analyzing(text):
@@ -266,24 +264,11 @@ class PiiPolicy(Policy):
     ) -> dict[str, str]:
         """Each answer text as the reader may see it. Raises ``PolicyBlocked`` for a
         ``block`` type and, failing closed, ``GuardrailUnavailable``."""
-        output = self._output
-        assert output is not None
+        assert self._output is not None
         try:
-            done = await asyncio.wait_for(
-                asyncio.wrap_future(
-                    self._pool.submit(lambda: {t: output.redact(t, keep) for t in wanted})
-                ),
-                self.config.timeout_s,
-            )
+            done = await self._on_workers(_redact_all, self._output, wanted, keep)
         except Exception as exc:
-            reason = _reason(exc)
-            ctx.observation.attributes[semconv.PII_ERROR] = reason
-            if self.config.on_error == "allow":
-                log.warning("pii: answer scan failed (%s); request %s answered unscanned",
-                            reason, ctx.request_id)  # fmt: skip
-                return {t: t for t in wanted}
-            log.error("pii: answer scan failed (%s); request %s withheld", reason, ctx.request_id)
-            raise GuardrailUnavailable(f"PII scan of the answer failed ({reason})") from None
+            return self._failed(ctx, {t: t for t in wanted}, exc, _ANSWER)
         observation = ctx.observation
         blocked: set[str] = set()
         for redaction in done.values():
@@ -311,14 +296,8 @@ class PiiPolicy(Policy):
 
     async def _redact(self, ctx: Context, value: T, walk: Callable[[texts.TextFn], T]) -> T:
         """Redact every text ``walk`` visits in ``value``; the same object if none changed."""
-        found: list[str] = []
-
-        def collect(text: str) -> str:
-            found.append(text)
-            return text
-
-        walk(collect)
-        wanted = [t for t in dict.fromkeys(found) if _worth_analyzing(t)]
+        found = _visited(walk)
+        wanted = _analyzable(found)
         if not wanted:
             return value
         started = time.perf_counter()
@@ -373,10 +352,7 @@ class PiiPolicy(Policy):
         """The redaction of every text (cached ones from the cache), and which were new."""
         done, fresh = self._cached(wanted)
         if fresh:
-            analyzed = await asyncio.wait_for(
-                asyncio.wrap_future(self._pool.submit(_redact_all, redactor, fresh)),
-                self.config.timeout_s,
-            )
+            analyzed = await self._on_workers(_redact_all, redactor, fresh)
             done.update(analyzed)
             self._remember(analyzed)
         return done, fresh
@@ -400,16 +376,23 @@ class PiiPolicy(Policy):
         while len(self._cache) > self.config.cache_size:
             self._cache.popitem(last=False)
 
-    def _failed(self, ctx: Context, value: T, exc: Exception) -> T:
+    def _failed(
+        self, ctx: Context, value: T, exc: Exception, told: tuple[str, ...] = _REQUEST
+    ) -> T:
+        """``value`` unchecked (``on_error: allow``, logged) or, failing closed, a 503."""
+        what, allowed, refused, consequence = told
         reason = _reason(exc)
         ctx.observation.attributes[semconv.PII_ERROR] = reason
         if self.config.on_error == "allow":
-            log.warning(
-                "pii: analysis failed (%s); request %s sent unredacted", reason, ctx.request_id
-            )
+            log.warning("pii: %s failed (%s); request %s %s", what, reason, ctx.request_id, allowed)
             return value
-        log.error("pii: analysis failed (%s); request %s refused", reason, ctx.request_id)
-        raise GuardrailUnavailable(f"PII analysis failed ({reason}); the request was not sent")
+        log.error("pii: %s failed (%s); request %s %s", what, reason, ctx.request_id, refused)
+        raise GuardrailUnavailable(f"PII {what} failed ({reason}); {consequence}")
+
+    async def _on_workers(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on the analyzer threads, within ``timeout_s``."""
+        future = self._pool.submit(fn, *args)
+        return await asyncio.wait_for(asyncio.wrap_future(future), self.config.timeout_s)
 
     def _observe(
         self,
@@ -499,8 +482,33 @@ def _cut_short(text: str, redaction: Redaction, values: Mapping[str, str]) -> bo
     )
 
 
-def _redact_all(redactor: Redactor, fresh: list[str]) -> dict[str, Redaction]:
-    return {text: redactor.redact(text) for text in fresh}
+def _redact_all(
+    redactor: Redactor, fresh: list[str], keep: frozenset[str] = frozenset()
+) -> dict[str, Redaction]:
+    return {text: redactor.redact(text, keep) for text in fresh}
+
+
+def _visited(walk: Callable[[texts.TextFn], object]) -> list[str]:
+    """Every text ``walk`` visits, in order, repeats included."""
+    found: list[str] = []
+
+    def collect(text: str) -> str:
+        found.append(text)
+        return text
+
+    walk(collect)
+    return found
+
+
+def _analyzable(found: Iterable[str]) -> list[str]:
+    """The distinct texts of ``found`` worth analyzing, in order."""
+    return [t for t in dict.fromkeys(found) if _worth_analyzing(t)]
+
+
+def _kept(restorer: Restorer | None) -> frozenset[str]:
+    """The values an answer may show as they are: those the request's placeholders (and,
+    in the SDK, the reply's) stood for — the user's own."""
+    return frozenset(restorer.values.values()) if restorer is not None else frozenset()
 
 
 def _reason(exc: Exception) -> str:
