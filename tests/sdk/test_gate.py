@@ -241,6 +241,34 @@ async def test_model_call_limit_per_session_and_error() -> None:
     assert "for this reply" in raised.value.message
 
 
+async def test_a_session_carries_over_between_gates_sharing_a_store(tmp_path: Path) -> None:
+    """Two gates on one store (two processes, two replicas): a session's counts go on where
+    the other gate's replies left them, whichever way a reply ran."""
+    from hookgate.store.sqlite import SQLiteStore
+
+    def gate() -> Gate:
+        store = SQLiteStore(f"sqlite:///{tmp_path / 'h.db'}")
+        limit = registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "stop"})
+        return Gate([limit], store=store)
+
+    first, second = gate(), gate()
+    for store in (first._store, second._store):
+        assert store is not None
+        await store.open()
+    async with first.reply(session_id="t-1"):
+        stops = [await first.after_turn(None) for _ in range(2)]
+
+    async def turn() -> bool:
+        return await second.after_turn(None)
+
+    stops.append(await second.run_reply(turn, session_id="t-1"))
+    assert stops == [False, False, True]
+    async with second.reply(session_id="t-2") as other:
+        assert not await second.after_turn(None) and other.session["model_call_limit"] == {
+            "calls": 1
+        }
+
+
 async def test_model_call_limit_wraps_up_before_the_last_call() -> None:
     gate = Gate([registry.build("model_call_limit", {"max_calls": 3})])
     async with gate.reply() as ctx:

@@ -40,7 +40,14 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from hookgate.errors import HookgateError, PolicyBlocked
-from hookgate.pipeline.agent import NotRepeatable, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import (
+    NextReply,
+    NotRepeatable,
+    Reply,
+    ReplyContext,
+    ToolCall,
+    ToolResult,
+)
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
 from hookgate.pipeline.observe import Outcome
@@ -128,7 +135,11 @@ class Gate:
         self.agent = agent
         self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         listed = list(self.policies)
-        self._reply_layers = [p.on_reply for p in listed if implements(p, "on_reply")]
+        self._reply_layers: list[Callable[[Reply, ReplyContext, NextReply], Awaitable[Any]]] = [
+            p.on_reply for p in listed if implements(p, "on_reply")
+        ]
+        if store is not None:  # outermost: the policies see the session as the store has it
+            self._reply_layers.insert(0, self._session_kept)
         self._tool_layers = [p.on_tool_call for p in listed if implements(p, "on_tool_call")]
         self._stops = [
             p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
@@ -220,9 +231,9 @@ class Gate:
         Runs the ``on_reply`` layers up to the point where they call ``next``; they finish
         when :meth:`ReplyHandle.finish` is given the reply's result.
         """
-        ctx = self.new_reply(agent, session_id, reply_id)
-        if session_id and self._store is not None:
-            ctx.session.update(await self._load(f"session:{session_id}") or {})
+        return await self._begin(self.new_reply(agent, session_id, reply_id), input)
+
+    async def _begin(self, ctx: ReplyContext, input: Any) -> ReplyHandle:
         handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
         return handle
 
@@ -261,7 +272,6 @@ class Gate:
         handle = self._open.pop(reply_id, None) if reply_id else None
         if handle is None:
             return result
-        await self._save_session(handle.ctx)
         if error is not None:
             await handle.fail(error)
             return None
@@ -329,17 +339,25 @@ class Gate:
             return None
         if (open_ctx := self.reply_of(saved["reply_id"])) is not None:
             return open_ctx
-        handle = await self.begin_reply(
-            agent=saved["agent"], input=input, session_id=saved["session_id"],
-            reply_id=saved["reply_id"],
-        )  # fmt: skip
-        ctx = handle.ctx
-        ctx.state.update(saved["state"])
+        ctx = self.new_reply(saved["agent"], saved["session_id"], saved["reply_id"])
+        ctx.state.update(saved["state"])  # before the on_reply layers begin again
         ctx.turns, ctx.tool_calls = saved["turns"], saved["tool_calls"]
         ctx.usage = Usage(**saved["usage"])
         ctx.wrap_up, ctx.stop = saved["wrap_up"], saved["stop"]
-        self._open[ctx.reply_id] = handle
+        self._open[ctx.reply_id] = await self._begin(ctx, input)
         return ctx
+
+    async def _session_kept(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        """The outermost reply layer of a gate with a store: a session's shared state is read
+        from the store as each of its replies begins and written back as it ends (and when
+        it pauses), so per-session counts hold across processes and replicas."""
+        if not ctx.session_id:
+            return await next(reply, ctx)
+        ctx.session.update(await self._load(f"session:{ctx.session_id}") or {})
+        try:
+            return await next(reply, ctx)
+        finally:
+            await self._save_session(ctx)
 
     async def _save_session(self, ctx: ReplyContext) -> None:
         if ctx.session_id and self._store is not None:
