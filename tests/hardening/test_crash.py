@@ -83,17 +83,26 @@ def _kill_under_load(
     return completed, killed
 
 
-def test_kill_9_keeps_keys_spend_and_audit(
-    store: str, upstream: FakeUpstream, tmp_path: Path
-) -> None:
+def budget_config(
+    store: str, upstream: FakeUpstream, tmp_path: Path, keys: str, scope: str
+) -> Path:
+    """A config file serving from ``store`` with a $1000 budget per ``scope`` and an admin
+    key (``keys`` adds settings of ``keys:``, e.g. ``required: true, ``)."""
     config = tmp_path / "hookgate.yaml"
     config.write_text(config_text(
         upstream.base_url,
         f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
-        f"keys: {{required: true, admin_key: {ADMIN}}}\n"
-        "policies:\n  - budget: {limits: [{scope: team, usd: 1000}]}\n",
+        f"keys: {{{keys}admin_key: {ADMIN}}}\n"
+        f"policies:\n  - budget: {{limits: [{{scope: {scope}, usd: 1000}}]}}\n",
         models='  "*": [{provider: up, model: fixed-model}]',
     ))  # fmt: skip
+    return config
+
+
+def test_kill_9_keeps_keys_spend_and_audit(
+    store: str, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    config = budget_config(store, upstream, tmp_path, "required: true, ", "team")
     process, url, _ = start_serve("--config", str(config))
     keys = [_admin(url, "POST", "/keys", json={"team": "crash"}).json() for _ in range(2)]
     live, revoked = keys[0], keys[1]
@@ -119,8 +128,7 @@ def test_kill_9_keeps_keys_spend_and_audit(
         # the restart is too); none is counted twice
         assert safe + 1 <= audited <= len(completed) + 8 + 1, (safe, audited, len(completed))
         if store.startswith("sqlite"):
-            with closing(sqlite3.connect(store.removeprefix("sqlite:///"))) as conn:
-                settled = conn.execute("SELECT COUNT(*) FROM usage").fetchone()[0]
+            settled = _ledger_usd(store)[1]
             assert settled >= len(completed) + 1  # spend is settled before the response ends
     finally:
         process.terminate()
@@ -150,14 +158,7 @@ def test_spend_reports_agree_with_the_ledger_after_a_kill(
 ) -> None:
     """A burst of settlements, ``kill -9`` in the middle of it, a restart: `hookgate spend`
     and `/admin/spend` report what the ledger charged, at least the answers delivered."""
-    config = tmp_path / "hookgate.yaml"
-    config.write_text(config_text(
-        upstream.base_url,
-        f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
-        f"keys: {{admin_key: {ADMIN}}}\n"
-        "policies:\n  - budget: {limits: [{scope: model, usd: 1000}]}\n",
-        models='  "*": [{provider: up, model: fixed-model}]',
-    ))  # fmt: skip
+    config = budget_config(store, upstream, tmp_path, "", "model")
     process, url, _ = start_serve("--config", str(config))
     completed, _ = _kill_under_load(process, url, "sk-any", clients=16, answers=40 + 20 * round_)
     delivered = len(completed) * PER_REQUEST_USD
