@@ -13,7 +13,16 @@ import pytest
 
 from hookgate.errors import HookgateError
 from hookgate.pipeline import registry
-from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import (
+    NextReply,
+    NextTool,
+    PolicyTool,
+    Reply,
+    ReplyContext,
+    ToolCall,
+    ToolInputError,
+    ToolResult,
+)
 from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk import Gate, current_headers, current_reply
@@ -293,6 +302,65 @@ async def test_pii_redacts_tool_results_and_restores_later_arguments() -> None:
         await gate.tool(ToolCall("email", {"to": [token], "note": f"hi {token}"}), crm)
     assert received[1] == {"to": ["Siobhan O'Brien"], "note": "hi Siobhan O'Brien"}
     await gate.aclose()
+
+
+class Giver(Policy):
+    """Gives the agent one tool, ``name``, that doubles a number (and refuses zero)."""
+
+    name: ClassVar[str] = "giver"
+    runs_in = frozenset({"sdk"})
+
+    def __init__(self, tool: str = "double", schema: dict[str, Any] | None = None) -> None:
+        super().__init__(None)
+        params = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        self.tool = PolicyTool(tool, "Doubles n.", schema or params, self.double)
+
+    def tools(self) -> tuple[PolicyTool, ...]:
+        return (self.tool,)
+
+    async def double(self, arguments: Any, ctx: ReplyContext) -> str:
+        if arguments["n"] == 0:
+            raise ToolInputError("n must not be 0")
+        return f"{arguments['n'] * 2} for {ctx.reply_id}"
+
+
+async def test_policy_tools_run_in_the_reply_and_answer_errors_the_model_reads() -> None:
+    gate = Gate([Giver()])
+    assert [t.name for t in gate.offer_tools()] == ["double"]
+    async with gate.reply(reply_id="r-1"):
+        assert (await gate.run_tool("double", {"n": 4})) == ToolResult("8 for r-1")
+        refused = await gate.run_tool("double", {"n": 0})
+        assert refused.error and refused.content == "n must not be 0"
+        bad = await gate.run_tool("double", {"n": "four"})
+        assert (
+            bad.error
+            and bad.content == "Invalid arguments for double (n): 'four' is not of type 'integer'"
+        )
+        missing = await gate.run_tool("double", {})
+        assert missing.error and "'n' is a required property" in missing.content
+        assert (await gate.run_tool("triple", {"n": 1})).error
+    with pytest.raises(RuntimeError, match="no reply is running"):
+        await gate.run_tool("double", {"n": 4})
+
+
+def test_policy_tools_must_have_unique_names_and_valid_schemas() -> None:
+    with pytest.raises(ValueError, match="two policies give the agent a tool named 'double'"):
+        Gate([Giver(), Giver()])
+    with pytest.raises(Exception, match="is not valid under any of the given schemas"):
+        Gate([Giver(schema={"type": "object", "properties": {"n": {"type": "integr"}}})])
+
+
+async def test_tools_no_adapter_offered_are_named_in_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    offered, ignored = Gate([Giver("offered")]), Gate([Giver("ignored")])
+    offered.offer_tools()
+    with caplog.at_level(logging.WARNING, logger="hookgate"):
+        for gate in (offered, ignored, ignored):
+            async with gate.reply():
+                pass
+    (warning,) = [r.getMessage() for r in caplog.records if "adapter has not" in r.getMessage()]
+    assert "(ignored)" in warning and "list_tools" in warning
 
 
 def test_same_yaml_for_proxy_and_sdk(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

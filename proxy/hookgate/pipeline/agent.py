@@ -136,6 +136,31 @@ NextTool = Callable[[ToolCall, ReplyContext], Awaitable[ToolResult]]
 """The rest of the ``on_tool_call`` onion, ending in the tool itself."""
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyTool:
+    """A tool a policy gives the agent (:meth:`~hookgate.pipeline.hooks.Policy.tools`).
+
+    The model sees ``name``, ``description`` and ``parameters`` (the JSON Schema of the
+    arguments, an object) beside the agent's own tools; the adapter offers it the way its
+    framework takes a middleware's tools. A call runs as any tool does — inside the
+    ``on_tool_call`` onion — and ends in ``run(arguments, ctx)`` with arguments that
+    match ``parameters`` and the calling reply's context; ``run`` returns the text the
+    model reads, or raises :class:`ToolInputError` for an error result the model reads.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    run: Callable[[Mapping[str, Any], ReplyContext], Awaitable[str]]
+    read_only: bool = False
+    """True when a call changes nothing outside the reply (frameworks may skip asking)."""
+
+
+class ToolInputError(ValueError):
+    """Raised by a :class:`PolicyTool`'s ``run``: the call cannot be done as asked; the
+    model reads the message as the call's error result and can try again."""
+
+
 class NotRepeatable(RuntimeError):
     """Raised by ``next`` when a layer asks to run a step a second time that the framework
     runs once, between two of its own hooks (cubeloop's ``before_tool_call`` and

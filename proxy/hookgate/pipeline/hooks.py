@@ -17,12 +17,13 @@ on_reply (SDK)         onion        first listed is outermost; wraps a whole age
 on_tool_call (SDK)     onion        first listed is outermost; wraps one tool execution
 needs_approval (SDK)   predicate    before a tool call; any reason pauses it for a human
 should_stop_after_turn predicate    after every model call of a reply; any True stops
+tools (SDK)            declaration  every policy's tools offered to the agent, listed order
 =====================  ===========  ==================================================
 
 The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the last
-four only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
-boundaries. ``runs_in`` says where a policy applies; a policy listed in a YAML file is
-skipped, with a log line, where it does not.
+five only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
+boundaries, the agent's tool list. ``runs_in`` says where a policy applies; a policy listed
+in a YAML file is skipped, with a log line, where it does not.
 
 Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
 ``[a, b]``, ``a`` sees the request first and the response last, exactly as an onion.
@@ -40,7 +41,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import (
+    NextReply,
+    NextTool,
+    PolicyTool,
+    Reply,
+    ReplyContext,
+    ToolCall,
+    ToolResult,
+)
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire.deltas import StreamTransform
@@ -169,6 +178,17 @@ class Policy:
         """
         return False
 
+    def tools(self) -> Sequence[PolicyTool]:
+        """The tools this policy gives the agent (SDK only): a planning tool, a tool to ask
+        a human. AgentScope's ``list_tools``, LangChain's middleware ``tools``.
+
+        Asked once, when the gate is built; the adapter offers them beside the agent's own
+        tools (each framework's way: see :mod:`hookgate.sdk.adapters`) and a call runs
+        inside every policy's ``on_tool_call``, as any tool's does. Names must be unique
+        across a gate's policies.
+        """
+        return ()
+
     def attach(self, services: Services) -> None:
         """Receive shared services (store, prices, ledger) before the first request.
 
@@ -202,6 +222,7 @@ HOOK_NAMES: tuple[str, ...] = (
     "on_tool_call",
     "needs_approval",
     "should_stop_after_turn",
+    "tools",
 )
 
 

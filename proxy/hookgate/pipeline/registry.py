@@ -26,6 +26,7 @@ BUILTIN: Mapping[str, str] = {
     "rate_limit": "hookgate.policies.rate_limit:RateLimitPolicy",
     "reply_budget": "hookgate.policies.reply_budget:ReplyBudgetPolicy",
     "system_prompt": "hookgate.policies.system_prompt:SystemPromptPolicy",
+    "todo": "hookgate.policies.todo:TodoPolicy",
     "tool_guard": "hookgate.policies.tool_guard:ToolGuardPolicy",
     "tool_retry": "hookgate.policies.tool_retry:ToolRetryPolicy",
     "tracing": "hookgate.policies.tracing:TracingPolicy",

@@ -15,7 +15,9 @@ A gate holds the policies of one YAML file that run in the SDK (``runs_in`` incl
   start and end in two callbacks;
 * :meth:`Gate.approval` asks ``needs_approval`` before a tool call; :meth:`Gate.pause` keeps
   a reply waiting for a human in the store, and :meth:`Gate.resume_reply` continues it, in
-  this process or another one.
+  this process or another one;
+* :attr:`Gate.tools` are the tools the policies give the agent, which adapters offer in
+  their framework's shape (:meth:`Gate.offer_tools`) and run with :meth:`Gate.run_tool`.
 
 Framework adapters (:mod:`hookgate.sdk.adapters`) call these; applications call only
 :meth:`Gate.from_config` and pass the gate to an adapter. Importing this module imports
@@ -37,15 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import jsonschema
 import orjson
 
 from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import (
     NextReply,
     NotRepeatable,
+    PolicyTool,
     Reply,
     ReplyContext,
     ToolCall,
+    ToolInputError,
     ToolResult,
 )
 from hookgate.pipeline.compose import compose_onion
@@ -145,6 +150,9 @@ class Gate:
             p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
         ]
         self._approvals = [p.needs_approval for p in listed if implements(p, "needs_approval")]
+        self.tools: tuple[PolicyTool, ...] = _policy_tools(listed)
+        """The tools the policies give the agent (:meth:`Policy.tools`), in listed order."""
+        self._tools_offered = not self.tools
         self._model_terminal: contextvars.ContextVar[Next | None] = contextvars.ContextVar(
             "hookgate_model_terminal", default=None
         )
@@ -281,6 +289,14 @@ class Gate:
         self, agent: str | None, session_id: str | None, reply_id: str | None
     ) -> ReplyContext:
         """A fresh :class:`ReplyContext` (the session's shared state attached)."""
+        if not self._tools_offered:
+            self._tools_offered = True  # said once
+            log.warning(
+                "hookgate: the policies give the agent tools (%s) that its adapter has not "
+                "offered: LangChain and the Agents SDK add them; with AgentScope build the "
+                "toolkit with `await middleware.list_tools()`; other frameworks take none",
+                ", ".join(t.name for t in self.tools),
+            )
         session: dict[str, Any] = {}
         if session_id:
             session = self._sessions.setdefault(session_id, session)
@@ -371,6 +387,33 @@ class Gate:
 
     # tools and turns ----------------------------------------------------------------
 
+    def offer_tools(self) -> tuple[PolicyTool, ...]:
+        """:attr:`tools`, for an adapter about to offer them to its framework (a gate whose
+        tools no adapter took warns when its first reply begins)."""
+        self._tools_offered = True
+        return self.tools
+
+    async def run_tool(
+        self, name: str, arguments: Any, ctx: ReplyContext | None = None
+    ) -> ToolResult:
+        """Run the policy tool ``name`` (the end of a call's ``on_tool_call`` onion, in the
+        framework's tool object): arguments that do not match its ``parameters``, or a
+        :class:`ToolInputError` it raises, give an error result the model reads."""
+        ctx = ctx or self._context()
+        tool = next((t for t in self.tools if t.name == name), None)
+        if tool is None:
+            return ToolResult(f"No hookgate tool is named {name!r}.", error=True)
+        validator = jsonschema.validators.validator_for(tool.parameters)(tool.parameters)
+        found = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if found is not None:
+            where = "/".join(str(p) for p in found.absolute_path) or "arguments"
+            message = f"Invalid arguments for {name} ({where}): {found.message}"
+            return ToolResult(message, error=True, error_message=message)
+        try:
+            return ToolResult(await tool.run(arguments, ctx))
+        except ToolInputError as exc:
+            return ToolResult(str(exc), error=True, error_message=str(exc))
+
     async def tool(
         self,
         call: ToolCall,
@@ -382,7 +425,8 @@ class Gate:
 
         async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
             started = time.perf_counter()
-            result = await execute(call)
+            with self.current(ctx):  # the tool runs in its reply (a policy tool needs it)
+                result = await execute(call)
             if result.execution_time_ms is None:
                 elapsed = (time.perf_counter() - started) * 1000
                 result = dataclasses.replace(result, execution_time_ms=elapsed)
@@ -729,6 +773,18 @@ class Split(Generic[V, R]):
 
 ReplyHandle = Split[Reply, Any]
 """A reply split in two halves (see :meth:`Gate.begin_reply`)."""
+
+
+def _policy_tools(policies: Sequence[Policy]) -> tuple[PolicyTool, ...]:
+    """Every policy's tools, in listed order; a ValueError names a clash or a bad schema."""
+    tools: dict[str, PolicyTool] = {}
+    for policy in policies:
+        for tool in policy.tools():
+            if tool.name in tools:
+                raise ValueError(f"two policies give the agent a tool named {tool.name!r}")
+            jsonschema.validators.validator_for(tool.parameters).check_schema(dict(tool.parameters))
+            tools[tool.name] = tool
+    return tuple(tools.values())
 
 
 def _json_safe(state: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,13 @@
     agent = Agent(..., model=model, middlewares=[HookgateMiddleware(gate)])
     msg = await agent.reply(UserMsg(name="user", content="..."))   # or reply_stream
 
+The policies' own tools (the ``todo`` policy's ``write_todos``) come, as any
+middleware's, from ``list_tools``: build the toolkit with them, as AgentScope's docs do::
+
+    middleware = HookgateMiddleware(gate)
+    agent = Agent(..., toolkit=Toolkit(tools=[*my_tools, *await middleware.list_tools()]),
+                  middlewares=[middleware])
+
 Mapping (AgentScope's first middleware is outermost; list hookgate first):
 
 * a reply is AgentScope's ``on_reply``: the gate's ``on_reply`` layers open when it starts
@@ -24,6 +31,9 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   ``on_system_prompt`` instead, and the rest is left to a proxy;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
+* ``list_tools`` → :meth:`Policy.tools`: each policy tool as a ``FunctionTool`` (allowed
+  without asking: it is the policy's own) that runs in the current reply and answers an
+  error ``ToolChunk`` for bad arguments; its calls go through ``on_acting`` as any tool's;
 * ``on_model_call`` → :meth:`Gate.after_turn` with the call's usage (streamed or not);
 * ``on_reasoning`` → a wrapping-up reply reasons with ``tool_choice: none``; a stopped reply
   ends after this turn (its tool calls still run, then the loop ends);
@@ -54,9 +64,9 @@ from agentscope.message import Msg, TextBlock, ToolCallState, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import ToolChoice, ToolResponse
+from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolResponse
 
-from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
 from hookgate.sdk.gate import Gate, reply_now
 from hookgate.wire.deltas import DeltaKey, StreamTransform
@@ -71,6 +81,10 @@ class HookgateMiddleware(MiddlewareBase):
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
+
+    async def list_tools(self) -> list[ToolBase]:
+        """The tools the gate's policies give the agent (see the module docstring)."""
+        return [_function_tool(self.gate, tool) for tool in self.gate.offer_tools()]
 
     async def on_reply(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
@@ -194,6 +208,23 @@ class HookgateMiddleware(MiddlewareBase):
             yield final
         else:
             yield _response(result)
+
+
+def _function_tool(gate: Gate, tool: PolicyTool) -> FunctionTool:
+    async def run(**arguments: Any) -> ToolChunk:
+        result = await gate.run_tool(tool.name, arguments, _reply())
+        state = ToolResultState.ERROR if result.error else ToolResultState.SUCCESS
+        return ToolChunk(content=[TextBlock(text=result.content)], state=state)
+
+    allowed = PermissionDecision(PermissionBehavior.ALLOW, "a tool of hookgate's policies")
+    return FunctionTool(
+        run,
+        name=tool.name,
+        description=tool.description,
+        input_schema=dict(tool.parameters),
+        is_read_only=tool.read_only,
+        permission=allowed,
+    )
 
 
 def _client(agent: Any) -> openai.AsyncOpenAI | None:

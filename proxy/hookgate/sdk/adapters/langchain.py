@@ -18,7 +18,12 @@ outermost wrapper):
   never mix, whichever entry point started them. The session is the run's LangGraph
   ``thread_id`` when it has one;
 * ``wrap_tool_call`` → ``on_tool_call``; a refusal becomes a ``ToolMessage`` with
-  ``status="error"`` that the model reads. The tool runs in LangChain's own thread;
+  ``status="error"`` that the model reads. The tool runs in LangChain's own thread, with
+  the reply current;
+* the middleware's ``tools`` → :meth:`Policy.tools`: ``create_agent`` adds each policy tool
+  (the ``todo`` policy's ``write_todos``) as a ``StructuredTool`` beside the agent's own;
+  LangChain runs it as any tool (through ``wrap_tool_call``), bad arguments give an error
+  ``ToolMessage``;
 * ``needs_approval`` (``tool_guard``'s ``approval: pause``) → LangChain's ``interrupt``, with
   the request its ``HumanInTheLoopMiddleware`` makes (``action_requests``,
   ``review_configs``): the run stops, the reply's state goes to the store, and
@@ -53,21 +58,24 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+from langchain_core.tools import StructuredTool, ToolException
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command, interrupt
 
-from hookgate.pipeline.agent import Decision, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import Decision, PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
 from hookgate.pipeline.types import ModelResponse as GateResponse
 from hookgate.sdk.adapters import langchain_wire as wire
-from hookgate.sdk.gate import Gate
+from hookgate.sdk.gate import Gate, reply_now
 from hookgate.wire.usage import Usage, usage_of
 
 TARGET = Target("langchain", None)
 """What the in-process model call is sent to: the agent's own LangChain model."""
 
 REPLY_KEY = "hookgate_reply"
+
+ATTACH = "create_agent(..., middleware=[HookgateMiddleware(gate)])"
 
 
 class HookgateState(AgentState):
@@ -85,6 +93,7 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         super().__init__()
         self.gate = gate
         self.agent = agent
+        self.tools = [_structured_tool(gate, tool) for tool in gate.offer_tools()]
 
     @property
     def name(self) -> str:
@@ -244,7 +253,11 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             return await self.gate.tool(call, execute, ctx)
 
         def run(call: ToolCall) -> Any:  # in LangChain's thread, with its context
-            return handler(_with_arguments(request, tool_call, call))
+            token = self.gate.enter(ctx)
+            try:
+                return handler(_with_arguments(request, tool_call, call))
+            finally:
+                self.gate.leave(token, ctx)
 
         return _message(self.gate.sync.wrap(onion, run), tool_call)
 
@@ -254,11 +267,34 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         reply_id = state.get(REPLY_KEY) if isinstance(state, dict) else None
         ctx = await self.gate.resume_reply(reply_id) if isinstance(reply_id, str) else None
         if ctx is None:
-            raise RuntimeError(
-                "hookgate: this agent run has no open reply: attach HookgateMiddleware with "
-                "create_agent(..., middleware=[HookgateMiddleware(gate)])"
-            )
+            raise RuntimeError(f"hookgate: this agent run has no open reply; attach it: {ATTACH}")
         return ctx
+
+
+def _structured_tool(gate: Gate, tool: PolicyTool) -> StructuredTool:
+    """A policy tool as LangChain runs tools: in the reply current where it runs (the
+    middleware's ``wrap_tool_call`` makes it so), an error result as a ``ToolException``."""
+
+    async def arun(**arguments: Any) -> str:
+        return _answer(await gate.run_tool(tool.name, arguments, reply_now(ATTACH)))
+
+    def run(**arguments: Any) -> str:
+        return _answer(gate.sync.run(gate.run_tool(tool.name, arguments, reply_now(ATTACH))))
+
+    return StructuredTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=dict(tool.parameters),
+        func=run,
+        coroutine=arun,
+        handle_tool_error=True,
+    )
+
+
+def _answer(result: ToolResult) -> str:
+    if result.error:
+        raise ToolException(result.content)
+    return result.content
 
 
 def _decided(call: ToolCall, reason: str) -> ToolCall | ToolResult:

@@ -30,6 +30,9 @@
 * every ``FunctionTool`` → ``on_tool_call``: a refusal is the tool's output, so the model
   reads the reason; rewritten arguments and results pass through. Every MCP server's
   ``call_tool`` runs through ``on_tool_call`` too;
+* :meth:`Policy.tools` → each governed agent's tools: the policy tools (the ``todo``
+  policy's ``write_todos``) are added as ``FunctionTool`` s beside the agent's own and
+  governed like them;
 * the user's own ``AgentHooks`` keep running (hookgate's wrap them).
 """
 
@@ -57,7 +60,7 @@ from agents import (
 from agents.models import get_default_model
 from mcp.types import CallToolResult, TextContent
 
-from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
 from hookgate.sdk.gate import Gate
 
@@ -126,6 +129,7 @@ class _GovernedGraph:
         self.gate = gate
         self.runs = runs
         self._made: dict[int, Agent[Any]] = {}
+        self._policy_tools = [_function_tool(gate, tool) for tool in gate.offer_tools()]
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
         made = self._made.get(id(agent))
@@ -133,7 +137,10 @@ class _GovernedGraph:
             return made
         governed = agent.clone(
             model=_GovernedModel(self.runs, agent.name, agent.model),
-            tools=[_governed_tool(self.runs, agent.name, t) for t in agent.tools],
+            tools=[
+                _governed_tool(self.runs, agent.name, t)
+                for t in [*agent.tools, *self._policy_tools]
+            ],
             mcp_servers=[_GovernedServer(self.runs, agent.name, s) for s in agent.mcp_servers],
             hooks=_Hooks(self.runs, agent.hooks),
         )
@@ -234,6 +241,22 @@ class _Hooks(AgentHooks[Any]):
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         if self._inner is not None:
             await self._inner.on_llm_end(context, agent, response)
+
+
+def _function_tool(gate: Gate, tool: PolicyTool) -> FunctionTool:
+    """A policy tool as the Agents SDK runs tools (governed by :func:`_governed_tool`, which
+    makes the run's reply current)."""
+
+    async def invoke(context: Any, arguments: str) -> str:
+        return (await gate.run_tool(tool.name, json.loads(arguments or "{}"))).content
+
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        params_json_schema=dict(tool.parameters),
+        on_invoke_tool=invoke,
+        strict_json_schema=False,  # the policy's schema, as written
+    )
 
 
 def _governed_tool(runs: _Runs, agent: str, tool: Any) -> Any:
