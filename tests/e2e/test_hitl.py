@@ -21,6 +21,7 @@ from tests.fakes import FakeUpstream
 EDITED = {"to": "boss@corp.example", "body": "Late, sorry."}
 EDIT = {"type": "edit", "edited_action": {"name": "send_email", "args": EDITED}}
 REJECT = {"type": "reject", "message": "Do not e-mail the boss; tell the user to call."}
+APPROVE = {"type": "approve"}
 
 
 def setup(tmp_path: Path, upstream: FakeUpstream) -> tuple[Path, Path]:
@@ -58,22 +59,22 @@ def the_model_asks_to_send(upstream: FakeUpstream) -> None:
     upstream.push(synth.Reply(tool_calls=[call]))
 
 
-def assert_resumed(upstream: FakeUpstream, report: Path, sent: Path, *, ran: bool) -> str:
-    """The edited e-mail was sent (or nothing was), and the reply that ended in the second
-    process had the counts of both; returns the tool result the model read."""
+def assert_resumed(upstream: FakeUpstream, report: Path, sent: Path, body: str | None) -> str:
+    """The e-mail with ``body`` was sent (or, None, nothing was), and the reply that ended in
+    the second process had the counts of both; returns the tool result the model read."""
     (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
-    if ran:
-        assert sent.read_text() == "boss@corp.example: Late, sorry.\n"
+    if body is not None:
+        assert sent.read_text() == f"boss@corp.example: {body}\n"
     else:
         assert not sent.exists()
-    assert line["tool_calls"] == (1 if ran else 0)
+    assert line["tool_calls"] == (0 if body is None else 1)
     # one reply across both processes: the first model call was counted before the pause
     assert line["turns"] == 2 and line["input_tokens"] == 20
     assert line["session"]["model_call_limit"] == {"calls": 2}
     return str(upstream.requests[-1].json()["messages"][-1]["content"])
 
 
-@pytest.mark.parametrize("decision", [EDIT, REJECT], ids=["edit", "reject"])
+@pytest.mark.parametrize("decision", [APPROVE, EDIT, REJECT], ids=["approve", "edit", "reject"])
 def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     upstream: FakeUpstream, tmp_path: Path, decision: dict[str, Any]
 ) -> None:
@@ -94,13 +95,14 @@ def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     resumed = step(upstream, module, str(config), checkpoints, "t1", "resume",
                    orjson.dumps({"decisions": [decision]}).decode())  # fmt: skip
     assert resumed["interrupt"] is None and resumed["answer"] == "Done."
-    read = assert_resumed(upstream, report, Path(checkpoints + ".sent"), ran=decision is EDIT)
-    assert read == ("sent to boss@corp.example" if decision is EDIT else REJECT["message"])
+    body = {"approve": ASKED["body"], "edit": EDITED["body"], "reject": None}[decision["type"]]
+    read = assert_resumed(upstream, report, Path(checkpoints + ".sent"), body)
+    assert read == ("sent to boss@corp.example" if body else REJECT["message"])
 
 
-@pytest.mark.parametrize("confirmed", [True, False], ids=["edit", "reject"])
+@pytest.mark.parametrize("answer", ["confirm", "edit", "reject"])
 def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
-    upstream: FakeUpstream, tmp_path: Path, confirmed: bool
+    upstream: FakeUpstream, tmp_path: Path, answer: str
 ) -> None:
     config, report = setup(tmp_path, upstream)
     state = str(tmp_path / "agent-state.json")
@@ -111,8 +113,11 @@ def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
     assert not Path(state + ".sent").exists() and not report.exists()
 
     upstream.push(synth.Reply(text="Done."))
-    decision = {"confirmed": confirmed, "args": EDITED}
+    decision: dict[str, Any] = {"confirmed": answer != "reject"}
+    if answer == "edit":
+        decision["args"] = EDITED
     resumed = step(upstream, module, str(config), state, "resume", orjson.dumps(decision).decode())
     assert resumed["ask"] is None and resumed["answer"] == "Done."
-    read = assert_resumed(upstream, report, Path(state + ".sent"), ran=confirmed)
-    assert ("sent to boss@corp.example" if confirmed else "denied by user") in read
+    body = {"confirm": ASKED["body"], "edit": EDITED["body"], "reject": None}[answer]
+    read = assert_resumed(upstream, report, Path(state + ".sent"), body)
+    assert ("sent to boss@corp.example" if body else "denied by user") in read

@@ -16,9 +16,11 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import Command
 
 from hookgate.budgets.tokens import prompt_tokens
+from hookgate.errors import HookgateError
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
+from hookgate.sdk.gate import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
@@ -328,3 +330,183 @@ def test_a_long_conversation_stays_under_its_context_budget(
     assert "Earlier: trains to cities 0 to 6." in sent[1]["content"]
     assert_well_formed([{k: v for k, v in m.items() if v is not None} for m in sent])
     assert prompt_tokens("chat.completions", "m", call) <= 2000
+
+
+def test_a_system_prompt_template_reaches_the_model(upstream: FakeUpstream, tmp_path: Path) -> None:
+    """system_prompt (LangChain's ``dynamic_prompt``): the agent's own system prompt, run
+    through the template with the reply's facts, is what the model reads."""
+    template = "  - system_prompt: {template: '{prompt} Agent: {agent}; reply {reply_id}.'}\n"
+    gate = make_gate(tmp_path, upstream, template)
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(
+        model, tools=[], system_prompt="Be brief.", middleware=[HookgateMiddleware(gate)]
+    )
+    upstream.push(synth.Reply("Hi."))
+    agent.invoke(question())
+    asyncio.run(gate.aclose())
+    (sent,) = upstream.requests
+    system = sent.json()["messages"][0]
+    reply = sent.headers["x-hookgate-reply-id"]
+    assert system == {"role": "system", "content": f"Be brief. Agent: assistant; reply {reply}."}
+
+
+def weather_calls(*cities: str) -> list[synth.Reply]:
+    """Model answers that each call get_weather for one city."""
+    return [
+        synth.Reply(tool_calls=[synth.ToolCall(f"c{n}", "get_weather", f'{{"city": "{city}"}}')])
+        for n, city in enumerate(cities)
+    ]
+
+
+@pytest.mark.parametrize("on_limit", ["stop", "error"])
+def test_the_model_call_limit_ends_a_run(
+    upstream: FakeUpstream, tmp_path: Path, on_limit: str
+) -> None:
+    """model_call_limit (``ModelCallLimitMiddleware``'s run limit): a model that would call
+    tools forever gets two calls; ``stop`` makes the second answer final (its tool call
+    dropped), ``error`` ends the run with a 429 error."""
+    gate = make_gate(
+        tmp_path, upstream, f"  - model_call_limit: {{max_calls: 2, on_limit: {on_limit}}}\n"
+    )
+    calls: list[str] = []
+    agent = agent_with(gate, upstream.base_url, calls)
+    upstream.push(*weather_calls("Paris", "Rome", "Oslo"))
+    if on_limit == "stop":
+        state = agent.invoke(question())
+        last = state["messages"][-1]
+        assert isinstance(last, AIMessage) and not last.tool_calls
+    else:
+        with pytest.raises(HookgateError) as raised:
+            agent.invoke(question())
+        assert raised.value.status == 429 and raised.value.code == "model_call_limit"
+    asyncio.run(gate.aclose())
+    assert len(upstream.requests) == 2 and calls == ["Paris"]
+
+
+def test_the_model_call_limit_counts_across_a_thread(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``max_per_session`` is the thread limit: the thread's second run has one call left,
+    and a third run, begun with none, gets hookgate's final message without the model."""
+    gate = make_gate(
+        tmp_path, upstream, "  - model_call_limit: {max_per_session: 3, on_limit: stop}\n"
+    )
+    calls: list[str] = []
+    agent = agent_with(gate, upstream.base_url, calls)
+    upstream.push(*weather_calls("Paris"), synth.Reply("Sunny."), *weather_calls("Rome", "Oslo"))
+    thread = {"configurable": {"thread_id": "t-1"}}
+    agent.invoke(question(), thread)
+    second = agent.invoke(question("And Rome?"), thread)
+    third = agent.invoke(question("And Oslo?"), thread)
+    asyncio.run(gate.aclose())
+    assert len(upstream.requests) == 3 and calls == ["Paris"]
+    assert not second["messages"][-1].tool_calls
+    assert final_text(third) == STOPPED
+
+
+def test_a_tool_over_its_own_limit_is_refused(upstream: FakeUpstream, tmp_path: Path) -> None:
+    """tool_guard per-tool limits (``ToolCallLimitMiddleware(tool_name=...)``, ``continue``):
+    the call past the limit is refused with a result the model reads, and the run goes on."""
+    guard = "  - tool_guard: {limits: [{tool: get_weather, max_per_reply: 1}]}\n"
+    gate = make_gate(tmp_path, upstream, guard)
+    calls: list[str] = []
+    agent = agent_with(gate, upstream.base_url, calls)
+    upstream.push(*weather_calls("Paris", "Rome"), synth.Reply("Paris is sunny."))
+    state = agent.invoke(question())
+    asyncio.run(gate.aclose())
+    assert calls == ["Paris"] and final_text(state) == "Paris is sunny."
+    refused = upstream.requests[2].json()["messages"][-1]
+    assert refused["role"] == "tool" and refused["content"].startswith("Tool call refused")
+    assert "limit" in refused["content"]
+
+
+def test_old_tool_results_are_cleared_before_the_model_reads_them(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """context ``clear_tool_results`` (``ContextEditingMiddleware``/``ClearToolUsesEdit``):
+    past the trigger, older results become the placeholder, each beside its call; the newest
+    stays whole, and LangChain's own state keeps every result."""
+    policy = (
+        "  - context: {trigger: {tokens: 600},\n"
+        "              clear_tool_results: {keep_last: 1, placeholder: '[cleared]'}}\n"
+    )
+    gate = make_gate(tmp_path, upstream, policy)
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"Weather in {city}: " + "sunny and mild, " * 60
+
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[get_weather], middleware=[HookgateMiddleware(gate)])
+    upstream.push(*weather_calls("Paris", "Rome", "Oslo"), synth.Reply("All sunny."))
+    state = agent.invoke(question())
+    asyncio.run(gate.aclose())
+    sent = upstream.requests[3].json()["messages"]
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    assert results[:2] == ["[cleared]", "[cleared]"] and results[2].startswith("Weather in Oslo")
+    calls = [(m["role"], m.get("tool_call_id") or m["tool_calls"][0]["id"]) for m in sent[1:]]
+    assert calls == [(role, f"c{n}") for n in range(3) for role in ("assistant", "tool")]
+    kept = [m.content for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert len(kept) == 3 and all(str(c).startswith("Weather in") for c in kept)
+
+
+def test_a_shell_command_matching_an_argument_rule_is_refused(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """tool_guard argument rules on a shell tool (``ShellToolMiddleware``'s guard, without
+    its sandbox): ``rm -rf`` is refused with a result the model reads; ``ls`` runs."""
+    guard = r"  - tool_guard: {arguments: [{tool: run_shell, pattern: 'rm\s+-rf'}]}" + "\n"
+    gate = make_gate(tmp_path, upstream, guard)
+    ran: list[str] = []
+
+    @tool
+    def run_shell(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return "done"
+
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[run_shell], middleware=[HookgateMiddleware(gate)])
+    upstream.push(
+        synth.Reply(tool_calls=[synth.ToolCall("s1", "run_shell", '{"command": "rm -rf /"}')]),
+        synth.Reply(tool_calls=[synth.ToolCall("s2", "run_shell", '{"command": "ls"}')]),
+        synth.Reply("Listed."),
+    )
+    agent.invoke(question("Clean up"))
+    asyncio.run(gate.aclose())
+    assert ran == ["ls"]
+    refused = upstream.requests[1].json()["messages"][-1]
+    assert refused["content"].startswith("Tool call refused") and "run_shell" in refused["content"]
+
+
+@pytest.mark.parametrize("entry", ["invoke", "astream"])
+def test_output_pii_is_masked_in_the_answer(
+    upstream: FakeUpstream, tmp_path: Path, entry: str
+) -> None:
+    """pii ``output`` (``PIIMiddleware(apply_to_output=True)``) through LangChain's model hook:
+    a number the model made up is masked; the user's own e-mail, which the prompt held as a
+    placeholder, comes back whole."""
+    gate = make_gate(
+        tmp_path, upstream, f"  - pii: {{secret: '{SECRET}', output: {{action: mask}}}}\n"
+    )
+    prefix = "Our desk will call you back on 212-555-0187 later today.\nYou said: "
+    upstream.push(Echo(prefix=prefix))
+    model = ChatOpenAI(model="m", base_url=upstream.base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
+    agent = create_agent(model, tools=[], middleware=[HookgateMiddleware(gate)])
+    prompt = "Mail siobhan@example.org about my refund."
+
+    def ask(agent: Any) -> dict[str, Any]:
+        real = question(prompt)
+        if entry == "invoke":
+            return dict(agent.invoke(real))
+
+        async def run() -> dict[str, Any]:
+            return [chunk async for chunk in agent.astream(real, stream_mode="values")][-1]
+
+        return dict(asyncio.run(run()))
+
+    state = ask(agent)
+    asyncio.run(gate.aclose())
+    assert "siobhan@example.org" not in upstream.requests[0].body.decode()
+    assert final_text(state) == (prefix + prompt).replace("212-555-0187", "********0187")

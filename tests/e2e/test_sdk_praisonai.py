@@ -10,6 +10,7 @@ import pytest
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.gate import STOPPED
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -38,7 +39,13 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 EMAIL = "maria.garcia@example.com"
 
 
-def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.MonkeyPatch) -> object:
+def make_agent(
+    gate: Gate,
+    url: str,
+    calls: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    session_id: str | None = None,
+) -> object:
     from praisonaiagents import Agent
 
     from hookgate.sdk.adapters.praisonai import attach
@@ -56,7 +63,7 @@ def make_agent(gate: Gate, url: str, calls: list[str], monkeypatch: pytest.Monke
         model="gpt-4o-mini",
         tools=[get_weather],
     )
-    return attach(gate, agent)
+    return attach(gate, agent, session_id=session_id)
 
 
 async def test_blocked_tool_and_one_trace(
@@ -161,3 +168,21 @@ def test_the_synchronous_entry_points_run_governed_replies(
     assert calls == []
     replies = [r.headers.get("x-hookgate-reply-id") for r in upstream.requests]
     assert len(replies) == 4 and None not in replies and len(set(replies)) == 2
+
+
+async def test_replies_belong_to_the_attached_session(
+    upstream: FakeUpstream, tmp_path: Path, offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``attach(..., session_id=)`` (PraisonAI's ``MiddlewareContext.session_id``): every
+    reply of the agent is in that session, and per-session counts carry over."""
+    from hookgate.sdk.adapters.praisonai import aclose
+
+    gate = make_gate(tmp_path, upstream, "  - model_call_limit: {max_per_session: 9}\n")
+    agent = make_agent(gate, upstream.base_url, [], monkeypatch, session_id="s-1")
+    upstream.push(synth.Reply("One."), synth.Reply("Two."), synth.Reply("Three."))
+    answers = [await agent.astart(q) for q in ("Hi", "Hello", "Hey")]
+    await aclose(agent)
+    await gate.aclose()
+    assert answers == ["One.", "Two.", "Three."]
+    assert {r.headers.get("x-hookgate-session-id") for r in upstream.requests} == {"s-1"}
+    assert gate._sessions["s-1"]["model_call_limit"] == {"calls": 3}

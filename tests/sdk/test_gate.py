@@ -26,6 +26,7 @@ from hookgate.pipeline.agent import (
 from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk import Gate, current_headers, current_reply
+from hookgate.sdk.gate import STOPPED
 from hookgate.wire.usage import Usage
 
 LOG: list[str] = []
@@ -242,6 +243,25 @@ async def test_model_call_limit_per_session_and_error() -> None:
     async with gate.reply(session_id="t-2"):
         other = await gate.after_turn(None)
     assert stops == [False, False, True] and not first.stop and second.stop and not other
+    async with gate.reply(session_id="t-1") as third:  # begins with the session's calls used
+        assert third.stop
+
+        async def model(call: ModelCall, ctx: Any) -> ModelResponse:
+            raise AssertionError("a reply begun past its session's limit reached the model")
+
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        call = ModelCall("chat.completions", JsonBody.from_data(body), "m", False, ())
+        answered = await gate.model_call(call, model)
+        assert answered.body["choices"][0]["message"]["content"] == STOPPED
+    refusing = Gate(
+        [registry.build("model_call_limit", {"max_per_session": 1, "on_limit": "error"})]
+    )
+    with pytest.raises(HookgateError, match="for this session"):
+        async with refusing.reply(session_id="t-1"):
+            await refusing.after_turn(None)  # the session's one call: used, then refused
+    with pytest.raises(HookgateError, match="for this session"):
+        async with refusing.reply(session_id="t-1"):
+            raise AssertionError("a reply of a spent session must not begin")
     erring = Gate([registry.build("model_call_limit", {"max_calls": 1, "on_limit": "error"})])
     with pytest.raises(HookgateError) as raised:
         async with erring.reply():

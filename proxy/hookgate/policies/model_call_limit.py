@@ -13,16 +13,19 @@ after it, the reply stops. ``stop`` (LangChain's ``end``) ends the reply once it
 used. ``error`` aborts the reply with a 429 ``model_call_limit`` error once they are. A
 session's count carries over from reply to reply (the session is the framework's thread or
 conversation id); a reply's allowance is whichever of the two limits leaves it fewer calls.
+A reply that begins with its session's calls used makes none: with ``error`` it is refused
+(429) before it starts; otherwise it is stopped from the start, and its model calls are
+answered by hookgate, without the model, with a final message that says so.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookgate.errors import HookgateError
-from hookgate.pipeline.agent import ReplyContext
+from hookgate.pipeline.agent import NextReply, Reply, ReplyContext
 from hookgate.pipeline.hooks import Policy
 
 LAST_CALL = (
@@ -63,6 +66,14 @@ class ModelCallLimitPolicy(Policy):
     Config = ModelCallLimitConfig
     runs_in = frozenset({"sdk"})
     config: ModelCallLimitConfig
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        limit = self.config.max_per_session
+        if limit is not None and ctx.session.get(self.name, {}).get("calls", 0) >= limit:
+            if self.config.on_limit == "error":
+                raise ModelCallLimitExceeded("model call limit reached for this session")
+            ctx.stop = True  # its model calls get hookgate's final message instead
+        return await next(reply, ctx)
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
         session = ctx.session.setdefault(self.name, {"calls": 0})

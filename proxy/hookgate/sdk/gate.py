@@ -477,12 +477,13 @@ class Gate:
         ``aclose``. With ``turn`` (for frameworks with no turn hook of their own) the call
         is also the reply's turn: :meth:`after_turn` runs when it ends, and once the reply
         is stopped, further calls are answered without the model by a final message that
-        says so (:func:`stopped_answer`).
+        says so (:func:`stopped_answer`) — as is every call of a reply a policy stopped
+        before its first one, whichever framework runs it.
         """
         ctx = ctx or self.model_context(call.api)
         reply = ctx.reply
-        if turn and reply is not None and reply.stop:
-            return stopped_answer(call)
+        if reply is not None and reply.stop and (turn or reply.turns == 0):
+            return stopped_answer(call)  # stopped, or stopped before its first call
         if reply is not None and reply.wrap_up and call.api == "chat.completions":
             call = call.with_body(_wrapped_up(call, reply.wrap_up))
         token = self._model_terminal.set(terminal)

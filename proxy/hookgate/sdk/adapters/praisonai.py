@@ -13,11 +13,11 @@ Mapping:
 
 * a reply is one call of the agent's own entry points — ``astart``, ``achat``, ``start``,
   ``chat`` — which :func:`attach` wraps on the agent object (a call made inside a reply, as
-  ``start`` calling ``chat``, belongs to it). PraisonAI has no run hook a reply could use:
-  its ``BEFORE_AGENT`` hooks run in tasks of their own and its model middleware in executor
-  threads, so a reply they opened would not be current for the agent's model and tool
-  calls. The synchronous ones run the reply's layers on the gate's own loop
-  (:mod:`hookgate.sdk.bridge`) around the call in the caller's thread;
+  ``start`` calling ``chat``, belongs to it), in ``attach``'s ``session_id``. PraisonAI has
+  no run hook a reply could use: its ``BEFORE_AGENT`` hooks run in tasks of their own and
+  its model middleware in executor threads, so a reply they opened would not be current for
+  the agent's model and tool calls. The synchronous ones run the reply's layers on the
+  gate's own loop (:mod:`hookgate.sdk.bridge`) around the call in the caller's thread;
 * PraisonAI's ``wrap_tool_call`` middleware (an onion, first registered outermost; attach
   puts hookgate's first, or pass ``hooks=[tool_middleware(gate)]`` yourself) →
   ``on_tool_call``: a refusal is returned as the tool's result, which the model reads (the
@@ -61,35 +61,46 @@ def _text(result: Any) -> str:
 
 
 def attach(
-    gate: Gate, agent: Any, *, base_url: str | None = None, api_key: str | None = None
+    gate: Gate,
+    agent: Any,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    session_id: str | None = None,
 ) -> Any:
     """Govern ``agent`` in place (see the module docstring) and return it.
 
-    ``base_url``/``api_key`` default to PraisonAI's own environment variables.
+    ``base_url``/``api_key`` default to PraisonAI's own environment variables;
+    ``session_id`` names the session of the agent's replies (PraisonAI's
+    ``MiddlewareContext.session_id``): attaching is cheap, so attach per conversation.
     """
     if not any(getattr(hook, "hookgate", False) for hook in agent._hooks or []):
         agent._hooks = [tool_middleware(gate), *(agent._hooks or [])]
         agent._middleware_manager = None  # PraisonAI builds it from _hooks on first use
     _give_clients(agent, base_url, api_key)
     for name in ("astart", "achat"):
-        setattr(agent, name, _async_entry(gate, agent, getattr(agent, name)))
+        setattr(agent, name, _async_entry(gate, agent, session_id, getattr(agent, name)))
     for name in ("start", "chat"):
-        setattr(agent, name, _sync_entry(gate, agent, getattr(agent, name)))
+        setattr(agent, name, _sync_entry(gate, agent, session_id, getattr(agent, name)))
     return agent
 
 
-def _async_entry(gate: Gate, agent: Any, entry: Callable[..., Awaitable[Any]]) -> Any:
+def _async_entry(
+    gate: Gate, agent: Any, session_id: str | None, entry: Callable[..., Awaitable[Any]]
+) -> Any:
     @functools.wraps(entry)
     async def governed(*args: Any, **kwargs: Any) -> Any:
         if current_reply() is not None:  # called by a governed entry point
             return await entry(*args, **kwargs)
         prompt = args[0] if args else kwargs.get("prompt")
-        return await gate.run_reply(lambda: entry(*args, **kwargs), agent=agent.name, input=prompt)
+        return await gate.run_reply(
+            lambda: entry(*args, **kwargs), agent=agent.name, input=prompt, session_id=session_id
+        )
 
     return governed
 
 
-def _sync_entry(gate: Gate, agent: Any, entry: Callable[..., Any]) -> Any:
+def _sync_entry(gate: Gate, agent: Any, session_id: str | None, entry: Callable[..., Any]) -> Any:
     @functools.wraps(entry)
     def governed(*args: Any, **kwargs: Any) -> Any:
         if current_reply() is not None:
@@ -98,7 +109,10 @@ def _sync_entry(gate: Gate, agent: Any, entry: Callable[..., Any]) -> Any:
 
         async def reply(body: Callable[[ReplyContext], Awaitable[Any]]) -> Any:
             return await gate.run_reply(
-                lambda: body(reply_now("attach")), agent=agent.name, input=prompt
+                lambda: body(reply_now("attach")),
+                agent=agent.name,
+                input=prompt,
+                session_id=session_id,
             )
 
         def run(ctx: ReplyContext) -> Any:  # in the caller's thread, the reply current
