@@ -4,6 +4,7 @@ callable), its model behind the proxy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from agentscope.agent import Agent, ReActConfig
 from agentscope.credential import OpenAICredential
 from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
-from agentscope.message import UserMsg
+from agentscope.message import Msg, UserMsg
 from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
@@ -19,6 +20,7 @@ from agentscope.tool import FunctionTool, Toolkit
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.agentscope import HookgateMiddleware
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -39,7 +41,15 @@ from tests.sdk.harness import (
 EMAIL = "maria.garcia@example.com"
 
 
-def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Agent, Any]:
+def make_agent(
+    gate: Gate,
+    url: str,
+    calls: list[str],
+    stream: bool,
+    extra: Sequence[Callable[..., str]] = (),
+) -> tuple[Agent, Any]:
+    """The agent, with ``get_weather`` (``calls`` records its cities) and ``extra`` tools."""
+
     def get_weather(city: str) -> str:
         """Current weather for a city.
 
@@ -61,7 +71,9 @@ def make_agent(gate: Gate, url: str, calls: list[str], stream: bool) -> tuple[Ag
         name="assistant",
         system_prompt="You are a helpful assistant.",
         model=model,
-        toolkit=Toolkit(tools=[FunctionTool(get_weather, permission=allow)]),  # type: ignore[arg-type]
+        toolkit=Toolkit(
+            tools=[FunctionTool(f, permission=allow) for f in (get_weather, *extra)]  # type: ignore[arg-type]
+        ),
         react_config=ReActConfig(max_iters=4),
         middlewares=[HookgateMiddleware(gate)],
     )
@@ -88,6 +100,23 @@ async def test_blocked_tool_and_one_trace(
     assert_refused(upstream, calls)
     assert answer.get_text_content() == f"The tool said: {REFUSAL}"
     assert_joined_trace(receiver, "get_weather", model_calls=2)
+
+
+def get_time() -> str:
+    """The current time."""
+    return "12:00"
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a model request offers."""
+    return [t["function"]["name"] for t in body.get("tools") or []]
+
+
+def system_text(body: dict[str, Any]) -> str:
+    """The text of a model request's system message (AgentScope sends text blocks)."""
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    return "".join(block["text"] for block in system["content"])
 
 
 async def reply(agent: Agent, message: Any) -> Any:
@@ -141,8 +170,9 @@ async def test_a_streamed_answer_never_shows_a_placeholder(
     assert PATTERN.search(sent) and "siobhan@example.org" not in sent  # the model read placeholders
     assert EMAIL not in sent  # the user's own e-mail too
     deltas = "".join(e.delta for e in events if isinstance(e, TextBlockDeltaEvent))
-    ends = "".join(e.text for e in events if isinstance(e, TextBlockEndEvent))
-    final = events[-1].get_text_content()
+    ends = "".join(e.text or "" for e in events if isinstance(e, TextBlockEndEvent))
+    assert isinstance(events[-1], Msg)
+    final = events[-1].get_text_content() or ""
     for text in (deltas, ends, final):
         assert "Siobhan O'Brien" in text and "siobhan@example.org" in text
         assert not PATTERN.search(text)
@@ -160,7 +190,7 @@ async def test_sdk_alone_with_pii_guard_and_tracing(
     )
     gate = make_gate(tmp_path, upstream, policies)
     calls: list[str] = []
-    agent, model = make_agent(gate, upstream.base_url, calls, False)
+    agent, model = make_agent(gate, upstream.base_url, calls, False, extra=[get_time])
     try:
         answer = await entry(agent, UserMsg(name="user", content=f"Weather? Mail {EMAIL}."))
     finally:
@@ -168,6 +198,8 @@ async def test_sdk_alone_with_pii_guard_and_tracing(
         await gate.aclose()
     sent = b"".join(r.body for r in upstream.requests).decode()
     assert len(calls) == 1  # the allowed tool ran (tool_guard denies another)
+    for request in upstream.requests:  # the agent has get_time; the model never saw it
+        assert offered(request.json()) == ["get_weather"]
     assert EMAIL not in sent and "siobhan@example.org" not in sent
     text = answer.get_text_content()
     assert "siobhan@example.org" in text and not PATTERN.search(text)
@@ -181,3 +213,84 @@ async def test_sdk_alone_with_pii_guard_and_tracing(
     chats = [s for s in spans if s.name.startswith("chat ")]
     assert all(s.parent_span_id == reply_span.span_id for s in chats)
     assert any(s.name == "execute_tool get_weather" for s in spans)
+
+
+@pytest.mark.parametrize("entry", [reply, reply_stream], ids=lambda f: f.__name__)
+async def test_a_system_prompt_template_reaches_every_model_call(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    """system_prompt (AgentScope's ``on_system_prompt``): the agent's own prompt, run
+    through the template with the reply's facts, is the system message of each call."""
+    template = "  - system_prompt: {template: '{prompt} Agent: {agent}; reply {reply_id}.'}\n"
+    gate = make_gate(tmp_path, upstream, template)
+    agent, model = make_agent(gate, upstream.base_url, [], False)
+    try:
+        await entry(agent, UserMsg(name="user", content="Weather in Paris?"))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    assert len(upstream.requests) == 2  # the tool call, then the answer
+    for request in upstream.requests:
+        reply_id = request.headers["x-hookgate-reply-id"]
+        expected = f"You are a helpful assistant. Agent: assistant; reply {reply_id}."
+        assert system_text(request.json()) == expected
+
+
+REPORT = "Weather report: " + "sunny and mild with a light breeze, " * 200
+
+
+def read_report() -> str:
+    """The long weather report."""
+    return REPORT
+
+
+@pytest.mark.parametrize("entry", [reply, reply_stream], ids=lambda f: f.__name__)
+async def test_a_long_tool_result_is_capped_before_the_model_reads_it(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    """context (AgentScope's ``on_compress_context``): past the trigger, the tool result the
+    next call sends is cut to ``tool_result_limit``; the system prompt stays, the call stays
+    beside its result, and AgentScope's own memory keeps the whole result."""
+    policy = "  - context: {trigger: {tokens: 600}, tool_result_limit: 100, turns: null}\n"
+    gate = make_gate(tmp_path, upstream, policy)
+    agent, model = make_agent(gate, upstream.base_url, [], False, extra=[read_report])
+    upstream.push(synth.Reply(tool_calls=[synth.ToolCall("call_r", "read_report", "{}")]))
+    try:
+        await entry(agent, UserMsg(name="user", content="Read me the report."))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    body = upstream.requests[1].json()
+    assert system_text(body) == "You are a helpful assistant."
+    sent = body["messages"]
+    (call,) = [m for m in sent if m.get("tool_calls")]
+    (result,) = [m for m in sent if m["role"] == "tool"]
+    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "call_r"
+    assert sent.index(result) == sent.index(call) + 1
+    text = str(result["content"])
+    assert text.endswith("\n[truncated]") and len(text) < len(REPORT) // 5
+    assert REPORT.startswith(text.removesuffix("\n[truncated]"))
+    assert REPORT in str(agent.state.model_dump())  # AgentScope's memory: whole
+
+
+@pytest.mark.parametrize("entry", [reply, reply_stream], ids=lambda f: f.__name__)
+async def test_a_stopped_reply_ends_its_reasoning_loop(
+    upstream: FakeUpstream, tmp_path: Path, entry: Any
+) -> None:
+    """model_call_limit ``stop`` through ``on_reasoning``: after its one call the reply's
+    tool call still runs, then AgentScope's loop ends instead of calling the model again."""
+    gate = make_gate(tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n")
+    calls: list[str] = []
+    weather = [
+        synth.Reply(tool_calls=[synth.ToolCall(f"c{n}", "get_weather", '{"city": "Paris"}')])
+        for n in range(3)
+    ]
+    upstream.push(*weather)
+    agent, model = make_agent(gate, upstream.base_url, calls, False)
+    try:
+        await entry(agent, UserMsg(name="user", content="Weather in Paris?"))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    assert len(upstream.requests) == 1 and calls == ["Paris"]
+    assert gate._open == {}

@@ -3,7 +3,7 @@ cubeloop's own ``agent.prompt`` (its model always streams)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from cubeloop.providers.openai import OpenAIProvider
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.cubeloop import HookgateMiddleware
+from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
@@ -41,7 +42,9 @@ async def close_clients() -> AsyncIterator[None]:
 PROVIDERS: list[OpenAIProvider] = []
 
 
-def agent_with(gate: Gate, url: str, calls: list[str]) -> Agent:
+def agent_with(gate: Gate, url: str, calls: list[str], extra: Sequence[Any] = ()) -> Agent[Any]:
+    """The agent, with ``get_weather`` (``calls`` records its cities) and ``extra`` tools."""
+
     @tool
     async def get_weather(city: str) -> str:
         """Current weather for a city."""
@@ -55,13 +58,13 @@ def agent_with(gate: Gate, url: str, calls: list[str]) -> Agent:
     PROVIDERS.append(provider)
     return Agent(
         model=provider.model("gpt-4o-mini"),
-        tools=[get_weather],
+        tools=[get_weather, *extra],
         system_prompt="You are a weather bot.",
         middleware=[hookgate],
     )
 
 
-def final_text(agent: Agent) -> str:
+def final_text(agent: Agent[Any]) -> str:
     message = agent.state.messages[-1]
     return "".join(getattr(c, "text", "") for c in message.content)
 
@@ -135,3 +138,72 @@ async def test_two_runs_are_two_replies(upstream: FakeUpstream, tmp_path: Path) 
     assert len(set(replies)) == 2 and replies[0] == replies[1] != replies[-1]
     # each run had its own budget: both were told to wrap up after their first turn
     assert sum(r.json().get("tool_choice") == "none" for r in upstream.requests) == 2
+
+
+async def test_a_system_prompt_template_reaches_every_model_call(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """system_prompt (cubeloop's ``transform_system_prompt``, on the instrumented
+    provider's request): the agent's prompt, run through the template with the reply's
+    facts, is the system message of each call."""
+    template = "  - system_prompt: {template: '{prompt} Agent: {agent}; reply {reply_id}.'}\n"
+    gate = make_gate(tmp_path, upstream, template)
+    agent = agent_with(gate, upstream.base_url, [])
+    await agent.prompt("Weather in Paris?")
+    await gate.aclose()
+    assert len(upstream.requests) == 2  # the tool call, then the answer
+    for request in upstream.requests:
+        reply_id = request.headers["x-hookgate-reply-id"]
+        expected = f"You are a weather bot. Agent: assistant; reply {reply_id}."
+        assert request.json()["messages"][0] == {"role": "system", "content": expected}
+
+
+REPORT = "Weather report: " + "sunny and mild with a light breeze, " * 200
+
+
+@tool
+async def read_report() -> str:
+    """The long weather report."""
+    return REPORT
+
+
+async def test_a_long_tool_result_is_capped_before_the_model_reads_it(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """context (cubeloop's ``transform_context``, on the instrumented provider's request):
+    past the trigger, the tool result the next call sends is cut to ``tool_result_limit``;
+    the system prompt stays, the call stays beside its result, and cubeloop's own state
+    keeps the whole result."""
+    policy = "  - context: {trigger: {tokens: 600}, tool_result_limit: 100, turns: null}\n"
+    gate = make_gate(tmp_path, upstream, policy)
+    agent = agent_with(gate, upstream.base_url, [], extra=[read_report])
+    upstream.push(synth.Reply(tool_calls=[synth.ToolCall("call_r", "read_report", "{}")]))
+    await agent.prompt("Read me the report.")
+    await gate.aclose()
+    sent = upstream.requests[1].json()["messages"]
+    assert sent[0] == {"role": "system", "content": "You are a weather bot."}
+    (call,) = [m for m in sent if m.get("tool_calls")]
+    (result,) = [m for m in sent if m["role"] == "tool"]
+    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "call_r"
+    assert sent.index(result) == sent.index(call) + 1
+    text = str(result["content"])
+    assert text.endswith("\n[truncated]") and len(text) < len(REPORT) // 5
+    assert REPORT.startswith(text.removesuffix("\n[truncated]"))
+    kept = [c.text for m in agent.state.messages for c in getattr(m, "content", [])
+            if getattr(c, "text", None) == REPORT]  # fmt: skip
+    assert kept == [REPORT]  # cubeloop's own state: whole
+
+
+async def test_a_bad_json_answer_is_asked_again(upstream: FakeUpstream, tmp_path: Path) -> None:
+    """output_check (cubeloop's ``after_model_response`` that loops back to the model): the
+    invalid answer and the error go back to the model, and the run ends with the valid one."""
+    check = "  - output_check: {json_schema: {type: object, required: [city]}}\n"
+    gate = make_gate(tmp_path, upstream, check)
+    upstream.push(synth.Reply(text="Sunny in Paris."), synth.Reply(text='{"city": "Paris"}'))
+    agent = agent_with(gate, upstream.base_url, [])
+    await agent.prompt("Weather in Paris, as JSON?")
+    await gate.aclose()
+    assert len(upstream.requests) == 2
+    again = upstream.requests[1].json()["messages"]
+    assert again[-2]["content"] == "Sunny in Paris." and "it is not JSON" in again[-1]["content"]
+    assert final_text(agent) == '{"city": "Paris"}'

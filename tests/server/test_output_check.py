@@ -51,7 +51,7 @@ def test_after_the_last_retry_pass_or_error(
         ask(erring)
 
 
-def test_pattern_on_responses_and_tool_calls_and_streams_pass(
+def test_pattern_on_responses_and_tool_calls(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
     url = make_proxy("policies:\n  - output_check: {pattern: '^[A-Z]{3}-\\d{4}$'}\n")
@@ -72,8 +72,49 @@ def test_pattern_on_responses_and_tool_calls_and_streams_pass(
         model="m", messages=[{"role": "user", "content": "Open one"}], tools=tools
     )
     assert made.choices[0].message.tool_calls  # a tool call is not a final answer
+    assert len(upstream.requests) == 1
+
+
+PATTERN = "  - output_check: {pattern: '^[A-Z]{3}-\\d{4}$'%s}\n"
+
+
+def test_a_streamed_answer_is_held_until_it_passed(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """``streams: hold``: the client streams only the answer that passed, chat and Responses;
+    a streamed tool call is not judged."""
+    client = openai_client(make_proxy("policies:\n" + PATTERN % ""))
+    upstream.push(synth.Reply(text="ticket abc", pieces=4), synth.Reply(text="ABC-1234", pieces=4))
     streamed = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "Open one"}], stream=True
     )
-    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
-    assert len(upstream.requests) == 2  # the stream reached the client unchecked
+    deltas = [c.choices[0].delta.content for c in streamed if c.choices]
+    assert "".join(d or "" for d in deltas) == "ABC-1234" and len(deltas) >= 4
+    again = upstream.requests[1].json()
+    assert again["stream"] and again["messages"][-2]["content"] == "ticket abc"
+    upstream.push(synth.Reply(text="nope"), synth.Reply(text="XYZ-0001"))
+    with client.responses.stream(model="m", input="Open a ticket") as events:
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        assert text == events.get_final_response().output_text == "XYZ-0001"
+    upstream.requests.clear()
+    upstream.push(synth.Reply(tool_calls=[synth.ToolCall("c1", "open_ticket", "{}")]))
+    tools = [{"type": "function", "function": {"name": "open_ticket", "parameters": {}}}]
+    calls = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Open one"}], tools=tools, stream=True
+    )
+    assert any(c.choices[0].delta.tool_calls for c in calls if c.choices)
+    assert len(upstream.requests) == 1
+
+
+def test_streams_pass_lets_a_stream_through_unchecked(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    client = openai_client(make_proxy("policies:\n" + PATTERN % ", streams: pass"))
+    upstream.push(synth.Reply(text="not a ticket"))
+    streamed = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Open one"}], stream=True
+    )
+    assert (
+        "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == "not a ticket"
+    )
+    assert len(upstream.requests) == 1

@@ -12,6 +12,8 @@ YAML (one of ``json_schema`` and ``pattern``)::
         message: "Your answer is not valid: {error}. Answer again with only the corrected answer."
         on_failure: pass                 # after the last retry: pass the answer on, or
                                          #   error (a 422 output_invalid)
+        streams: hold                    # hold a streamed answer until it passed, or pass
+                                         #   streams through unchecked
 
 A final answer is a chat completion or Responses result that calls no tool; its text is
 checked (a fenced ```json block is read as its content). When it fails, the model's answer
@@ -19,13 +21,18 @@ and the message (``{error}`` is what failed) are added to the conversation and t
 called again, up to ``max_retries`` times — LangChain's ``after_model`` with ``jump_to``,
 cubeloop's ``after_model_response`` that loops back to the model, expressed as the
 ``on_model_call`` onion calling ``next`` again. It runs in the proxy and in the SDK (every
-in-process model call), on non-streamed calls: a stream has reached the client before it
-can be judged. List it before ``budget`` and ``rate_limit``, so each attempt is charged.
+in-process model call). A streamed answer cannot be judged before it ends, so with
+``streams: hold`` (the default) it is held: the client (or the framework, as cubeloop,
+which always streams) receives the stream of the answer that passed — or of the last one —
+as it came from the model, once it is judged; ``streams: pass`` lets streams through
+unchecked. List it before ``budget`` and ``rate_limit``, so each attempt is charged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, ClassVar, Literal
 
 import jsonschema
@@ -37,7 +44,7 @@ from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
 from hookgate.wire import prompts
-from hookgate.wire.usage import facts_of
+from hookgate.wire.usage import ResponseFacts, StreamFacts, facts_of
 
 RETRY = "Your answer is not valid: {error}. Answer again with only the corrected answer."
 
@@ -62,6 +69,7 @@ class OutputCheckConfig(BaseModel):
     max_retries: int = Field(2, ge=0, le=10)
     message: str = RETRY
     on_failure: Literal["pass", "error"] = "pass"
+    streams: Literal["hold", "pass"] = "hold"
 
     @field_validator("json_schema")
     @classmethod
@@ -102,14 +110,13 @@ class OutputCheckPolicy(Policy):
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         if (
-            call.stream
+            (call.stream and self.config.streams == "pass")
             or call.api not in ("chat.completions", "responses")
             or not listed(call.model, self.config.models)
         ):
             return await next(call, ctx)
-        response = await next(call, ctx)
+        response, answer = await _judged(call, ctx, next)
         for retry in range(self.config.max_retries + 1):
-            answer = _final_answer(call.api, response)
             error = None if answer is None else self.error(answer)
             if error is None:
                 return response
@@ -119,7 +126,7 @@ class OutputCheckPolicy(Policy):
             state["retries"] = retry + 1
             assert answer is not None
             call = _asked_again(call, answer, self.config.message.replace("{error}", error))
-            response = await next(call, ctx)
+            response, answer = await _judged(call, ctx, next)
         if self.config.on_failure == "error":
             raise OutputInvalid(f"the model's answer failed the output check: {error}")
         return response
@@ -142,14 +149,34 @@ class OutputCheckPolicy(Policy):
         return f"{problem.message} (at {where})" if where else problem.message
 
 
-def _final_answer(api: str, response: ModelResponse) -> str | None:
-    """The text of a final answer (a response that calls no tool), else None."""
-    if response.status >= 300 or response.payload is None:
-        return None
-    facts = facts_of(api, response.body, collect_text=True)
+async def _judged(call: ModelCall, ctx: Context, next: Next) -> tuple[ModelResponse, str | None]:
+    """The model's response, a stream read to its end and replayed, and the text of its final
+    answer (None when it calls a tool or failed)."""
+    response = await next(call, ctx)
+    if response.stream is None:
+        if response.status >= 300 or response.payload is None:
+            return response, None
+        return response, _answer(facts_of(call.api, response.body, collect_text=True))
+    facts = StreamFacts(call.api, collect_text=True)
+    events: list[bytes] = []
+    try:
+        async for batch in response.stream:
+            facts.feed(batch)
+            events.append(batch)
+    finally:
+        await response.stream.aclose()
+    return dataclasses.replace(response, stream=_replay(events)), _answer(facts.facts)
+
+
+def _answer(facts: ResponseFacts) -> str | None:
     if "tool_calls" in facts.finish_reasons or "function_call" in facts.finish_reasons:
         return None
     return "".join(facts.text)
+
+
+async def _replay(events: Sequence[bytes]) -> AsyncGenerator[bytes, None]:
+    for batch in events:
+        yield batch
 
 
 def _asked_again(call: ModelCall, answer: str, message: str) -> ModelCall:
