@@ -25,13 +25,16 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
+    CAP_RESULTS,
     GUARD,
     PII_AND_BUDGET,
     REFUSAL,
+    REPORT,
     SECRET,
     assert_joined_trace,
     assert_redacted_and_wrapped_up,
     assert_refused,
+    assert_result_capped,
     call_the_denied_tool,
     make_gate,
     traced_proxy,
@@ -236,9 +239,6 @@ async def test_a_system_prompt_template_reaches_every_model_call(
         assert system_text(request.json()) == expected
 
 
-REPORT = "Weather report: " + "sunny and mild with a light breeze, " * 200
-
-
 def read_report() -> str:
     """The long weather report."""
     return REPORT
@@ -251,8 +251,7 @@ async def test_a_long_tool_result_is_capped_before_the_model_reads_it(
     """context (AgentScope's ``on_compress_context``): past the trigger, the tool result the
     next call sends is cut to ``tool_result_limit``; the system prompt stays, the call stays
     beside its result, and AgentScope's own memory keeps the whole result."""
-    policy = "  - context: {trigger: {tokens: 600}, tool_result_limit: 100, turns: null}\n"
-    gate = make_gate(tmp_path, upstream, policy)
+    gate = make_gate(tmp_path, upstream, CAP_RESULTS)
     agent, model = make_agent(gate, upstream.base_url, [], False, extra=[read_report])
     upstream.push(synth.Reply(tool_calls=[synth.ToolCall("call_r", "read_report", "{}")]))
     try:
@@ -263,13 +262,7 @@ async def test_a_long_tool_result_is_capped_before_the_model_reads_it(
     body = upstream.requests[1].json()
     assert system_text(body) == "You are a helpful assistant."
     sent = body["messages"]
-    (call,) = [m for m in sent if m.get("tool_calls")]
-    (result,) = [m for m in sent if m["role"] == "tool"]
-    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "call_r"
-    assert sent.index(result) == sent.index(call) + 1
-    text = str(result["content"])
-    assert text.endswith("\n[truncated]") and len(text) < len(REPORT) // 5
-    assert REPORT.startswith(text.removesuffix("\n[truncated]"))
+    assert_result_capped(sent, "call_r")
     assert REPORT in str(agent.state.model_dump())  # AgentScope's memory: whole
 
 

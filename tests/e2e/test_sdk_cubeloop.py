@@ -19,11 +19,14 @@ from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
+    CAP_RESULTS,
     GUARD,
     PII_AND_BUDGET,
     REFUSAL,
+    REPORT,
     assert_joined_trace,
     assert_refused,
+    assert_result_capped,
     call_the_denied_tool,
     make_gate,
     traced_proxy,
@@ -158,9 +161,6 @@ async def test_a_system_prompt_template_reaches_every_model_call(
         assert request.json()["messages"][0] == {"role": "system", "content": expected}
 
 
-REPORT = "Weather report: " + "sunny and mild with a light breeze, " * 200
-
-
 @tool
 async def read_report() -> str:
     """The long weather report."""
@@ -174,21 +174,14 @@ async def test_a_long_tool_result_is_capped_before_the_model_reads_it(
     past the trigger, the tool result the next call sends is cut to ``tool_result_limit``;
     the system prompt stays, the call stays beside its result, and cubeloop's own state
     keeps the whole result."""
-    policy = "  - context: {trigger: {tokens: 600}, tool_result_limit: 100, turns: null}\n"
-    gate = make_gate(tmp_path, upstream, policy)
+    gate = make_gate(tmp_path, upstream, CAP_RESULTS)
     agent = agent_with(gate, upstream.base_url, [], extra=[read_report])
     upstream.push(synth.Reply(tool_calls=[synth.ToolCall("call_r", "read_report", "{}")]))
     await agent.prompt("Read me the report.")
     await gate.aclose()
     sent = upstream.requests[1].json()["messages"]
     assert sent[0] == {"role": "system", "content": "You are a weather bot."}
-    (call,) = [m for m in sent if m.get("tool_calls")]
-    (result,) = [m for m in sent if m["role"] == "tool"]
-    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == "call_r"
-    assert sent.index(result) == sent.index(call) + 1
-    text = str(result["content"])
-    assert text.endswith("\n[truncated]") and len(text) < len(REPORT) // 5
-    assert REPORT.startswith(text.removesuffix("\n[truncated]"))
+    assert_result_capped(sent, "call_r")
     kept = [c.text for m in agent.state.messages for c in getattr(m, "content", [])
             if getattr(c, "text", None) == REPORT]  # fmt: skip
     assert kept == [REPORT]  # cubeloop's own state: whole

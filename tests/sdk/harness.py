@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
@@ -101,3 +102,19 @@ def assert_redacted_and_wrapped_up(upstream: FakeUpstream, *, wrap_up: bool = Tr
         assert second["tool_choice"] == "none"
         system = [str(m["content"]) for m in second["messages"] if m["role"] == "system"]
         assert any("budget for this reply is spent" in text for text in system)
+
+
+REPORT = "Weather report: " + "sunny and mild with a light breeze, " * 200
+"""A tool result long enough for ``CAP_RESULTS`` to cap."""
+CAP_RESULTS = "  - context: {trigger: {tokens: 600}, tool_result_limit: 100, turns: null}\n"
+
+
+def assert_result_capped(sent: list[dict[str, Any]], call_id: str) -> None:
+    """The model read ``REPORT`` capped, and its call right before it."""
+    (call,) = [m for m in sent if m.get("tool_calls")]
+    (result,) = [m for m in sent if m["role"] == "tool"]
+    assert call["tool_calls"][0]["id"] == result["tool_call_id"] == call_id
+    assert sent.index(result) == sent.index(call) + 1
+    text = str(result["content"])
+    assert text.endswith("\n[truncated]") and len(text) < len(REPORT) // 5
+    assert REPORT.startswith(text.removesuffix("\n[truncated]"))
