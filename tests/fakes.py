@@ -167,6 +167,9 @@ class FakeUpstream:
         app = web.Application(client_max_size=2**30)
         for path in ("chat/completions", "responses", "completions", "embeddings"):
             app.router.add_post(f"/v1/{path}", self._model)
+            # Azure OpenAI's two URL schemes
+            app.router.add_post(f"/openai/deployments/{{deployment}}/{path}", self._model)
+            app.router.add_post(f"/openai/v1/{path}", self._model)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{id}", self._model_object)
         app.router.add_post("/v1/files", self._upload)
@@ -200,7 +203,9 @@ class FakeUpstream:
     async def _model(self, request: web.Request) -> web.StreamResponse:
         recorded = await self._record(request)
         body = recorded.json()
-        api = request.path.removeprefix("/v1/")
+        api = request.path.removeprefix("/openai").removeprefix("/v1/")
+        if "deployment" in request.match_info:
+            api = api.removeprefix(f"/deployments/{request.match_info['deployment']}/")
         step = self.script.popleft() if self.script else _agent_reply(api, body)
         try:
             return await self._answer(request, api, body, step)

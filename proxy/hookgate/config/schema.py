@@ -44,13 +44,18 @@ class TimeoutConfig(Strict):
 class ProviderConfig(Strict):
     """Where requests for a provider go.
 
-    ``type: openai`` speaks the OpenAI HTTP API at ``base_url`` (OpenAI itself, Azure's
-    OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM, ...). ``type: echo`` is built in:
-    it answers every request locally by echoing the last user message, labelled as an
-    echo, and is meant for trying hookgate out and for users' own tests.
+    ``type: openai`` speaks the OpenAI HTTP API at ``base_url`` (OpenAI itself, vLLM,
+    Ollama, LiteLLM, ...). ``type: azure`` is Azure OpenAI at its resource's ``base_url``
+    (``https://NAME.openai.azure.com``): the key in an ``api-key`` header, and either the
+    deployments path (``/openai/deployments/{deployment}/...?api-version=...``, the
+    default) or the v1 path (``azure_path: v1``: ``/openai/v1/...``, the deployment as the
+    body's model); ``deployments`` maps a model name to its deployment (unmapped names are
+    used as they are). ``type: echo`` is built in: it answers every request locally by
+    echoing the last user message, labelled as an echo, and is meant for trying hookgate
+    out and for users' own tests.
     """
 
-    type: Literal["openai", "echo"] = "openai"
+    type: Literal["openai", "azure", "echo"] = "openai"
     base_url: str | None = None
     api_key: SecretStr | None = None
     missing_key: Literal["error", "echo"] = "error"
@@ -60,11 +65,19 @@ class ProviderConfig(Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers sent with every upstream request (e.g. ``api-version``)."""
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
+    api_version: str = "2024-10-21"
+    """Azure: the ``api-version`` of the deployments path (the v1 path takes none)."""
+    azure_path: Literal["deployments", "v1"] = "deployments"
+    """Azure: which of its two URL schemes to call."""
+    deployments: dict[str, str] = Field(default_factory=dict)
+    """Azure: model name (as sent upstream) → deployment name."""
 
     @model_validator(mode="after")
     def _needs_url(self) -> ProviderConfig:
-        if self.type == "openai" and not self.base_url:
-            raise ValueError("base_url is required for a provider of type openai")
+        if self.type in ("openai", "azure") and not self.base_url:
+            raise ValueError(f"base_url is required for a provider of type {self.type}")
+        if self.type != "azure" and (self.deployments or "azure_path" in self.model_fields_set):
+            raise ValueError("deployments and azure_path are settings of type azure")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
         return self

@@ -151,7 +151,7 @@ class OpenAIProvider:
     def url(self, path: str, query: str = "") -> URL:
         """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``,
         percent-encoded) and ``query`` (encoded), after any query ``base_url`` has."""
-        url = self.base_url.with_path(self.base_url.path + path, encoded=True)
+        url = self.base_url.with_path(self.base_url.path.rstrip("/") + path, encoded=True)
         joined = "&".join(q for q in (self.base_url.raw_query_string, query) if q)
         return URL(f"{url}?{joined}", encoded=True) if joined else url
 
@@ -226,13 +226,19 @@ class OpenAIProvider:
             raise UpstreamBadResponse(f"{label} did not answer with a model list", target=label)
         return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
+    def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
+        """Where ``call`` goes, and the call as sent there (a provider whose URL names the
+        model may rewrite the body's)."""
+        return self.url(API_PATHS[call.api], call.query), call
+
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         label = target.label(call.model)
         headers = self.headers(call.headers)
         headers["content-type"] = "application/json"
+        url, call = self.addressed(call)
         with translated(label):
             response = await self._session().post(
-                self.url(API_PATHS[call.api], call.query),
+                url,
                 data=_body(call.payload.to_bytes()),
                 headers=headers,
                 timeout=self.timeout,
