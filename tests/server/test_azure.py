@@ -10,6 +10,7 @@ from hookgate.config.loader import ConfigError, load_text
 from hookgate.wire import synth
 from tests.conftest import TEST_STORE, ProxyFactory, openai_client
 from tests.fakes import FakeUpstream, Status
+from tests.otlp import OtlpReceiver
 
 KEY = "azure-secret-key-0123456789"
 
@@ -88,3 +89,17 @@ def test_azure_settings_belong_to_azure_providers() -> None:
         load_text(text + 'models:\n  "*": [{provider: up}]\n')
     with pytest.raises(ConfigError, match="base_url is required for a provider of type azure"):
         load_text('providers:\n  az: {type: azure}\nmodels:\n  "*": [{provider: az}]\n')
+
+
+def test_spans_name_azure_as_the_provider(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    tracing = (
+        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+    )
+    url = make_proxy(loaded=load_text(azure(upstream) + tracing))
+    upstream.push(synth.Reply("One."))
+    assert ask(url) == "One."
+    spans = receiver.wait_until(lambda spans: any(s.name.startswith("chat ") for s in spans))
+    (span,) = [s for s in spans if s.name.startswith("chat ")]
+    assert span.attributes["gen_ai.provider.name"] == "azure.ai.openai"

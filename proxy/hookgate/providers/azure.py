@@ -24,18 +24,16 @@ import aiohttp
 from yarl import URL
 
 from hookgate.config.schema import ProviderConfig
-from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import ModelCall
 from hookgate.providers.base import API_PATHS
 from hookgate.providers.openai import OpenAIProvider
-from hookgate.providers.scrub import Scrubber, credentials
-
-KIND = "azure.ai.openai"
-"""``gen_ai.provider.name`` of Azure OpenAI (OpenTelemetry GenAI conventions)."""
 
 
 class AzureProvider(OpenAIProvider):
     """See the module docstring."""
+
+    kind = "azure.ai.openai"
+    """``gen_ai.provider.name`` of Azure OpenAI (OpenTelemetry GenAI conventions)."""
 
     def __init__(
         self,
@@ -44,14 +42,13 @@ class AzureProvider(OpenAIProvider):
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         super().__init__(name, config, session)
-        self.address = UpstreamAddress(KIND, self.base_url.host, self.base_url.port)
-        self._headers.pop("authorization", None)
-        if config.api_key is not None:
-            self._headers["api-key"] = config.api_key.get_secret_value()
-        self.scrub = Scrubber(credentials(self._headers))
         self._v1 = config.azure_path == "v1"
         self._version = f"api-version={quote(config.api_version, safe='')}"
         self._deployments = config.deployments
+
+    @staticmethod
+    def key_headers(key: str) -> dict[str, str]:
+        return {"api-key": key}
 
     def url(self, path: str, query: str = "") -> URL:
         if self._v1:

@@ -128,6 +128,9 @@ async def _chunks(response: aiohttp.ClientResponse, label: str) -> AsyncGenerato
 class OpenAIProvider:
     """Sends calls to ``base_url`` + the API's path, with the provider's key."""
 
+    kind = "openai"
+    """``gen_ai.provider.name`` of the calls it sends."""
+
     def __init__(
         self,
         name: str,
@@ -137,16 +140,21 @@ class OpenAIProvider:
         assert config.base_url is not None
         self.name = name
         self.base_url = URL(config.base_url.rstrip("/"))
-        self.address = UpstreamAddress("openai", self.base_url.host, self.base_url.port)
+        self.address = UpstreamAddress(self.kind, self.base_url.host, self.base_url.port)
         self._session = session
         self._headers = dict(config.headers)
         if config.api_key is not None:
-            self._headers["authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+            self._headers.update(self.key_headers(config.api_key.get_secret_value()))
         self.scrub = Scrubber(credentials(self._headers))
         """Masks this provider's credentials in what it sends back."""
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
+
+    @staticmethod
+    def key_headers(key: str) -> dict[str, str]:
+        """The headers that carry the provider's key."""
+        return {"authorization": f"Bearer {key}"}
 
     def url(self, path: str, query: str = "") -> URL:
         """The upstream URL for ``path`` (relative to ``base_url``, starting with ``/``,
