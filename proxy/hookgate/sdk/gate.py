@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 
 import jsonschema
 import orjson
+from jsonschema.protocols import Validator
 
 from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import (
@@ -150,7 +151,8 @@ class Gate:
             p.should_stop_after_turn for p in listed if implements(p, "should_stop_after_turn")
         ]
         self._approvals = [p.needs_approval for p in listed if implements(p, "needs_approval")]
-        self.tools: tuple[PolicyTool, ...] = _policy_tools(listed)
+        self._tools = _policy_tools(listed)
+        self.tools: tuple[PolicyTool, ...] = tuple(tool for tool, _ in self._tools.values())
         """The tools the policies give the agent (:meth:`Policy.tools`), in listed order."""
         self._tools_offered = not self.tools
         self._model_terminal: contextvars.ContextVar[Next | None] = contextvars.ContextVar(
@@ -400,10 +402,9 @@ class Gate:
         framework's tool object): arguments that do not match its ``parameters``, or a
         :class:`ToolInputError` it raises, give an error result the model reads."""
         ctx = ctx or self._context()
-        tool = next((t for t in self.tools if t.name == name), None)
-        if tool is None:
+        if name not in self._tools:
             return ToolResult(f"No hookgate tool is named {name!r}.", error=True)
-        validator = jsonschema.validators.validator_for(tool.parameters)(tool.parameters)
+        tool, validator = self._tools[name]
         found = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if found is not None:
             where = "/".join(str(p) for p in found.absolute_path) or "arguments"
@@ -776,16 +777,19 @@ ReplyHandle = Split[Reply, Any]
 """A reply split in two halves (see :meth:`Gate.begin_reply`)."""
 
 
-def _policy_tools(policies: Sequence[Policy]) -> tuple[PolicyTool, ...]:
-    """Every policy's tools, in listed order; a ValueError names a clash or a bad schema."""
-    tools: dict[str, PolicyTool] = {}
+def _policy_tools(policies: Sequence[Policy]) -> dict[str, tuple[PolicyTool, Validator]]:
+    """Every policy's tools by name, in listed order, each with the validator of its
+    arguments; a ValueError names a clash, a SchemaError a bad schema."""
+    tools: dict[str, tuple[PolicyTool, Validator]] = {}
     for policy in policies:
         for tool in policy.tools():
             if tool.name in tools:
                 raise ValueError(f"two policies give the agent a tool named {tool.name!r}")
-            jsonschema.validators.validator_for(tool.parameters).check_schema(dict(tool.parameters))
-            tools[tool.name] = tool
-    return tuple(tools.values())
+            schema = dict(tool.parameters)
+            kind = jsonschema.validators.validator_for(schema)
+            kind.check_schema(schema)
+            tools[tool.name] = (tool, kind(schema))
+    return tools
 
 
 def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
