@@ -69,14 +69,14 @@ class ModelCallLimitPolicy(Policy):
 
     async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
         limit = self.config.max_per_session
-        if limit is not None and ctx.session.get(self.name, {}).get("calls", 0) >= limit:
+        if limit is not None and self._session(ctx)["calls"] >= limit:
             if self.config.on_limit == "error":
                 raise ModelCallLimitExceeded("model call limit reached for this session")
             ctx.stop = True  # its model calls get hookgate's final message instead
         return await next(reply, ctx)
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
-        session = ctx.session.setdefault(self.name, {"calls": 0})
+        session = self._session(ctx)
         session["calls"] += 1
         limits = self.config
         in_reply = None if limits.max_calls is None else limits.max_calls - ctx.turns
@@ -92,3 +92,8 @@ class ModelCallLimitPolicy(Policy):
         if limits.on_limit == "wrap_up" and remaining == 1 and ctx.wrap_up is None:
             ctx.wrap_up = limits.message
         return False
+
+    def _session(self, ctx: ReplyContext) -> dict[str, int]:
+        """The session's count of model calls (``{"calls": n}``)."""
+        counted: dict[str, int] = ctx.session.setdefault(self.name, {"calls": 0})
+        return counted
