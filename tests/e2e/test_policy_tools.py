@@ -26,12 +26,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from openai import AsyncOpenAI
 
 from hookgate.policies.todo import PROMPT
+from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters import agentscope as agentscope_adapter
 from hookgate.sdk.adapters import langchain as langchain_adapter
 from hookgate.sdk.adapters.openai_agents import attach
 from hookgate.wire import synth
-from tests.conftest import CLIENT_KEY
+from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.sdk.harness import make_gate
 
@@ -250,25 +251,26 @@ async def test_openai_agents_attached_agent_has_the_tools(
     assert_planned(upstream, calls)
 
 
+@pytest.mark.parametrize("path", ["sdk", "proxy"])
 def test_the_plan_is_redacted_where_the_model_reads_it(
-    upstream: FakeUpstream, tmp_path: Path
+    upstream: FakeUpstream, make_proxy: ProxyFactory, tmp_path: Path, path: str
 ) -> None:
-    """A value in the list reaches the model as a placeholder: in the tool's result and in
-    the system prompt that shows the list."""
+    """A value in the list reaches the model as a placeholder, in the tool's result and in
+    the system prompt that shows the list; the user's answer, which quotes the result,
+    carries the value — with the SDK alone and with a proxy in the path."""
     gate = make_gate(
         tmp_path, upstream, "  - todo: {}\n  - pii: {secret: 'todo-test-0123456789'}\n"
     )
-    agent = langchain_agent(gate, upstream.base_url, [])
-    upstream.push(
-        synth.Reply(
-            tool_calls=[write("w1", plan(("Mail Siobhan O'Brien the forecast", "pending")))]
-        ),
-        synth.Reply("Done."),
-    )
+    agent = langchain_agent(gate, make_proxy() if path == "proxy" else upstream.base_url, [])
+    task = ("Mail Siobhan O'Brien the forecast", "pending")
+    upstream.push(synth.Reply(tool_calls=[write("w1", plan(task))]))  # then: "The tool said: ..."
     try:
-        asyncio.run(agent.ainvoke(QUESTION))
+        state = asyncio.run(agent.ainvoke(QUESTION))
     finally:
         asyncio.run(gate.aclose())
     second = upstream.requests[1].json()
     assert "[pending] Mail" in results(second)["w1"] and NOW in system(second)
     assert "Siobhan" not in upstream.requests[1].body.decode()
+    answer = state["messages"][-1].text
+    assert "1. [pending] Mail Siobhan O'Brien the forecast" in answer
+    assert not PATTERN.search(answer)
