@@ -78,20 +78,29 @@ async def test_sigterm_under_load_drains_every_stream(
     config = tmp_path / "hookgate.yaml"
     _config(config, f"{slow_upstream.server.url}/v1", "Be brief.")
     process, url, _ = await asyncio.to_thread(start_serve, "--config", str(config))
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        streams = [asyncio.create_task(_stream(session, url)) for _ in range(40)]
-        await asyncio.sleep(0.8)  # every stream is in flight, none finished (2 s each)
-        process.send_signal(signal.SIGTERM)
-        await asyncio.sleep(0.3)
-        port = int(url.rsplit(":", 1)[1])
-        with pytest.raises(OSError):  # no new connections once draining
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        bodies = await asyncio.gather(*streams)
-    assert all(body.rstrip().endswith(b"data: [DONE]") for body in bodies)
-    assert all(b"event: error" not in body for body in bodies)
-    assert await asyncio.to_thread(process.wait, 20) == 0
-    assert process.stderr is not None
-    process.stderr.close()
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            streams = [asyncio.create_task(_stream(session, url)) for _ in range(40)]
+            deadline = time.monotonic() + 10
+            while len(slow_upstream.prompts) < 40:  # every stream in flight (each takes 2 s)
+                assert time.monotonic() < deadline, "the streams never all reached the upstream"
+                await asyncio.sleep(0.02)
+            assert not any(stream.done() for stream in streams)
+            process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            port = int(url.rsplit(":", 1)[1])
+            with pytest.raises(OSError):  # no new connections once draining
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            bodies = await asyncio.gather(*streams)
+        assert all(body.rstrip().endswith(b"data: [DONE]") for body in bodies)
+        assert all(b"event: error" not in body for body in bodies)
+        assert await asyncio.to_thread(process.wait, 20) == 0
+    finally:  # a failure here must not leave the server running into the next test
+        if process.poll() is None:
+            process.kill()
+            await asyncio.to_thread(process.wait, 20)
+        assert process.stderr is not None
+        process.stderr.close()
 
 
 async def test_reload_under_load_drops_no_request(slow_upstream: Upstream, tmp_path: Path) -> None:
