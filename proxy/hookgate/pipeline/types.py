@@ -21,8 +21,13 @@ from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.observe import Observation
 from hookgate.wire.sse import EventStream
 
-Api = Literal["chat.completions", "responses", "completions", "embeddings"]
-"""The OpenAI endpoint a model call is for; decides the body's shape."""
+Api = Literal[
+    "chat.completions", "responses", "completions", "embeddings", "messages",
+    "messages.count_tokens",
+]  # fmt: skip
+"""The endpoint a model call is for; decides the body's shape. The first four are
+OpenAI's; ``messages`` and ``messages.count_tokens`` are Anthropic's Messages API
+(``POST /v1/messages`` and ``POST /v1/messages/count_tokens``)."""
 
 
 class JsonBody:

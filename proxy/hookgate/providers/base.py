@@ -22,9 +22,15 @@ API_PATHS: Mapping[Api, str] = {
     "responses": "/responses",
     "completions": "/completions",
     "embeddings": "/embeddings",
+    "messages": "/messages",
+    "messages.count_tokens": "/messages/count_tokens",
 }
 """Each API's path below a provider's ``base_url`` (chat first: its path ends like the
 completions one)."""
+
+OPENAI_APIS: tuple[Api, ...] = ("chat.completions", "responses", "completions", "embeddings")
+"""The APIs an OpenAI client calls (``/messages`` is also the tail of OpenAI's
+Assistants ``/threads/{id}/messages``, which is not a model call)."""
 
 
 def json_object(raw: bytes, label: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import orjson
 
 from hookgate.errors import HookgateError, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.providers.base import API_PATHS, json_object
+from hookgate.providers.base import API_PATHS, OPENAI_APIS, json_object
 from hookgate.sdk.gate import MODEL_CALL, Running, current
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
@@ -179,7 +179,7 @@ def _api_of(request: httpx.Request) -> Api | None:
     if request.method != "POST":
         return None
     path = request.url.path.rstrip("/")
-    return next((api for api, suffix in API_PATHS.items() if path.endswith(suffix)), None)
+    return next((api for api in OPENAI_APIS if path.endswith(API_PATHS[api])), None)
 
 
 class _Events:
