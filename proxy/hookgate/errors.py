@@ -36,6 +36,10 @@ the process. Policies block a request by raising one of these.
 The provider layer raises only :class:`UpstreamError` kinds: it translates aiohttp and
 timeout exceptions at the boundary, so policies, metrics and the server never see a
 transport library's exception types.
+
+On Anthropic's Messages routes the same errors are rendered in Anthropic's shape,
+``{"type": "error", "error": {"type", "message"}}`` (:meth:`HookgateError.to_anthropic_bytes`),
+with the error type Anthropic gives that status (:func:`anthropic_type`).
 """
 
 from __future__ import annotations
@@ -77,6 +81,14 @@ class HookgateError(Exception):
     def to_bytes(self) -> bytes:
         """:meth:`to_body` encoded as JSON."""
         return orjson.dumps(self.to_body())
+
+    def to_anthropic_body(self) -> dict[str, Any]:
+        """The error as Anthropic's Messages API writes one (its clients parse only that)."""
+        return anthropic_error(self.status, self.message)
+
+    def to_anthropic_bytes(self) -> bytes:
+        """:meth:`to_anthropic_body` encoded as JSON."""
+        return orjson.dumps(self.to_anthropic_body())
 
     def headers(self) -> Mapping[str, str]:
         """Extra response headers the error carries: ``Retry-After`` (whole seconds, at
@@ -292,10 +304,68 @@ class UpstreamStatusError(UpstreamError):
     def to_bytes(self) -> bytes:
         return self.body if self._relayable else super().to_bytes()
 
+    def to_anthropic_bytes(self) -> bytes:
+        """An Anthropic error body is relayed as it came; any other body is rewritten in
+        Anthropic's shape, keeping an OpenAI error's message."""
+        if self._relayable and is_anthropic_error(self.body):
+            return self.body
+        return super().to_anthropic_bytes()
+
+    def to_anthropic_body(self) -> dict[str, Any]:
+        if self._relayable:
+            data = orjson.loads(self.body)
+            if is_anthropic_error(self.body):
+                return dict(data)
+            message = data["error"].get("message")
+            if isinstance(message, str):
+                return anthropic_error(self.status, message)
+        return super().to_anthropic_body()
+
     def headers(self) -> Mapping[str, str]:
         if self._relayable:
             return self.upstream_headers
         return {**self.upstream_headers, "content-type": "application/json"}
+
+
+ANTHROPIC_ERROR_TYPES: Mapping[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+"""Anthropic's error type for each status it documents."""
+
+
+def anthropic_type(status: int) -> str:
+    """Anthropic's error type for ``status``: its documented one, else by class."""
+    if status in ANTHROPIC_ERROR_TYPES:
+        return ANTHROPIC_ERROR_TYPES[status]
+    return "api_error" if status >= 500 else "invalid_request_error"
+
+
+def anthropic_error(status: int, message: str) -> dict[str, Any]:
+    """An Anthropic error body for ``status``."""
+    return {"type": "error", "error": {"type": anthropic_type(status), "message": message}}
+
+
+def is_anthropic_error(body: bytes) -> bool:
+    """True for an Anthropic error body: ``{"type": "error", "error": {"type", ...}}``."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("type") == "error"
+        and isinstance(data.get("error"), dict)
+        and isinstance(data["error"].get("type"), str)
+    )
 
 
 def _is_openai_error(body: bytes) -> bool:

@@ -21,12 +21,15 @@ from hookgate.wire.usage import Usage
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per 1M tokens. ``cached_input`` defaults to ``input``, ``reasoning`` to ``output``."""
+    """USD per 1M tokens. ``cached_input`` (prompt-cache reads), ``cache_write``
+    (prompt-cache writes, Anthropic's ``cache_creation_input_tokens``) default to
+    ``input``, ``reasoning`` to ``output``."""
 
     input: float
     output: float
     cached_input: float | None = None
     reasoning: float | None = None
+    cache_write: float | None = None
 
 
 # USD per 1M tokens, list prices (standard tier). Override in YAML `pricing:`.
@@ -55,15 +58,15 @@ SHIPPED: Mapping[str, Price] = {
     "gpt-3.5-turbo": Price(0.50, 1.50),
     "text-embedding-3-small": Price(0.02, 0.0),
     "text-embedding-3-large": Price(0.13, 0.0),
-    # Anthropic
-    "claude-opus-4": Price(15.0, 75.0, 1.50),
-    "claude-opus-4-1": Price(15.0, 75.0, 1.50),
-    "claude-sonnet-4": Price(3.0, 15.0, 0.30),
-    "claude-sonnet-4-5": Price(3.0, 15.0, 0.30),
-    "claude-haiku-4-5": Price(1.0, 5.0, 0.10),
-    "claude-3-7-sonnet": Price(3.0, 15.0, 0.30),
-    "claude-3-5-haiku": Price(0.80, 4.0, 0.08),
-    "claude-haiku-4": Price(1.0, 5.0, 0.10),
+    # Anthropic (cache writes at the 5-minute rate, 1.25 x input)
+    "claude-opus-4": Price(15.0, 75.0, 1.50, cache_write=18.75),
+    "claude-opus-4-1": Price(15.0, 75.0, 1.50, cache_write=18.75),
+    "claude-sonnet-4": Price(3.0, 15.0, 0.30, cache_write=3.75),
+    "claude-sonnet-4-5": Price(3.0, 15.0, 0.30, cache_write=3.75),
+    "claude-haiku-4-5": Price(1.0, 5.0, 0.10, cache_write=1.25),
+    "claude-3-7-sonnet": Price(3.0, 15.0, 0.30, cache_write=3.75),
+    "claude-3-5-haiku": Price(0.80, 4.0, 0.08, cache_write=1.0),
+    "claude-haiku-4": Price(1.0, 5.0, 0.10, cache_write=1.25),
     # Google
     "gemini-2.5-pro": Price(1.25, 10.0, 0.31),
     "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
@@ -106,12 +109,15 @@ class Pricing:
         if price is None:
             return None
         cached = min(usage.cached_input_tokens, usage.input_tokens)
+        written = min(usage.cache_write_tokens, usage.input_tokens - cached)
         reasoning = min(usage.reasoning_tokens, usage.output_tokens)
         cached_rate = price.input if price.cached_input is None else price.cached_input
+        write_rate = price.input if price.cache_write is None else price.cache_write
         reasoning_rate = price.output if price.reasoning is None else price.reasoning
         total = (
-            (usage.input_tokens - cached) * price.input
+            (usage.input_tokens - cached - written) * price.input
             + cached * cached_rate
+            + written * write_rate
             + (usage.output_tokens - reasoning) * price.output
             + reasoning * reasoning_rate
         )

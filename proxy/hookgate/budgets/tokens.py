@@ -32,8 +32,11 @@ tile-based models at ``detail: high`` is 1,445 tokens (gpt-4o: 8 tiles of 170 pl
 patch-based models cap an image at 1,536 patches. Models that weight image tokens (the
 gpt-4o-mini family bills about 33 times the tokens at a matching lower price) need a larger value:
 see the budget policy's ``image_tokens``."""
-_MEDIA_PARTS = frozenset({"image_url", "input_image"})
-_NOT_TEXT = frozenset({"image_url", "type", "role", "id", "tool_call_id", "file_data", "data"})
+_MEDIA_PARTS = frozenset({"image_url", "input_image", "image"})
+_NOT_TEXT = frozenset(
+    {"image_url", "type", "role", "id", "tool_call_id", "file_data", "data", "signature",
+     "tool_use_id", "cache_control"}
+)  # fmt: skip
 """Keys whose values are not text the model reads as tokens (URLs, base64 payloads)."""
 
 
@@ -87,15 +90,22 @@ def prompt_tokens(
     if api == "chat.completions":
         read = _weigh(model, body.get("messages"), PER_MESSAGE_OVERHEAD, image_tokens)
         return REPLY_PRIMING + read + tools
-    if api == "responses":
+    if api in ("responses", "messages", "messages.count_tokens"):
         read = sum(
             _weigh(model, body.get(field), PER_MESSAGE_OVERHEAD, image_tokens)
-            for field in ("instructions", "input")
+            for field in _PROMPT_FIELDS[api]
         )
         return REPLY_PRIMING + read + tools
     # completions ``prompt``, embeddings ``input``: text, or token ids
     prompt = body.get("prompt", body.get("input"))
     return _weigh(model, prompt, 0, image_tokens) + _token_ids(prompt) + tools
+
+
+_PROMPT_FIELDS = {
+    "responses": ("instructions", "input"),
+    "messages": ("system", "messages"),
+    "messages.count_tokens": ("system", "messages"),
+}
 
 
 def item_tokens(model: str, item: Any, image_tokens: int = IMAGE_TOKENS) -> int:
@@ -142,13 +152,18 @@ def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-_NOT_WRITTEN = frozenset({"role", "id", "call_id", "type", "status", "object", "data"})
+_NOT_WRITTEN = frozenset(
+    {"role", "id", "call_id", "type", "status", "object", "data", "signature", "stop_reason",
+     "stop_sequence"}
+)  # fmt: skip
 """Keys of an output whose values the model did not write as tokens (ids, enums, base64)."""
 
 
 def output_text(api: str, data: Mapping[str, Any]) -> str:
     """What the model wrote in a response body or one stream event, to count when no usage
     is reported: text, refusals, tool names and arguments, of every choice or item."""
+    if api == "messages":  # a message's content blocks, or a stream event's delta
+        return _written(data.get("content", data.get("delta")))
     if api == "responses":
         kind = data.get("type")
         if isinstance(kind, str) and kind.startswith("response."):  # a stream event

@@ -205,6 +205,9 @@ class PriceConfig(Strict):
     """Default: the ``input`` price."""
     reasoning: Annotated[float, Field(ge=0)] | None = None
     """Default: the ``output`` price."""
+    cache_write: Annotated[float, Field(ge=0)] | None = None
+    """Prompt-cache writes (Anthropic's ``cache_creation_input_tokens``). Default: the
+    ``input`` price."""
 
 
 def _one_key(entry: dict[str, Any]) -> dict[str, Any]:

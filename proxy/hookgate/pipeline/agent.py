@@ -117,6 +117,7 @@ class ReplyContext:
             u.output_tokens + usage.output_tokens,
             u.cached_input_tokens + usage.cached_input_tokens,
             u.reasoning_tokens + usage.reasoning_tokens,
+            u.cache_write_tokens + usage.cache_write_tokens,
         )
 
     def headers(self) -> dict[str, str]:

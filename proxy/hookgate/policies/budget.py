@@ -132,7 +132,7 @@ class BudgetPolicy(Policy):
         values = {"key": identity.key_id, "team": identity.team, "user": identity.user,
                   "agent": ctx.agent, "reply": ctx.reply_id, "model": call.model}  # fmt: skip
         charged = counters(self.limits, values, time.time())
-        if not charged:
+        if not charged or call.api == "messages.count_tokens":  # counting tokens is free
             return await next(call, ctx)
         if call.api == "responses" and call.body.get("background") is True:
             # answered "queued": its usage is only known later, from a GET the relay
@@ -331,7 +331,7 @@ async def _metered(
     seen: list[bytes] = []
     kept = 0
     settled = False
-    terminal = sse.is_responses_terminal if call.api == "responses" else sse.is_done
+    terminal = sse.terminal_check(call.api)
 
     async def settle() -> None:
         facts = ctx.observation.stream_facts

@@ -154,8 +154,9 @@ class ToolGuardPolicy(Policy):
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         """Offer the model only the tools it may call (proxy, and in-process model calls).
 
-        Every shape a request can offer a tool in is filtered: ``tools`` (chat and
-        Responses; function, custom and built-in tools, the last matched by their type, e.g.
+        Every shape a request can offer a tool in is filtered: ``tools`` (chat, Responses
+        and Anthropic Messages; function, custom and built-in tools, the last matched by their
+        type, e.g.
         ``web_search_preview``), the legacy ``functions``, and a ``tool_choice`` or
         ``function_call`` naming a removed tool (an ``allowed_tools`` choice is narrowed)."""
         body = call.body
@@ -289,10 +290,14 @@ def _list(body: dict[str, Any], field: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+_ANTHROPIC_CHOICES = frozenset({"auto", "any", "none"})
+
+
 def _narrowed(choice: Any, names: set[str]) -> Any:
     """``choice`` (a ``tool_choice`` or ``function_call``) kept to the tools still offered;
-    None when it names only removed ones. Strings (``auto``, ``required``) stay."""
-    if not isinstance(choice, dict):
+    None when it names only removed ones. Strings (``auto``, ``required``) and Anthropic's
+    choices that name no tool (``{"type": "auto" | "any" | "none"}``) stay."""
+    if not isinstance(choice, dict) or choice.get("type") in _ANTHROPIC_CHOICES:
         return choice
     if choice.get("type") == "allowed_tools":
         inner = choice.get("allowed_tools")  # chat nests it; Responses does not

@@ -279,7 +279,7 @@ class OpenAIProvider:
                         "not an event stream",
                         target=label,
                     )
-                stream = _UpstreamEvents(response, label, _terminal_check(call), self.scrub)
+                stream = _UpstreamEvents(response, label, sse.terminal_check(call.api), self.scrub)
                 handed_off = True
                 return ModelResponse(response.status, relayed, target, stream=stream)
             with translated(label):
@@ -328,10 +328,6 @@ def _error_event(block: bytes) -> bytes | None:
         fields = ("message", "type", "param", "code")
         return orjson.dumps({"error": {k: data.get(k) for k in fields} | {"type": "error"}})
     return None
-
-
-def _terminal_check(call: ModelCall) -> Callable[[bytes], bool]:
-    return sse.is_responses_terminal if call.api == "responses" else sse.is_done
 
 
 class _UpstreamEvents:

@@ -3,7 +3,9 @@
 :func:`map_messages` applies a function to every string the model will read in chat
 ``messages`` or Responses ``input`` items, whatever the role: string content and the text
 of content-part arrays (and a file's name), refusals, tool-call arguments in the history,
-custom tool inputs and an assistant's ``reasoning_content``. A Responses item that is not a
+custom tool inputs and an assistant's ``reasoning_content``; in Anthropic Messages, every
+content block's prose (text, tool inputs and results, a text document's ``data``). A
+Responses item that is not a
 message (a function, MCP, search, code-interpreter, computer or shell call, its output, a
 reasoning item) is mapped whole, every string but ids, names, enums, URLs and opaque
 payloads (:data:`_NOT_PROSE`): an item type added to the API later is covered without a
@@ -14,7 +16,9 @@ change, the model reading them as rules rather than prose (a JSON schema ``patte
 custom tool's grammar ``definition``). Tool-call arguments are JSON:
 their string leaves are mapped one by one and the JSON is re-encoded, so an entity is
 always a decoded value and the result stays valid JSON. Message ``name`` fields are left
-alone (the API allows only ``[a-zA-Z0-9_-]`` there).
+alone (the API allows only ``[a-zA-Z0-9_-]`` there). Anthropic ``thinking`` and
+``redacted_thinking`` blocks are never touched, in requests or responses: their
+``signature`` covers their exact text, and the model wrote them from what it was sent.
 
 :func:`map_response` applies a function to every string of a response body, telling it
 whether the string is JSON (an ``arguments`` field).
@@ -37,11 +41,14 @@ _NOT_PROSE = frozenset({
     "type", "id", "call_id", "status", "role", "name", "approval_request_id", "server_label",
     "file_id", "container_id", "vector_store_ids", "url", "server_url", "image_url", "file_url",
     "file_data", "data", "encrypted_content", "headers", "pattern", "format",
+    "tool_use_id", "signature", "media_type", "cache_control",
 })  # fmt: skip
 """Keys whose values are never prose in a history item or a tool: ids, enums, names, URLs,
 patterns, credentials and opaque payloads (base64 images, encrypted reasoning)."""
 _OPAQUE_ITEMS = frozenset({"image_generation_call", "item_reference"})
 """History items with no prose: a base64 image, a reference by id."""
+_SIGNED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+"""Anthropic blocks whose text a signature covers: passed byte for byte, both ways."""
 _JSON_FIELDS = frozenset({"arguments"})
 
 
@@ -86,6 +93,8 @@ def map_fields(body: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
     for field in ("tools", "functions"):
         if isinstance(body.get(field), list):
             put(field, _each(body[field], lambda tool: _tool(tool, fn)))
+    if "system" in body:  # Anthropic Messages: a string or text blocks
+        put("system", _content(body["system"], fn))
     for field in ("response_format", "text"):  # chat output schema; Responses text.format
         if isinstance(body.get(field), Mapping):
             put(field, _schema(body[field], fn))
@@ -135,7 +144,8 @@ def _tool(tool: Any, fn: TextFn) -> Any:
     if not isinstance(tool, Mapping):
         return tool
     fields = {
-        key: _schema(item, fn) if key in ("function", "custom", "parameters", "schema")
+        key: _schema(item, fn)
+        if key in ("function", "custom", "parameters", "schema", "input_schema")
         else fn(item) if key in _TOOL_TEXT and isinstance(item, str)
         else _prose(item, fn) if key in ("filters", "user_location")  # file/web search
         else item
@@ -166,20 +176,33 @@ def _entry(entry: Any, fn: TextFn) -> Any:
 
 def _prose(value: Any, fn: TextFn) -> Any:
     """``fn`` on every string leaf except under :data:`_NOT_PROSE` keys; a JSON
-    ``arguments`` string is mapped by value (it stays valid JSON)."""
+    ``arguments`` string is mapped by value (it stays valid JSON), and an Anthropic
+    ``tool_use`` block's ``input`` object in every leaf (its keys are the tool's
+    parameters, which may be called ``name`` or ``url``)."""
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, list):
         return _each(value, lambda item: _prose(item, fn))
-    if not isinstance(value, Mapping):
+    if not isinstance(value, Mapping) or _named(value, _SIGNED_BLOCKS):
         return value
     fields = {
-        key: item if key in _NOT_PROSE
+        key: item if key in _NOT_PROSE and not (key == "data" and _is_text_source(value))
         else _json_text(item, fn) if key == "arguments" and isinstance(item, str)
+        else map_leaves(item, fn) if key == "input" and isinstance(item, Mapping)
         else _prose(item, fn)
         for key, item in value.items()
     }  # fmt: skip
     return value if all(fields[k] is value[k] for k in value) else fields
+
+
+def _named(value: Mapping[str, Any], types: frozenset[str]) -> bool:
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in types
+
+
+def _is_text_source(value: Mapping[str, Any]) -> bool:
+    """An Anthropic document's plain-text source, whose ``data`` is the document's text."""
+    return value.get("type") == "text" and isinstance(value.get("data"), str)
 
 
 def _message(message: Mapping[str, Any], fn: TextFn) -> Mapping[str, Any]:
@@ -280,19 +303,23 @@ def map_response(body: Any, fn: ResponseFn, *, json: bool = False) -> Any:
         items = [map_response(v, fn) for v in body]
         return body if all(a is b for a, b in zip(items, body, strict=True)) else items
     if isinstance(body, Mapping):
+        if _named(body, _SIGNED_BLOCKS):
+            return body
         fields = {k: map_response(v, fn, json=k in _JSON_FIELDS) for k, v in body.items()}
         return body if all(fields[k] is body[k] for k in body) else fields
     return body
 
 
 def map_answer(body: Any, fn: TextFn) -> Any:
-    """``body`` (a chat, legacy completions or Responses response) with ``fn`` applied to the
-    text the model wrote for its reader: chat ``message.content`` (a string or text parts)
-    and ``refusal``, completions ``text``, Responses ``output_text`` and ``refusal`` parts.
-    Not tool-call arguments (a tool needs the real values), ids, names or enums. The same
-    object when nothing changed."""
+    """``body`` (a chat, legacy completions, Responses or Messages response) with ``fn``
+    applied to the text the model wrote for its reader: chat ``message.content`` (a string
+    or text parts) and ``refusal``, completions ``text``, Responses ``output_text`` and
+    ``refusal`` parts, Messages ``text`` blocks. Not tool-call arguments (a tool needs the
+    real values), thinking, ids, names or enums. The same object when nothing changed."""
     if not isinstance(body, Mapping):
         return body
+    if body.get("type") == "message" and isinstance(body.get("content"), list):
+        return _replaced(body, "content", _each(body["content"], lambda b: _text_block(b, fn)))
     if isinstance(body.get("choices"), list):
         return _replaced(body, "choices", _each(body["choices"], lambda c: _choice(c, fn)))
     if isinstance(body.get("output"), list):
@@ -313,6 +340,13 @@ def _choice(choice: Any, fn: TextFn) -> Any:
         mapped = _replaced(mapped, "refusal", fn(message["refusal"]))
     mapped = _replaced(mapped, "content", _content(mapped.get("content"), fn))
     return _replaced(choice, "message", mapped)
+
+
+def _text_block(block: Any, fn: TextFn) -> Any:
+    if not isinstance(block, Mapping) or block.get("type") != "text":
+        return block
+    text = block.get("text")
+    return _replaced(block, "text", fn(text)) if isinstance(text, str) else block
 
 
 def _output_item(item: Any, fn: TextFn) -> Any:

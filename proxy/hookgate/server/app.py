@@ -197,20 +197,22 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
     given = request.headers.get("x-hookgate-request-id", "")
     request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
     request[REQUEST_ID] = request_id
+    anthropic = routes.speaks_anthropic(request.path)
     try:
         return await handler(request)
     except HookgateError as exc:
-        return error_response(exc, request_id)
+        return error_response(exc, request_id, anthropic=anthropic)
     except web.HTTPException as exc:
-        return error_response(_from_http(request, exc), request_id)
+        return error_response(_from_http(request, exc), request_id, anthropic=anthropic)
     except RequestPayloadError as exc:  # a body cut short, or not in its Content-Encoding
-        error = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
-        return error_response(error, request_id)
+        unreadable = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
+        return error_response(unreadable, request_id, anthropic=anthropic)
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
         log.exception("internal error in request %s", request_id)
-        return error_response(HookgateError(f"internal error (request {request_id})"), request_id)
+        error = HookgateError(f"internal error (request {request_id})")
+        return error_response(error, request_id, anthropic=anthropic)
 
 
 def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.AppRunner:
@@ -224,11 +226,16 @@ def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.
     )
 
 
-def error_response(exc: HookgateError, request_id: str) -> web.Response:
-    """The OpenAI-format error response for ``exc``."""
+def error_response(exc: HookgateError, request_id: str, *, anthropic: bool) -> web.Response:
+    """The error response for ``exc``: OpenAI's format, or Anthropic's on its routes."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
-    headers.setdefault("content-type", "application/json")
-    return web.Response(status=exc.status, body=exc.to_bytes(), headers=headers)
+    if anthropic:
+        headers["content-type"] = "application/json"
+        body = exc.to_anthropic_bytes()
+    else:
+        headers.setdefault("content-type", "application/json")
+        body = exc.to_bytes()
+    return web.Response(status=exc.status, body=body, headers=headers)
 
 
 def _from_http(request: web.Request, exc: web.HTTPException) -> HookgateError:

@@ -16,11 +16,13 @@ from hookgate.store.keys import KeyRecord
 
 
 def bearer(request: web.Request) -> str:
-    """The credential of a request: ``Authorization: Bearer ...`` or ``api-key``."""
+    """The credential of a request: ``Authorization: Bearer ...``, else ``x-api-key``
+    (Anthropic's clients) or ``api-key`` (Azure OpenAI's)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return request.headers.get("api-key", "").strip()
+    headers = request.headers
+    return (headers.get("x-api-key") or headers.get("api-key") or "").strip()
 
 
 async def authenticate(
@@ -41,7 +43,7 @@ async def authenticate(
         raise AuthenticationFailed(
             "You didn't provide an API key. Send "
             + ("a hookgate virtual key" if required else "the proxy's client key")
-            + " as 'Authorization: Bearer ...'.",
+            + " as 'Authorization: Bearer ...' or 'x-api-key: ...'.",
             code="missing_api_key",
         )
     caller = static.match(token) if static else None

@@ -44,7 +44,16 @@ MODEL_ENDPOINTS: dict[str, Api] = {
     "/v1/responses": "responses",
     "/v1/completions": "completions",
     "/v1/embeddings": "embeddings",
+    "/v1/messages": "messages",
+    "/v1/messages/count_tokens": "messages.count_tokens",
 }
+
+_ANTHROPIC_ROUTES = ("/v1/messages",)
+
+
+def speaks_anthropic(path: str) -> bool:
+    """Whether ``path`` is one of Anthropic's routes, whose errors take Anthropic's shape."""
+    return path.rstrip("/") in _ANTHROPIC_ROUTES or path.startswith("/v1/messages/")
 
 
 def add_routes(app: web.Application, *, ops: bool = True) -> None:
@@ -202,8 +211,8 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         stream = False
     if not isinstance(stream, bool):
         raise InvalidRequest("'stream' must be a boolean", param="stream")
-    if api == "embeddings":
-        stream = False  # embeddings never stream; the field goes upstream as sent
+    if api in ("embeddings", "messages.count_tokens"):
+        stream = False  # these never stream; the field goes upstream as sent
     return ModelCall(
         api=api,
         # Sent re-encoded, never as received: the upstream gets exactly what the policies

@@ -4,8 +4,10 @@ Events are written as soon as they have arrived whole; nothing is buffered beyon
 upstream read. Without a stream transform the bytes pass through untouched. A failure
 after the first byte ends the stream with an ``error`` event carrying an OpenAI error
 object, which the ``openai`` SDK raises as ``APIError``; a stream is never cut short so
-that it looks complete. A policy's stream transform that refuses (``pii`` finding a
-blocked entity in the model's own text) ends it the same way, before the text it held.
+that it looks complete (on the Messages route the event carries an Anthropic error,
+which the ``anthropic`` SDK raises as ``APIStatusError``). A policy's stream transform
+that refuses (``pii`` finding a blocked entity in the model's own text) ends it the same
+way, before the text it held.
 When the client goes away the upstream stream is closed, which closes its connection and
 stops the upstream's work.
 
@@ -94,7 +96,8 @@ async def relay_stream(
             else:
                 log.info("stream ended by a policy: %s (%s)", exc.code, exc.status)
             outcome.failed(exc)
-            await out.write(sse.encode(exc.to_body(), event="error"))
+            body = exc.to_anthropic_body() if api == "messages" else exc.to_body()
+            await out.write(sse.encode(body, event="error"))
         await out.write_eof()
     except ConnectionResetError:
         outcome.error_type = "client_disconnected"

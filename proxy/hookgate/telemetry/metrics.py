@@ -29,7 +29,7 @@ LATENCY_BUCKETS = (
 OVERHEAD_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 )  # fmt: skip
-TOKEN_TYPES = ("input", "output", "cached_input", "reasoning")
+TOKEN_TYPES = ("input", "output", "cached_input", "reasoning", "cache_write")
 OTHER = "other"
 
 
@@ -192,7 +192,7 @@ class Metrics:
         usage = outcome.usage
         if usage is not None:
             counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-                      usage.reasoning_tokens)  # fmt: skip
+                      usage.reasoning_tokens, usage.cache_write_tokens)  # fmt: skip
             for kind, count in zip(TOKEN_TYPES, counts, strict=True):
                 if count:
                     self._child(self.tokens, model_label, target_label, kind, *identity).inc(count)

@@ -34,6 +34,7 @@ RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -141,6 +142,7 @@ def outcome_attributes(
         attributes[USAGE_INPUT_TOKENS] = usage.input_tokens
         attributes[USAGE_OUTPUT_TOKENS] = usage.output_tokens
         attributes[USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+        attributes[USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
         attributes[USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     if outcome.error_type is not None:
         attributes[ERROR_TYPE] = outcome.error_type

@@ -1,7 +1,8 @@
 """Which headers cross the proxy, in each direction. Pure functions over mappings.
 
 Requests: an allow-list. Only headers that matter to a provider go upstream (SDK
-telemetry, OpenAI routing headers, idempotency, W3C trace context), plus any the config
+telemetry, OpenAI routing headers, Anthropic's ``anthropic-version`` and
+``anthropic-beta``, idempotency, W3C trace context), plus any the config
 adds. The client's credential never does: the provider's key replaces it. An allow-list
 rather than a deny-list means no client header can reach, or redirect, an upstream
 unless an operator chose so.
@@ -19,6 +20,8 @@ _FORWARD_EXACT = frozenset(
     {
         "user-agent",
         "accept",
+        "anthropic-beta",
+        "anthropic-version",
         "content-type",
         "idempotency-key",
         "openai-beta",

@@ -7,6 +7,12 @@ messages are ordinary messages. Without one, a new ``system`` message is inserte
 Responses: ``instructions`` when it is a string; otherwise the first ``system`` or
 ``developer`` item of a list ``input``; without either, ``instructions`` is set.
 
+Messages (Anthropic): the top-level ``system``, a string or text blocks (their texts
+joined by a blank line). A prompt a hook only added to keeps the client's blocks, and so
+their ``cache_control`` breakpoints: what was added before and after them becomes a text
+block of its own. A prompt rewritten otherwise replaces the blocks' text with one block,
+which keeps the last block's ``cache_control``. The messages are ``messages``.
+
 Every function returns a new body and leaves its argument untouched.
 """
 
@@ -32,6 +38,11 @@ def messages_of(api: str, body: Mapping[str, Any]) -> Sequence[Any] | None:
         if not isinstance(messages, list):
             raise InvalidRequest("'messages' must be an array", param="messages")
         return messages
+    if api == "messages":
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise InvalidRequest("messages: Input should be a valid list", param="messages")
+        return messages
     if api == "responses":
         items = body.get("input")
         if isinstance(items, str):
@@ -46,12 +57,15 @@ def messages_of(api: str, body: Mapping[str, Any]) -> Sequence[Any] | None:
 
 def with_messages(api: str, body: Mapping[str, Any], messages: Sequence[Any]) -> dict[str, Any]:
     """A copy of ``body`` carrying ``messages`` where :func:`messages_of` found them."""
-    key = "messages" if api == "chat.completions" else "input"
+    key = "input" if api == "responses" else "messages"
     return {**body, key: list(messages)}
 
 
 def system_prompt_of(api: str, body: Mapping[str, Any]) -> str:
-    """The system prompt text of a chat or Responses body ("" when there is none)."""
+    """The system prompt text of a chat, Responses or Messages body ("" when there is
+    none)."""
+    if api == "messages":
+        return _system_text(body.get("system"))
     if api == "responses" and isinstance(body.get("instructions"), str):
         return str(body["instructions"])
     messages = messages_of(api, body) or ()
@@ -61,6 +75,8 @@ def system_prompt_of(api: str, body: Mapping[str, Any]) -> str:
 
 def with_system_prompt(api: str, body: Mapping[str, Any], prompt: str) -> dict[str, Any]:
     """A copy of ``body`` whose system prompt is ``prompt``."""
+    if api == "messages":
+        return {**body, "system": _with_system_blocks(body.get("system"), prompt)}
     if api == "responses" and (
         isinstance(body.get("instructions"), str) or not _has_system_item(body.get("input"))
     ):
@@ -73,6 +89,40 @@ def with_system_prompt(api: str, body: Mapping[str, Any], prompt: str) -> dict[s
         message = messages[index]
         messages[index] = {**message, "content": _replace_text(message.get("content"), prompt)}
     return with_messages(api, body, messages)
+
+
+_BLOCK_JOINER = "\n\n"
+
+
+def _text_blocks(system: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(system, list):
+        return []
+    return [b for b in system if isinstance(b, Mapping) and b.get("type") == "text"]
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    return _BLOCK_JOINER.join(str(b.get("text", "")) for b in _text_blocks(system))
+
+
+def _with_system_blocks(system: Any, prompt: str) -> Any:
+    """``system`` (a Messages ``system``) carrying ``prompt``; see the module docstring."""
+    blocks = _text_blocks(system)
+    if not blocks:
+        return prompt
+    old = _system_text(system)
+    at = prompt.find(old)
+    if at >= 0:
+        head, tail = prompt[:at], prompt[at + len(old) :]
+        return [
+            *([{"type": "text", "text": head}] if head else []),
+            *system,
+            *([{"type": "text", "text": tail}] if tail else []),
+        ]
+    kept = {k: v for k, v in blocks[-1].items() if k == "cache_control"}
+    others = [b for b in system if not (isinstance(b, Mapping) and b.get("type") == "text")]
+    return [{"type": "text", "text": prompt, **kept}, *others]
 
 
 def _has_system_item(items: Any) -> bool:

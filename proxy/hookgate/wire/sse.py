@@ -7,7 +7,7 @@ parses a block only when a policy needs its content or to recognise the stream's
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -201,6 +201,35 @@ def is_responses_terminal(block: bytes) -> bool:
         return False
     kind = data.get("type") if isinstance(data, dict) else None
     return isinstance(kind, str) and kind in RESPONSES_TERMINAL
+
+
+MESSAGES_TERMINAL = frozenset({"message_stop", "error"})
+"""The events that end an Anthropic Messages stream."""
+
+
+def is_messages_terminal(block: bytes) -> bool:
+    """True for the event that ends an Anthropic Messages stream (``message_stop``, or
+    ``error``), named by its ``event:`` line or, without one, by its data's ``type``."""
+    if b"message_stop" not in block and b"error" not in block:
+        return False
+    event = parse(block)
+    if event.event is not None:
+        return event.event in MESSAGES_TERMINAL
+    try:
+        data = event.json()
+    except orjson.JSONDecodeError:
+        return False
+    kind = data.get("type") if isinstance(data, dict) else None
+    return isinstance(kind, str) and kind in MESSAGES_TERMINAL
+
+
+def terminal_check(api: str) -> Callable[[bytes], bool]:
+    """The test for the event that ends a stream of ``api``."""
+    if api == "responses":
+        return is_responses_terminal
+    if api == "messages":
+        return is_messages_terminal
+    return is_done
 
 
 class EventStream(Protocol):

@@ -8,6 +8,9 @@ transform's :meth:`~hookgate.pipeline.hooks.StreamTransform.end` is asked for wh
 back, and that text is delivered before the stream moves on. Responses ``.done``,
 ``output_item.done`` and ``response.completed`` events, which repeat the whole text, are
 rewritten to the transformed text so they agree with the deltas the client received.
+Anthropic Messages: ``text_delta`` and ``input_json_delta`` (the tool input's partial
+JSON) of each content block, completed by the block's ``content_block_stop``; thinking
+deltas pass untouched (a signature covers them).
 
 Events that are not JSON are passed through unchanged.
 """
@@ -15,16 +18,18 @@ Events that are not JSON are passed through unchanged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, ClassVar
 
 from hookgate.wire import sse
-from hookgate.wire.deltas import DeltaKey, StreamTransform
+from hookgate.wire.deltas import DeltaKey, DeltaKind, StreamTransform
 
 
 def rewriter_for(api: str, transform: StreamTransform) -> StreamRewriter:
     """The rewriter that knows ``api``'s event shapes."""
     if api == "responses":
         return ResponsesRewriter(transform)
+    if api == "messages":
+        return MessagesRewriter(transform)
     return ChoicesRewriter(transform, text_field="content" if api == "chat.completions" else "text")
 
 
@@ -229,6 +234,47 @@ class ResponsesRewriter(StreamRewriter):
                 part = {**part, "text": self._text[key]}
             parts.append(part)
         return {**item, "content": parts}
+
+
+class MessagesRewriter(StreamRewriter):
+    """Anthropic Messages streaming events: each content block's text or tool input is one
+    growing string, keyed by the block's index (``DeltaKey(kind, 0, index)``)."""
+
+    _KINDS: ClassVar[dict[str, tuple[DeltaKind, str]]] = {
+        "text_delta": ("text", "text"),
+        "input_json_delta": ("tool_arguments", "partial_json"),
+    }
+
+    def __init__(self, transform: StreamTransform) -> None:
+        super().__init__(transform)
+        self._open: dict[int, tuple[DeltaKey, str, str]] = {}
+        """Block index → its key, its delta type and the delta's text field."""
+
+    async def feed(self, block: bytes) -> list[bytes]:
+        event = sse.parse(block)
+        data = sse.json_of(block)
+        if not isinstance(data, dict):
+            return [block]
+        kind = data.get("type", event.event)
+        index = _int(data.get("index"))
+        if kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+            delta = data["delta"]
+            found = self._KINDS.get(str(delta.get("type")))
+            if found is None or not isinstance(delta.get(found[1]), str):
+                return [block]
+            key = DeltaKey(found[0], 0, index)
+            self._open[index] = (key, str(delta["type"]), found[1])
+            text = await self.transform.delta(key, delta[found[1]])
+            return [sse.encode({**data, "delta": {**delta, found[1]: text}}, event=event.event)]
+        if kind == "content_block_stop" and index in self._open:
+            key, delta_type, field = self._open.pop(index)
+            tail = await self.transform.end(key)
+            if not tail:
+                return [block]
+            held = {"type": "content_block_delta", "index": index,
+                    "delta": {"type": delta_type, field: tail}}  # fmt: skip
+            return [sse.encode(held, event="content_block_delta"), block]
+        return [block]
 
 
 def _int(value: Any) -> int:

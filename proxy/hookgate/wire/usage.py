@@ -1,4 +1,5 @@
-"""Read usage and response facts (id, model, finish reasons, text) from OpenAI responses.
+"""Read usage and response facts (id, model, finish reasons, text) from model responses:
+OpenAI's chat, completions, embeddings and Responses, and Anthropic's Messages.
 
 :func:`facts_of` reads a JSON body. :class:`StreamFacts` reads a stream's events as they
 pass without parsing them all: it parses the first event (id, model), events that carry
@@ -18,12 +19,16 @@ from hookgate.wire.sse import EventStream
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the provider reported them (cached ⊆ input, reasoning ⊆ output)."""
+    """Token counts as the provider reported them, normalised: ``input_tokens`` is every
+    prompt token, of which ``cached_input_tokens`` were read from a prompt cache and
+    ``cache_write_tokens`` written to one (Anthropic's ``cache_creation_input_tokens``);
+    ``reasoning_tokens`` ⊆ ``output_tokens``."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +74,20 @@ class ResponseFacts:
     hosted_tools: list[HostedToolCall] = field(default_factory=list)
 
 
+_ANTHROPIC_CACHE = ("cache_creation_input_tokens", "cache_read_input_tokens")
+
+
 def usage_of(data: Any) -> Usage | None:
-    """Normalise a chat, completions, embeddings or Responses ``usage`` object."""
+    """Normalise a chat, completions, embeddings, Responses or Messages ``usage`` object.
+
+    Anthropic's ``input_tokens`` counts only the tokens after the last cache breakpoint:
+    the cache reads and writes it reports beside it are added to make the prompt's total.
+    (Its usage is told from a Responses one by those two fields; without them the two
+    read the same.)"""
     if not isinstance(data, Mapping):
         return None
+    if "input_tokens" in data and any(field in data for field in _ANTHROPIC_CACHE):
+        return message_usage(data)
     if "input_tokens" in data:  # Responses API
         input_details = _mapping(data.get("input_tokens_details"))
         output_details = _mapping(data.get("output_tokens_details"))
@@ -89,6 +104,20 @@ def usage_of(data: Any) -> Usage | None:
         _int(data.get("completion_tokens")),
         _int(prompt_details.get("cached_tokens")),
         _int(completion_details.get("reasoning_tokens")),
+        # written by the chat translation of an Anthropic answer (see wire.translate)
+        _int(prompt_details.get("cache_creation_tokens")),
+    )
+
+
+def message_usage(data: Mapping[str, Any]) -> Usage:
+    """Normalise an Anthropic Messages ``usage`` object (see :func:`usage_of`)."""
+    read = _int(data.get("cache_read_input_tokens"))
+    written = _int(data.get("cache_creation_input_tokens"))
+    return Usage(
+        _int(data.get("input_tokens")) + read + written,
+        _int(data.get("output_tokens")),
+        cached_input_tokens=read,
+        cache_write_tokens=written,
     )
 
 
@@ -96,9 +125,25 @@ def facts_of(api: str, body: Mapping[str, Any], *, collect_text: bool = False) -
     """Facts of a non-streamed response body."""
     facts = ResponseFacts()
     _read_head(body, facts)
-    facts.usage = usage_of(body.get("usage"))
+    usage = body.get("usage")
+    facts.usage = (
+        message_usage(usage)
+        if api == "messages" and isinstance(usage, Mapping)
+        else usage_of(usage)
+    )
     if api == "responses":
         _read_response_output(body, facts, collect_text)
+        return facts
+    if api == "messages":
+        if isinstance(body.get("stop_reason"), str):
+            facts.finish_reasons.append(body["stop_reason"])
+        if collect_text:
+            facts.text += [
+                block["text"]
+                for block in _list(body.get("content"))
+                if isinstance(block, Mapping) and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ]  # fmt: skip
         return facts
     for choice in _list(body.get("choices")):
         if not isinstance(choice, Mapping):
@@ -121,7 +166,8 @@ class StreamFacts:
         self.facts = ResponseFacts()
         self._collect_text = collect_text
         self._seen_first = False
-        self._markers = _RESPONSES_MARKERS if api == "responses" else _CHOICE_MARKERS
+        self._markers = _MARKERS.get(api, _CHOICE_MARKERS)
+        self._message_usage: dict[str, Any] = {}
 
     def feed(self, events: bytes) -> None:
         """Look at a batch of complete event blocks; parse only the ones that matter."""
@@ -149,6 +195,9 @@ class StreamFacts:
 
     def _read(self, data: Mapping[str, Any]) -> None:
         facts = self.facts
+        if self.api == "messages":
+            self._read_message_event(data)
+            return
         if self.api == "responses":
             kind = data.get("type")
             response = data.get("response")
@@ -178,9 +227,36 @@ class StreamFacts:
                 if isinstance(text, str):
                     facts.text.append(text)
 
+    def _read_message_event(self, data: Mapping[str, Any]) -> None:
+        """Messages: ``message_start`` holds the id, model and input usage;
+        ``message_delta`` the stop reason and the usage so far (its fields win)."""
+        facts = self.facts
+        kind = data.get("type")
+        if kind == "message_start":
+            message = _mapping(data.get("message"))
+            _read_head(message, facts)
+            self._message_usage.update(_mapping(message.get("usage")))
+        elif kind == "message_delta":
+            reason = _mapping(data.get("delta")).get("stop_reason")
+            if isinstance(reason, str):
+                facts.finish_reasons.append(reason)
+            self._message_usage.update(
+                {k: v for k, v in _mapping(data.get("usage")).items() if v is not None}
+            )
+        elif kind == "content_block_delta" and self._collect_text:
+            delta = _mapping(data.get("delta"))
+            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                facts.text.append(delta["text"])
+        if kind in ("message_start", "message_delta"):
+            facts.usage = message_usage(self._message_usage)
+        self._seen_first = True
+
 
 _CHOICE_MARKERS = (b'"finish_reason":"', b'"usage":{', b'"finish_reason": "', b'"usage": {')
-_RESPONSES_MARKERS = (b"response.completed", b"response.incomplete", b"response.failed")
+_MARKERS = {
+    "responses": (b"response.completed", b"response.incomplete", b"response.failed"),
+    "messages": (b"message_start", b"message_delta"),
+}
 
 
 async def observed(stream: EventStream, facts: StreamFacts) -> AsyncGenerator[bytes, None]:
