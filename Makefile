@@ -7,20 +7,28 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Claude Code, a real client the end-to-end tests run through the proxy (pinned: its
+# releases change what it sends; docs/notes/claude-code-wire.md records this version).
+CLAUDE_CODE_VERSION := 2.1.197
+CLAUDE := $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude
+export HOOKGATE_TEST_CLAUDE := $(abspath $(CLAUDE))
 
-.PHONY: run test test-fast check system-deps bench schema dashboards clean
+.PHONY: run test test-fast check system-deps claude-code bench schema dashboards clean
 
 run: $(STAMP)
 	$(BIN)/hookgate serve
 
-test: $(STAMP) system-deps check
+test: $(STAMP) system-deps claude-code check
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-fast: $(STAMP) system-deps check
+test-fast: $(STAMP) system-deps claude-code check
 	$(BIN)/pytest -q --skip-slow $(PYTEST_ARGS)
 
 system-deps:
 	bash .ci/system-deps.sh
+
+claude-code: system-deps
+	test -x $(CLAUDE) || bash .ci/claude-code.sh $(CLAUDE_CODE_VERSION) $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)
 
 check: $(STAMP)
 	$(BIN)/ruff check proxy tests bench dashboards evals

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the real services the tests run against (Debian packages), when missing:
-# prometheus (dashboard queries are evaluated by a real Prometheus) and redis-server
-# (the shared store for several replicas).
+# prometheus (dashboard queries are evaluated by a real Prometheus), redis-server
+# (the shared store for several replicas) and npm (which installs Claude Code, a real
+# client of the Anthropic routes: see .ci/claude-code.sh).
 # Needs root or sudo; otherwise says what is missing. Tests that need a missing service
 # are skipped locally and fail under CI=true.
 set -euo pipefail
 packages=()
 command -v prometheus >/dev/null 2>&1 || packages+=(prometheus)
 command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 [ ${#packages[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then
   sudo=()

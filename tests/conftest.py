@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -20,12 +21,21 @@ from tests.otlp import OtlpReceiver
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-credential-abcdef"
 
-_CLIENTS: list[openai.OpenAI] = []
+_CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
 
 
 def openai_client(url: str, **kwargs: Any) -> openai.OpenAI:
     """A real ``openai`` client for ``url`` (no retries), closed when the session ends."""
     client = openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)
+    _CLIENTS.append(client)
+    return client
+
+
+def anthropic_client(url: str, **kwargs: Any) -> anthropic.Anthropic:
+    """A real ``anthropic`` client for the proxy at ``url`` (its base ends in ``/v1``; the
+    SDK appends ``/v1/messages`` itself), no retries, closed when the session ends."""
+    kwargs.setdefault("api_key", CLIENT_KEY)
+    client = anthropic.Anthropic(base_url=url.removesuffix("/v1"), max_retries=0, **kwargs)
     _CLIENTS.append(client)
     return client
 

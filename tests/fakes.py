@@ -1,10 +1,23 @@
-"""A scripted OpenAI-compatible upstream on a real loopback port, and helpers to run servers.
+"""A scripted OpenAI-compatible (and Anthropic-compatible) upstream on a real loopback
+port, and helpers to run servers.
 
 ``FakeUpstream`` answers model endpoints like a tool-using model by default: when the
 request offers tools and no tool result is present it calls the first tool (arguments
 filled from the tool's JSON schema); once a tool result is present it answers with text
-quoting that result. Tests push scripted steps (``Status``, ``Raw``, ``Events``, ``Hang``,
-``synth.Reply``) to override the next answers. Every request is recorded.
+quoting that result ("The tool said: ..."); without tools it says "Hello from the fake
+upstream.". Tests push scripted steps (``Status``, ``Raw``, ``Events``, ``Hang``, ``Reset``,
+``Echo``, ``synth.Reply``) to override the next answers. Every request is recorded.
+
+It serves OpenAI's APIs under ``base_url`` (``.../v1``) and Anthropic's Messages API,
+``POST /v1/messages`` and ``POST /v1/messages/count_tokens``, under
+``anthropic_base_url`` (the bare host: Anthropic's SDKs append ``/v1/messages``
+themselves). On Messages the default agent reads tools in Anthropic's shape (``name``,
+``input_schema``; its tool call has id ``toolu_fake_1``) and looks for ``tool_result``
+blocks in the last user message; a ``synth.Reply`` is answered as a ``message`` (or its
+event stream when the body's ``stream`` is true); ``Echo`` repeats a user message's text
+(its string content, or its text and tool_result blocks). ``count_tokens`` answers
+``{"input_tokens": N}``, N the whitespace-separated words of the system prompt and the
+messages, or a pushed step (a ``Status``; a ``synth.Reply`` answers its ``input_tokens``).
 """
 
 from __future__ import annotations
@@ -130,7 +143,8 @@ class Echo:
     """Answer with the text the upstream received, as the model saw it (after redaction).
 
     The text is the text of one user message of the request (the last, or the one ``user``
-    picks; or a string ``input``/``prompt``), prefixed by ``prefix``. With ``tool`` set the reply is
+    picks; or a string ``input``/``prompt``), prefixed by ``prefix``; on Messages, a user
+    message's string content, or its text and tool_result blocks. With ``tool`` set the reply is
     instead a call of that tool whose arguments are ``{"text": <the text>}``. Streamed
     replies are split into ``pieces`` deltas (``0``: one character per delta).
     """
@@ -170,6 +184,8 @@ class FakeUpstream:
             # Azure OpenAI's two URL schemes
             app.router.add_post(f"/openai/deployments/{{deployment}}/{path}", self._model)
             app.router.add_post(f"/openai/v1/{path}", self._model)
+        for path in ("messages", "messages/count_tokens"):  # Anthropic's
+            app.router.add_post(f"/v1/{path}", self._model)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{id}", self._model_object)
         app.router.add_post("/v1/files", self._upload)
@@ -180,6 +196,11 @@ class FakeUpstream:
     @property
     def base_url(self) -> str:
         return f"{self.server.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The ``base_url`` of an Anthropic client: the host, without ``/v1``."""
+        return self.server.url
 
     def push(self, *steps: Step) -> None:
         """Use ``steps`` for the next requests, in order (then the default behaviour)."""
@@ -206,7 +227,7 @@ class FakeUpstream:
         api = request.path.removeprefix("/openai").removeprefix("/v1/")
         if "deployment" in request.match_info:
             api = api.removeprefix(f"/deployments/{request.match_info['deployment']}/")
-        step = self.script.popleft() if self.script else _agent_reply(api, body)
+        step = self.script.popleft() if self.script else _default_reply(api, body)
         try:
             return await self._answer(request, api, body, step)
         except asyncio.CancelledError:
@@ -325,6 +346,10 @@ class FakeUpstream:
 
 def _as_json(api: str, body: dict[str, Any], reply: synth.Reply) -> dict[str, Any]:
     model = str(body.get("model"))
+    if api == "messages":
+        return synth.message_object(model, reply)
+    if api == "messages/count_tokens":
+        return synth.count_tokens_object(reply.input_tokens)
     if api == "responses":
         return synth.response_object(model, reply)
     if api == "completions":
@@ -342,11 +367,21 @@ def _as_events(api: str, body: dict[str, Any], reply: synth.Reply, delay: float)
         return Events(list(synth.response_stream(model, reply)), delay)
     if api == "completions":
         return Events(list(synth.completion_stream(model, reply)), delay)
+    if api == "messages":
+        return Events(list(synth.message_stream(model, reply)), delay)
     options = body.get("stream_options") or {}
     return Events(
         list(synth.chat_stream(model, reply, include_usage=bool(options.get("include_usage")))),
         delay,
     )
+
+
+def _default_reply(api: str, body: dict[str, Any]) -> synth.Reply:
+    if api == "messages/count_tokens":
+        return synth.Reply(input_tokens=_anthropic_words(body))
+    if api == "messages":
+        return _anthropic_agent_reply(body)
+    return _agent_reply(api, body)
 
 
 def _agent_reply(api: str, body: dict[str, Any]) -> synth.Reply:
@@ -378,19 +413,76 @@ def _tool_result(items: list[Any]) -> str | None:
     return None
 
 
+def _anthropic_agent_reply(body: dict[str, Any]) -> synth.Reply:
+    """:func:`_agent_reply` on the Messages API: tool results are ``tool_result`` blocks of
+    the last user message; tools are ``{"name", "input_schema"}`` (server tools, which
+    carry a ``type``, run at the provider: no call here)."""
+    messages = body.get("messages")
+    users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    if isinstance(content, list):
+        results = [
+            _anthropic_text(block.get("content"))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
+        if results:
+            return synth.Reply(text=f"The tool said: {' '.join(results)}")
+    tools = body.get("tools")
+    for tool in tools if isinstance(tools, list) else []:
+        if (
+            isinstance(tool, dict)
+            and isinstance(tool.get("name"), str)
+            and tool.get("type") in (None, "custom")
+        ):
+            arguments = orjson.dumps(_arguments(dict(tool.get("input_schema") or {}))).decode()
+            return synth.Reply(tool_calls=[synth.ToolCall("toolu_fake_1", tool["name"], arguments)])
+    return synth.Reply(text="Hello from the fake upstream.")
+
+
+def _anthropic_text(content: Any) -> str:
+    """The text of Messages content: a string, or its text blocks and the text of its
+    tool_result blocks (whose content is a string or text blocks), joined with spaces."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [
+        str(block.get("text", ""))
+        if block.get("type") == "text"
+        else _anthropic_text(block.get("content"))
+        for block in content
+        if isinstance(block, dict) and block.get("type") in ("text", "tool_result")
+    ]
+    return " ".join(part for part in parts if part)
+
+
+def _anthropic_words(body: dict[str, Any]) -> int:
+    """Whitespace-separated words of the system prompt and of every message's text."""
+    texts = [_anthropic_text(body.get("system"))]
+    messages = body.get("messages")
+    texts += [_anthropic_text(m.get("content")) for m in messages or [] if isinstance(m, dict)]
+    return sum(len(text.split()) for text in texts)
+
+
 def _echo(api: str, body: dict[str, Any], echo: Echo) -> synth.Reply:
     text = echo.prefix + _user_text(api, body, echo.user)
     pieces = echo.pieces or len(text)
     if echo.tool is None:
         return synth.Reply(text=text, pieces=pieces)
     arguments = orjson.dumps({"text": text}).decode()
-    call = synth.ToolCall("call_echo_1", echo.tool, arguments)
+    call_id = "toolu_echo_1" if api == "messages" else "call_echo_1"
+    call = synth.ToolCall(call_id, echo.tool, arguments)
     return synth.Reply(tool_calls=[call], pieces=echo.pieces or len(arguments))
 
 
 def _user_text(api: str, body: dict[str, Any], index: int) -> str:
     if api == "completions":
         return _text(body.get("prompt"))
+    if api == "messages":
+        messages = body.get("messages")
+        users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+        return _anthropic_text(users[index].get("content")) if users else ""
     items = body.get("messages") if api == "chat/completions" else body.get("input")
     if isinstance(items, str):
         return items

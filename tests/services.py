@@ -29,6 +29,20 @@ def require(binary: str) -> str:
     return path
 
 
+def claude_code() -> str:
+    """The pinned Claude Code binary ``make test`` installs (``HOOKGATE_TEST_CLAUDE``, else
+    the newest under ``.venv``); skip (locally) or fail (CI) when it is missing."""
+    given = os.environ.get("HOOKGATE_TEST_CLAUDE")
+    found = sorted(Path(".venv").glob("claude-code-*/node_modules/.bin/claude"))
+    path = Path(given) if given else (found[-1] if found else None)
+    if path is None or not os.access(path, os.X_OK):
+        message = "Claude Code is not installed (make claude-code installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(path.resolve())
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

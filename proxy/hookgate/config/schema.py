@@ -50,12 +50,15 @@ class ProviderConfig(Strict):
     deployments path (``/openai/deployments/{deployment}/...?api-version=...``, the
     default) or the v1 path (``azure_path: v1``: ``/openai/v1/...``, the deployment as the
     body's model); ``deployments`` maps a model name to its deployment (unmapped names are
-    used as they are). ``type: echo`` is built in: it answers every request locally by
-    echoing the last user message, labelled as an echo, and is meant for trying hookgate
-    out and for users' own tests.
+    used as they are). ``type: anthropic`` speaks Anthropic's Messages API at ``base_url``
+    (default ``https://api.anthropic.com/v1``): the key in ``x-api-key``, and
+    ``anthropic-version`` unless the client sent one. Calls in another provider's API are
+    translated (see ``hookgate.providers.translated``). ``type: echo`` is built in: it
+    answers every request locally by echoing the last user message, labelled as an echo,
+    and is meant for trying hookgate out and for users' own tests.
     """
 
-    type: Literal["openai", "azure", "echo"] = "openai"
+    type: Literal["openai", "azure", "anthropic", "echo"] = "openai"
     base_url: str | None = None
     api_key: SecretStr | None = None
     missing_key: Literal["error", "echo"] = "error"
@@ -71,6 +74,11 @@ class ProviderConfig(Strict):
     """Azure: which of its two URL schemes to call."""
     deployments: dict[str, str] = Field(default_factory=dict)
     """Azure: model name (as sent upstream) → deployment name."""
+    anthropic_version: str = "2023-06-01"
+    """Anthropic: the ``anthropic-version`` sent when the client sends none."""
+    max_tokens: Annotated[int, Field(gt=0)] = 4096
+    """Anthropic: the ``max_tokens`` of a chat call translated to Messages when the client
+    set none (Anthropic requires one; OpenAI's APIs do not)."""
 
     @model_validator(mode="after")
     def _needs_url(self) -> ProviderConfig:
@@ -78,6 +86,9 @@ class ProviderConfig(Strict):
             raise ValueError(f"base_url is required for a provider of type {self.type}")
         if self.type != "azure" and (self.deployments or "azure_path" in self.model_fields_set):
             raise ValueError("deployments and azure_path are settings of type azure")
+        anthropic_only = {"anthropic_version", "max_tokens"} & self.model_fields_set
+        if self.type != "anthropic" and anthropic_only:
+            raise ValueError(f"{', '.join(sorted(anthropic_only))}: settings of type anthropic")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
         return self

@@ -4,6 +4,13 @@ It repeats the last user message as ``[hookgate echo] ...``; if the request offe
 and no tool result has come back yet, it calls the first tool once, so an agent's tool
 loop can be tried without a model. Responses carry model ``echo`` and usage counted in
 words. Useful to try hookgate without a key and in users' own tests.
+
+Anthropic's Messages API is answered in its own shape (a ``message``, or its event stream).
+There a user message's text is its string content, or the text of its ``text`` blocks and
+of its ``tool_result`` blocks (whose content is a string or text blocks); tool results
+come back inside user messages, so after one the echo repeats the result. ``count_tokens``
+answers the word count of the system prompt and the messages, the ``input_tokens`` a
+Messages reply reports.
 """
 
 from __future__ import annotations
@@ -40,6 +47,22 @@ class EchoProvider:
             texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
             data = synth.embeddings(model, texts)
             return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
+        if call.api == "messages.count_tokens":
+            count = synth.count_tokens_object(_messages_words(body, _messages(body)))
+            json_headers = {**headers, "content-type": "application/json"}
+            return ModelResponse(200, json_headers, target, payload=JsonBody.from_data(count))
+        if call.api == "messages":
+            message = _messages_reply(body)
+            if call.stream:
+                return ModelResponse(
+                    200, headers, target, stream=_agen(synth.message_stream(model, message))
+                )
+            return ModelResponse(
+                200,
+                headers,
+                target,
+                payload=JsonBody.from_data(synth.message_object(model, message)),
+            )
         reply = _reply(call)
         if call.api == "completions":
             if call.stream:
@@ -126,3 +149,63 @@ def _text(message: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
     return ""
+
+
+def _messages(body: Mapping[str, Any]) -> list[Any]:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise InvalidRequest("'messages' must be an array", param="messages")
+    return messages
+
+
+def _messages_reply(body: Mapping[str, Any]) -> synth.Reply:
+    """The Messages API counterpart of :func:`_reply`."""
+    messages = _messages(body)
+    words = _messages_words(body, messages)
+    tools = body.get("tools")
+    if isinstance(tools, list) and tools and not any(_has_tool_result(m) for m in messages):
+        name = _tool_name(tools[0])
+        if name:
+            call = synth.ToolCall("toolu_echo_1", name, "{}")
+            return synth.Reply(tool_calls=[call], input_tokens=words)
+    text = next(
+        (
+            _block_text(m.get("content"))
+            for m in reversed(messages)
+            if isinstance(m, Mapping) and m.get("role") == "user"
+        ),
+        "",
+    )
+    return synth.Reply(text=PREFIX + text, input_tokens=words, output_tokens=len(text.split()) + 2)
+
+
+def _messages_words(body: Mapping[str, Any], messages: list[Any]) -> int:
+    """Words of the system prompt and of every message's text."""
+    texts = [_block_text(body.get("system"))]
+    texts += [_block_text(m.get("content")) for m in messages if isinstance(m, Mapping)]
+    return sum(len(text.split()) for text in texts)
+
+
+def _has_tool_result(message: Any) -> bool:
+    if not isinstance(message, Mapping) or not isinstance(message.get("content"), list):
+        return False
+    return any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in message["content"]
+    )
+
+
+def _block_text(content: Any) -> str:
+    """The text of Messages content: a string, or its text and tool_result blocks."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_result":
+            parts.append(_block_text(block.get("content")))
+    return " ".join(part for part in parts if part)

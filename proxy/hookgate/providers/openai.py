@@ -35,8 +35,9 @@ from hookgate.errors import (
     UpstreamTimeout,
 )
 from hookgate.pipeline.observe import UpstreamAddress
-from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
-from hookgate.providers.base import API_PATHS, json_object
+from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.providers import translated as translation
+from hookgate.providers.base import API_PATHS, OPENAI_APIS, json_object
 from hookgate.providers.scrub import Scrubber, credentials
 from hookgate.wire import sse
 from hookgate.wire.headers import response_headers
@@ -130,6 +131,8 @@ class OpenAIProvider:
 
     kind = "openai"
     """``gen_ai.provider.name`` of the calls it sends."""
+    native: frozenset[Api] = frozenset(OPENAI_APIS)
+    """The APIs it sends as they are; calls in others are translated."""
 
     def __init__(
         self,
@@ -147,6 +150,7 @@ class OpenAIProvider:
             self._headers.update(self.key_headers(config.api_key.get_secret_value()))
         self.scrub = Scrubber(credentials(self._headers))
         """Masks this provider's credentials in what it sends back."""
+        self.max_tokens = config.max_tokens
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
@@ -240,6 +244,14 @@ class OpenAIProvider:
         return self.url(API_PATHS[call.api], call.query), call
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Send ``call``: as it is in an API this provider speaks (:attr:`native`),
+        translated to one it speaks otherwise (:mod:`hookgate.providers.translated`)."""
+        if call.api in self.native:
+            return await self.send_native(call, target)
+        return await translation.send(self, call, target)
+
+    async def send_native(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Send ``call``, in one of the :attr:`native` APIs, as it is."""
         label = target.label(call.model)
         headers = self.headers(call.headers)
         headers["content-type"] = "application/json"

@@ -10,6 +10,7 @@ import aiohttp
 from hookgate.config.schema import Config, TargetConfig
 from hookgate.errors import NotFound
 from hookgate.pipeline.types import Target
+from hookgate.providers.anthropic import AnthropicProvider
 from hookgate.providers.azure import AzureProvider
 from hookgate.providers.base import Provider
 from hookgate.providers.echo import EchoProvider
@@ -79,6 +80,8 @@ def build_providers(
             providers[name] = EchoProvider(name)
         elif settings.type == "azure":
             providers[name] = AzureProvider(name, settings, session)
+        elif settings.type == "anthropic":
+            providers[name] = AnthropicProvider(name, settings, session)
         else:
             providers[name] = OpenAIProvider(name, settings, session)
     return providers

@@ -21,7 +21,13 @@ from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CollectorRegistry
 
 from hookgate.config.loader import ConfigError, LoadedConfig
-from hookgate.errors import HookgateError, InvalidRequest, NotFound, PayloadTooLarge
+from hookgate.errors import (
+    HookgateError,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    UpstreamError,
+)
 from hookgate.ids import UniqueIds
 from hookgate.server import exposure, routes
 from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
@@ -227,11 +233,16 @@ def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.
 
 
 def error_response(exc: HookgateError, request_id: str, *, anthropic: bool) -> web.Response:
-    """The error response for ``exc``: OpenAI's format, or Anthropic's on its routes."""
+    """The error response for ``exc``: OpenAI's format, or Anthropic's on its routes
+    (with ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's
+    clients, Claude Code among them, would otherwise retry with backoff)."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
     if anthropic:
         headers["content-type"] = "application/json"
         body = exc.to_anthropic_bytes()
+        if exc.status == 429 and exc.retry_after is None and not isinstance(exc, UpstreamError):
+            # a spent budget: Anthropic's clients retry a 429 unless told not to
+            headers["x-should-retry"] = "false"
     else:
         headers.setdefault("content-type", "application/json")
         body = exc.to_bytes()

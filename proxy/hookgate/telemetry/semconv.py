@@ -22,6 +22,7 @@ REQUEST_MODEL = "gen_ai.request.model"
 REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
 REQUEST_TEMPERATURE = "gen_ai.request.temperature"
 REQUEST_TOP_P = "gen_ai.request.top_p"
+REQUEST_TOP_K = "gen_ai.request.top_k"
 REQUEST_FREQUENCY_PENALTY = "gen_ai.request.frequency_penalty"
 REQUEST_PRESENCE_PENALTY = "gen_ai.request.presence_penalty"
 REQUEST_SEED = "gen_ai.request.seed"
@@ -63,11 +64,14 @@ OPERATIONS: Mapping[str, str] = {
     "responses": "chat",
     "completions": "text_completion",
     "embeddings": "embeddings",
+    "messages": "chat",
+    "messages.count_tokens": "count_tokens",
 }
 
 _NUMERIC = {
     "temperature": REQUEST_TEMPERATURE,
     "top_p": REQUEST_TOP_P,
+    "top_k": REQUEST_TOP_K,
     "frequency_penalty": REQUEST_FREQUENCY_PENALTY,
     "presence_penalty": REQUEST_PRESENCE_PENALTY,
 }
@@ -110,7 +114,7 @@ def request_attributes(
 def stop_sequences(body: Mapping[str, Any]) -> list[str] | None:
     """The request's stop sequences, or None. They are text the client wrote: record them
     only as content, from the body as the model sees it (after redaction)."""
-    stop = body.get("stop")
+    stop = body.get("stop", body.get("stop_sequences"))  # OpenAI's, Anthropic's
     if isinstance(stop, str):
         return [stop]
     if isinstance(stop, list) and stop and all(isinstance(s, str) for s in stop):

@@ -104,8 +104,8 @@ def usage_of(data: Any) -> Usage | None:
         _int(data.get("completion_tokens")),
         _int(prompt_details.get("cached_tokens")),
         _int(completion_details.get("reasoning_tokens")),
-        # written by the chat translation of an Anthropic answer (see wire.translate)
-        _int(prompt_details.get("cache_creation_tokens")),
+        # OpenAI's cache writes; also what the chat translation of an Anthropic answer sets
+        _int(prompt_details.get("cache_write_tokens")),
     )
 
 

@@ -1,0 +1,14 @@
+"""Translations between the OpenAI Chat Completions API and Anthropic's Messages API.
+
+Pure functions over decoded JSON bodies and SSE event blocks (no I/O), used at the
+provider boundary when a client's API differs from its target provider's:
+
+* :mod:`.chat_to_messages`: a chat-completions client whose alias targets an Anthropic
+  provider (request out, answer, stream and error back);
+* :mod:`.messages_to_chat`: an Anthropic Messages client (Claude Code, the ``anthropic``
+  SDK) whose alias targets an OpenAI-compatible provider.
+
+Each module's docstring lists what it translates, what it drops on purpose and why, and
+what it refuses with :class:`~hookgate.errors.InvalidRequest` (a request field the target
+cannot honour is refused, never silently dropped).
+"""
