@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -124,6 +124,21 @@ def parse(block: bytes) -> Event:
     return Event(name, "\n".join(data))
 
 
+def object_of(block: bytes) -> dict[str, Any] | None:
+    """The JSON object of an event block; None for a block without data (a comment, a
+    ``ping`` with none); ``ValueError`` when its data is not a JSON object."""
+    event = parse(block)
+    if not event.data:
+        return None
+    try:
+        data = event.json()
+    except orjson.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        raise ValueError("the event's data is not a JSON object")
+    return data
+
+
 def json_of(block: bytes) -> object:
     """The JSON data of an event block; None for ``[DONE]``, no data, or bad JSON."""
     event = parse(block)
@@ -192,15 +207,21 @@ def is_responses_terminal(block: bytes) -> bool:
     """True for the event that ends a Responses stream (completed, failed, ...)."""
     if not any(name in block for name in _TERMINAL_NAMES):
         return False
+    return _typed(block, RESPONSES_TERMINAL)
+
+
+def _typed(block: bytes, names: frozenset[str]) -> bool:
+    """Whether the event's ``event:`` line, or without one its data's ``type``, is one of
+    ``names``."""
     event = parse(block)
     if event.event is not None:
-        return event.event in RESPONSES_TERMINAL
+        return event.event in names
     try:
         data = event.json()
     except orjson.JSONDecodeError:
         return False
     kind = data.get("type") if isinstance(data, dict) else None
-    return isinstance(kind, str) and kind in RESPONSES_TERMINAL
+    return isinstance(kind, str) and kind in names
 
 
 MESSAGES_TERMINAL = frozenset({"message_stop", "error"})
@@ -212,15 +233,7 @@ def is_messages_terminal(block: bytes) -> bool:
     ``error``), named by its ``event:`` line or, without one, by its data's ``type``."""
     if b"message_stop" not in block and b"error" not in block:
         return False
-    event = parse(block)
-    if event.event is not None:
-        return event.event in MESSAGES_TERMINAL
-    try:
-        data = event.json()
-    except orjson.JSONDecodeError:
-        return False
-    kind = data.get("type") if isinstance(data, dict) else None
-    return isinstance(kind, str) and kind in MESSAGES_TERMINAL
+    return _typed(block, MESSAGES_TERMINAL)
 
 
 def terminal_check(api: str) -> Callable[[bytes], bool]:

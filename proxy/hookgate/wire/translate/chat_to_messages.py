@@ -627,15 +627,12 @@ class StreamTranslator:
         :class:`UpstreamBadResponse` for an event whose data is not a JSON object."""
         if self.finished:
             return []
-        event = sse.parse(block)
-        if not event.data:
-            return []
         try:
-            data = event.json()
-        except orjson.JSONDecodeError:
-            data = None
-        if not isinstance(data, dict):
-            raise UpstreamBadResponse("an Anthropic stream event is not a JSON object")
+            data = sse.object_of(block)
+        except ValueError:
+            raise UpstreamBadResponse("an Anthropic stream event is not a JSON object") from None
+        if data is None:
+            return []
         kind = data.get("type")
         if kind == "message_start":
             return self._start(data.get("message") or {})

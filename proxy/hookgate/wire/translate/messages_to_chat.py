@@ -537,15 +537,12 @@ class StreamTranslator:
             return []
         if sse.is_done(block):
             return self._stop()
-        event = sse.parse(block)
-        if not event.data:
-            return []
         try:
-            chunk = event.json()
-        except orjson.JSONDecodeError:
-            chunk = None
-        if not isinstance(chunk, dict):
-            raise UpstreamBadResponse("a chat stream chunk is not a JSON object")
+            chunk = sse.object_of(block)
+        except ValueError:
+            raise UpstreamBadResponse("a chat stream chunk is not a JSON object") from None
+        if chunk is None:
+            return []
         if isinstance(chunk.get("error"), Mapping):
             self.finished = True
             return [_event(_stream_error(chunk["error"]))]
