@@ -34,6 +34,8 @@ from typing import Any
 
 import orjson
 
+from hookgate.wire.prompts import SIGNED_BLOCKS
+
 TextFn = Callable[[str], str]
 """Maps one text; must return the same object when it changes nothing."""
 
@@ -47,8 +49,6 @@ _NOT_PROSE = frozenset({
 patterns, credentials and opaque payloads (base64 images, encrypted reasoning)."""
 _OPAQUE_ITEMS = frozenset({"image_generation_call", "item_reference"})
 """History items with no prose: a base64 image, a reference by id."""
-_SIGNED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-"""Anthropic blocks whose text a signature covers: passed byte for byte, both ways."""
 _JSON_FIELDS = frozenset({"arguments"})
 
 
@@ -183,7 +183,7 @@ def _prose(value: Any, fn: TextFn) -> Any:
         return fn(value)
     if isinstance(value, list):
         return _each(value, lambda item: _prose(item, fn))
-    if not isinstance(value, Mapping) or _named(value, _SIGNED_BLOCKS):
+    if not isinstance(value, Mapping) or _named(value, SIGNED_BLOCKS):
         return value
     fields = {
         key: item if key in _NOT_PROSE and not (key == "data" and _is_text_source(value))
@@ -303,7 +303,7 @@ def map_response(body: Any, fn: ResponseFn, *, json: bool = False) -> Any:
         items = [map_response(v, fn) for v in body]
         return body if all(a is b for a, b in zip(items, body, strict=True)) else items
     if isinstance(body, Mapping):
-        if _named(body, _SIGNED_BLOCKS):
+        if _named(body, SIGNED_BLOCKS):
             return body
         fields = {k: map_response(v, fn, json=k in _JSON_FIELDS) for k, v in body.items()}
         return body if all(fields[k] is body[k] for k in body) else fields

@@ -48,12 +48,10 @@ MODEL_ENDPOINTS: dict[str, Api] = {
     "/v1/messages/count_tokens": "messages.count_tokens",
 }
 
-_ANTHROPIC_ROUTES = ("/v1/messages",)
-
 
 def speaks_anthropic(path: str) -> bool:
     """Whether ``path`` is one of Anthropic's routes, whose errors take Anthropic's shape."""
-    return path.rstrip("/") in _ANTHROPIC_ROUTES or path.startswith("/v1/messages/")
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
 
 
 def add_routes(app: web.Application, *, ops: bool = True) -> None:

@@ -24,6 +24,9 @@ from typing import Any
 from hookgate.errors import InvalidRequest
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
+SIGNED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+"""Anthropic content blocks a ``signature`` covers: the model's thinking, which must go
+back to Anthropic byte for byte (never redacted, restored or rewritten)."""
 _TEXT_PART_TYPES = frozenset({"text", "input_text"})
 
 

@@ -125,12 +125,7 @@ def facts_of(api: str, body: Mapping[str, Any], *, collect_text: bool = False) -
     """Facts of a non-streamed response body."""
     facts = ResponseFacts()
     _read_head(body, facts)
-    usage = body.get("usage")
-    facts.usage = (
-        message_usage(usage)
-        if api == "messages" and isinstance(usage, Mapping)
-        else usage_of(usage)
-    )
+    facts.usage = usage_of(body.get("usage"))
     if api == "responses":
         _read_response_output(body, facts, collect_text)
         return facts

@@ -66,6 +66,7 @@ import orjson
 
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, is_anthropic_error
 from hookgate.wire import sse
+from hookgate.wire.prompts import SIGNED_BLOCKS
 
 THINKING_BUDGETS: Mapping[str, int] = {
     "minimal": 1024,
@@ -112,8 +113,6 @@ _REFUSED: Mapping[str, str] = {
 }
 """Fields refused when set to a value that has an effect (see :func:`_is_neutral`), and
 why the model cannot honour them."""
-
-_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 _FINISH_REASONS: Mapping[str, str] = {
     "end_turn": "stop",
@@ -380,7 +379,7 @@ def _thinking_blocks(blocks: Any, where: str) -> list[dict[str, Any]]:
     if blocks is None:
         return []
     if not isinstance(blocks, list) or not all(
-        isinstance(b, Mapping) and b.get("type") in _THINKING_TYPES for b in blocks
+        isinstance(b, Mapping) and b.get("type") in SIGNED_BLOCKS for b in blocks
     ):
         raise InvalidRequest(
             f"{where} must be an array of Anthropic thinking or redacted_thinking blocks",
@@ -502,7 +501,7 @@ def response(body: Mapping[str, Any]) -> dict[str, Any]:
     calls = [b for b in blocks if b.get("type") == "tool_use"]
     if calls:
         message["tool_calls"] = [_tool_call(b) for b in calls]
-    message.update(_reasoning([b for b in blocks if b.get("type") in _THINKING_TYPES]))
+    message.update(_reasoning([b for b in blocks if b.get("type") in SIGNED_BLOCKS]))
     return {
         "id": f"chatcmpl-{body.get('id', '')}",
         "object": "chat.completion",
@@ -682,7 +681,7 @@ class StreamTranslator:
             function = {"name": block.get("name"), "arguments": ""}
             delta = {"index": call, "id": block.get("id"), "type": "function", "function": function}
             return [self._delta({"tool_calls": [delta]})]
-        if kind in _THINKING_TYPES:
+        if kind in SIGNED_BLOCKS:
             self._thinking[index] = dict(block)
         return []
 

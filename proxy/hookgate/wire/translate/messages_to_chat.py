@@ -70,6 +70,7 @@ import orjson
 
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, anthropic_error
 from hookgate.wire import sse
+from hookgate.wire.prompts import SIGNED_BLOCKS
 
 MAX_USER_LENGTH = 64
 """The longest ``user`` sent as it is (OpenAI's limit); a longer id is hashed."""
@@ -90,8 +91,6 @@ _REFUSED: Mapping[str, str] = {
     "mcp_servers": "hookgate does not run Anthropic's MCP connector",
     "inference_geo": "hookgate cannot hold it to a region",
 }
-
-_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 _STOP_REASONS: Mapping[str, str] = {
     "stop": "end_turn",
@@ -336,7 +335,7 @@ def _assistant_message(content: Any, where: str) -> list[dict[str, Any]]:
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
             calls.append(_tool_call(block))
-        elif kind not in _THINKING_TYPES:
+        elif kind not in SIGNED_BLOCKS:
             raise _refuse(block, f"{where}[{j}]")
     text = "".join(texts)
     if not text and not calls:
