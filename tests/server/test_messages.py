@@ -286,3 +286,17 @@ def test_virtual_keys_are_read_from_x_api_key_and_bearer(
         "type": "error",
         "error": {"type": "authentication_error", "message": "Incorrect API key provided."},
     }
+
+
+def test_a_spent_budget_tells_anthropic_clients_not_to_retry(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    budget = "policies:\n  - budget: {limits: [{scope: key, usd: 0.000001}]}\n"
+    url = make_proxy(loaded=load_text(anthropic_config(upstream, budget)))
+    with pytest.raises(anthropic.RateLimitError) as refused:
+        anthropic_client(url).messages.create(
+            model="claude-haiku-4-5", max_tokens=1024, messages=[{"role": "user", "content": "Hi"}]
+        )
+    assert refused.value.response.headers["x-should-retry"] == "false"
+    assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    assert not upstream.requests
