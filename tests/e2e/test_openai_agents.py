@@ -13,7 +13,8 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from tests.conftest import CLIENT_KEY, UPSTREAM_KEY
+from hookgate.config.loader import load_text
+from tests.conftest import CLIENT_KEY, TEST_STORE, UPSTREAM_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
 
 set_tracing_disabled(True)  # the SDK would export its traces to OpenAI
@@ -59,3 +60,39 @@ async def test_tool_round_trip(
         first["tools"][0].get("name", first["tools"][0].get("function", {}).get("name"))
         == "get_weather"
     )
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_responses_model_runs_on_a_claude_model(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, streamed: bool
+) -> None:
+    """The SDK's default model class (Responses API) on an alias served by Anthropic:
+    every call is translated to Messages and back, tool loop included."""
+    config = (
+        f"providers: {{claude: {{type: anthropic, base_url: '{upstream.base_url}',"
+        " api_key: 'sk-ant-upstream'}}\n"
+        "models: {gpt-4.1-mini: [{provider: claude, model: claude-sonnet-4-6}]}\n"
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    calls: list[str] = []
+    async with AsyncOpenAI(base_url=url, api_key="sk-client", max_retries=0) as client:
+        agent = make_agent(client, "responses", calls)
+        if streamed:
+            result = Runner.run_streamed(agent, "What is the weather in Paris?")
+            events = [event async for event in result.stream_events()]
+            deltas = [
+                e.data.delta
+                for e in events
+                if e.type == "raw_response_event" and e.data.type == "response.output_text.delta"
+            ]
+            assert "".join(deltas) == "The tool said: sunny, 21C in Paris"
+        else:
+            result = await Runner.run(agent, "What is the weather in Paris?")  # type: ignore[assignment]
+    assert calls == ["Paris"]
+    assert result.final_output == "The tool said: sunny, 21C in Paris"
+    assert [r.path for r in upstream.requests] == ["/v1/messages", "/v1/messages"]
+    first, second = (r.json() for r in upstream.requests)
+    assert first["system"] == [{"type": "text", "text": "Use tools."}]
+    assert first["tools"][0]["name"] == "get_weather"
+    assert second["messages"][-1]["content"][0]["content"] == "sunny, 21C in Paris"

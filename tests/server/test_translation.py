@@ -1,22 +1,26 @@
 """One alias, two providers' APIs: calls translated at the provider boundary.
 
-The real ``openai`` client reaches an Anthropic target, the real ``anthropic`` client an
-OpenAI-compatible one, and an alias whose Anthropic target fails falls back to an OpenAI
+The real ``openai`` client reaches an Anthropic target (Chat Completions and the
+Responses API), the real ``anthropic`` client an OpenAI-compatible one, a Responses call
+a chat-only provider, and an alias whose Anthropic target fails falls back to an OpenAI
 one, streamed and not. What cannot be translated is a 400 that names it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
+from openai.types.responses import Response
 
 from hookgate.config.loader import load_text
 from hookgate.wire import synth
 from tests.conftest import TEST_STORE, ProxyFactory, anthropic_client, openai_client
 from tests.fakes import FakeUpstream, Status
+from tests.spend import settled
 
 KEY = "sk-ant-upstream-secret-0123456789"
 OVERLOADED = Status(529, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}})
@@ -33,7 +37,9 @@ TOOLS: list[Any] = [
 ]
 
 
-def two_providers(claude: FakeUpstream, gpt: FakeUpstream, extra: str = "") -> str:
+def two_providers(
+    claude: FakeUpstream, gpt: FakeUpstream, extra: str = "", store: Path = TEST_STORE
+) -> str:
     """Alias ``smart``: Claude first, GPT second; ``claude-*`` and ``gpt-*`` direct."""
     return (
         "providers:\n"
@@ -44,7 +50,7 @@ def two_providers(claude: FakeUpstream, gpt: FakeUpstream, extra: str = "") -> s
         "  smart: [{provider: claude, model: claude-sonnet-4-6}, {provider: gpt, model: gpt-4o}]\n"
         "  claude-sonnet-4-6: [{provider: claude}]\n"
         "  gpt-4o: [{provider: gpt}]\n"
-        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"store: 'sqlite:///{store}'\n"
         "policies:\n"
         "  - fallback: {retries: 0}\n"
         f"{extra}"
@@ -193,3 +199,139 @@ def test_what_cannot_be_translated_is_refused_by_name(
         )
     assert "top_k" in messages.value.message
     assert not upstream.requests and not backup.requests
+
+
+BUDGET = "  - budget: {limits: [{scope: key, usd: 5}]}\n"
+RESPONSES_TOOLS: list[Any] = [{"type": "function", **TOOLS[0]["function"]}]
+
+
+def responses_answer(client: openai.OpenAI, stream: bool, **asked: Any) -> Response:
+    """The Responses answer to ``asked``: parsed, or the stream's final response."""
+    if not stream:
+        return client.responses.create(**asked)
+    with client.responses.stream(**asked) as events:
+        return events.get_final_response()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_responses_client_reaches_an_anthropic_model(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    backup: FakeUpstream,
+    stream: bool,
+    tmp_path: Path,
+) -> None:
+    """A tool round trip with signed thinking: the reasoning item the client got back
+    carries the thinking block, sent again byte for byte on the next call; spend prices
+    cache reads and writes at their own rates."""
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(two_providers(upstream, backup, BUDGET, store=db)))
+    first = synth.Reply(
+        tool_calls=[synth.ToolCall("toolu_1", "get_weather", '{"city":"Paris"}')],
+        thinking="The user wants the weather.",
+        input_tokens=100, output_tokens=20, cache_creation_tokens=1000,
+    )  # fmt: skip
+    upstream.push(first, synth.Reply("Sunny in Paris.", input_tokens=50, cache_read_tokens=1000))
+    client = openai_client(url)
+    asked: dict[str, Any] = {
+        "model": "claude-sonnet-4-6", "instructions": "Be brief.", "tools": RESPONSES_TOOLS,
+        "reasoning": {"effort": "low"}, "max_output_tokens": 4000,
+    }  # fmt: skip
+    items: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+
+    answer = responses_answer(client, stream, input=items, **asked)
+    assert [item.type for item in answer.output] == ["reasoning", "function_call"]
+    reasoning, call = answer.output
+    assert reasoning.summary[0].text == "The user wants the weather."  # type: ignore[union-attr]
+    assert (call.name, call.arguments, call.call_id) == (  # type: ignore[union-attr]
+        "get_weather", '{"city":"Paris"}', "toolu_1"
+    )  # fmt: skip
+    sent = upstream.last.json()
+    assert upstream.last.path == "/v1/messages"
+    assert sent["system"] == [{"type": "text", "text": "Be brief."}]
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert sent["max_tokens"] == 4000 and sent["tools"][0]["name"] == "get_weather"
+    assert answer.usage is not None
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (1100, 20)
+
+    items += [item.model_dump(exclude_none=True) for item in answer.output]
+    items.append({"type": "function_call_output", "call_id": "toolu_1", "output": "Sunny"})
+    final = responses_answer(client, stream, input=items, **asked)
+    assert final.output_text == "Sunny in Paris." and final.status == "completed"
+    assistant, results = upstream.last.json()["messages"][1:]
+    assert assistant["content"] == [
+        {"type": "thinking", "thinking": first.thinking, "signature": first.signature},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+    assert results["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Sunny"}
+    ]
+    # claude-sonnet-4-6 per million tokens: input $3, output $15, cache reads $0.30,
+    # cache writes $3.75
+    usd = (100 * 3 + 1000 * 3.75 + 20 * 15 + 50 * 3 + 1000 * 0.30 + 5 * 15) / 1e6
+    assert settled(db) == (pytest.approx(usd), 2)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failing_claude_target_falls_back_to_gpt_on_the_responses_api(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, stream: bool
+) -> None:
+    url = make_proxy(loaded=load_text(two_providers(upstream, backup)))
+    upstream.push(OVERLOADED)
+    backup.push(synth.Reply("From GPT."))
+    answer = responses_answer(openai_client(url), stream, model="smart", input="Hi")
+    assert answer.output_text == "From GPT."
+    assert upstream.last.path == "/v1/messages"
+    assert backup.last.path == "/v1/responses"  # GPT speaks the client's API: no translation
+
+
+def test_an_anthropic_error_reaches_a_responses_client_in_openai_shape(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(two_providers(upstream, backup)))
+    upstream.push(OVERLOADED)
+    with pytest.raises(openai.InternalServerError) as caught:
+        openai_client(url).responses.create(model="claude-sonnet-4-6", input="Hi")
+    assert caught.value.status_code == 529 and caught.value.code == "overloaded_error"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_chat_only_provider_serves_the_responses_api(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    """``apis: [chat.completions]``: the Responses call is sent as chat, with usage asked
+    for in a stream, and comes back as a Responses answer."""
+    config = (
+        f"providers: {{local: {{base_url: '{upstream.base_url}', apis: [chat.completions]}}}}\n"
+        "models: {llama: [{provider: local}]}\n"
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    upstream.push(synth.Reply("Hi there.", input_tokens=7, output_tokens=3))
+    answer = responses_answer(
+        openai_client(url), stream, model="llama", instructions="Be kind.", input="Hello"
+    )
+    assert answer.output_text == "Hi there."
+    assert answer.usage is not None and answer.usage.total_tokens == 10
+    sent = upstream.last.json()
+    assert upstream.last.path == "/v1/chat/completions"
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "Hello"},
+    ]
+    assert sent.get("stream_options") == ({"include_usage": True} if stream else None)
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client(url).embeddings.create(model="llama", input="x")
+    assert refused.value.code == "unsupported_api"
+
+
+def test_a_stored_conversation_cannot_be_continued_on_a_translated_provider(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(two_providers(upstream, backup)))
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client(url).responses.create(
+            model="claude-sonnet-4-6", input="And then?", previous_response_id="resp_1"
+        )
+    assert refused.value.param == "previous_response_id"
+    assert not upstream.requests

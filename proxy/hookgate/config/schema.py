@@ -21,6 +21,8 @@ from pydantic import (
 )
 
 DEFAULT_PORT = 8787
+OpenAIApi = Literal["chat.completions", "responses", "completions", "embeddings"]
+"""The model APIs an OpenAI client calls (``ProviderConfig.apis`` names some of them)."""
 MIN_STATIC_KEY_CHARS = 16
 
 
@@ -74,6 +76,10 @@ class ProviderConfig(Strict):
     """Azure: which of its two URL schemes to call."""
     deployments: dict[str, str] = Field(default_factory=dict)
     """Azure: model name (as sent upstream) → deployment name."""
+    apis: list[OpenAIApi] | None = None
+    """OpenAI and Azure: the APIs the provider serves, when not all of OpenAI's (many
+    OpenAI-compatible servers have no Responses API). A Responses call to a provider
+    without it is translated to Chat Completions; calls in other missing APIs are a 400."""
     anthropic_version: str = "2023-06-01"
     """Anthropic: the ``anthropic-version`` sent when the client sends none."""
     max_tokens: Annotated[int, Field(gt=0)] = 4096
@@ -86,6 +92,10 @@ class ProviderConfig(Strict):
             raise ValueError(f"base_url is required for a provider of type {self.type}")
         if self.type != "azure" and (self.deployments or "azure_path" in self.model_fields_set):
             raise ValueError("deployments and azure_path are settings of type azure")
+        if self.type not in ("openai", "azure") and self.apis is not None:
+            raise ValueError("apis is a setting of types openai and azure")
+        if self.apis is not None and not self.apis:
+            raise ValueError("apis must name at least one API")
         anthropic_only = {"anthropic_version", "max_tokens"} & self.model_fields_set
         if self.type != "anthropic" and anthropic_only:
             raise ValueError(f"{', '.join(sorted(anthropic_only))}: settings of type anthropic")

@@ -9,10 +9,11 @@ A provider turns a :class:`~hookgate.pipeline.types.ModelCall` into a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 import orjson
 
+from hookgate.config.schema import OpenAIApi
 from hookgate.errors import UpstreamBadResponse
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
@@ -28,7 +29,7 @@ API_PATHS: Mapping[Api, str] = {
 """Each API's path below a provider's ``base_url`` (chat first: its path ends like the
 completions one)."""
 
-OPENAI_APIS: tuple[Api, ...] = ("chat.completions", "responses", "completions", "embeddings")
+OPENAI_APIS: tuple[Api, ...] = get_args(OpenAIApi)
 """The APIs an OpenAI client calls (``/messages`` is also the tail of OpenAI's
 Assistants ``/threads/{id}/messages``, which is not a model call)."""
 

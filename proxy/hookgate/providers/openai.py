@@ -151,6 +151,8 @@ class OpenAIProvider:
         self.scrub = Scrubber(credentials(self._headers))
         """Masks this provider's credentials in what it sends back."""
         self.max_tokens = config.max_tokens
+        if config.apis is not None:
+            self.native = frozenset(config.apis)
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )

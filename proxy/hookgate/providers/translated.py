@@ -13,6 +13,10 @@ translated:
   comes back as Messages (:mod:`hookgate.wire.translate.messages_to_chat`);
 * a Messages ``count_tokens`` call to an OpenAI-compatible provider, which has no such
   endpoint, is answered here: the prompt's tokens as the budget counts them (tiktoken);
+* a Responses call to a provider without the Responses API is sent as a Chat Completions
+  call (:mod:`hookgate.wire.translate.responses_to_chat`), and to an Anthropic provider
+  that chat call is in turn sent as a Messages call: the two translations compose, the
+  answer and its stream going back through both;
 * any other pair is a 400 that names both.
 
 What cannot be translated is refused with a 400 that names the field, never dropped; the
@@ -31,7 +35,7 @@ from hookgate.errors import InvalidRequest, UpstreamStatusError
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
-from hookgate.wire.translate import chat_to_messages, messages_to_chat
+from hookgate.wire.translate import chat_to_messages, messages_to_chat, responses_to_chat
 
 
 class NativeSender(Protocol):
@@ -48,7 +52,10 @@ class NativeSender(Protocol):
 class StreamTranslator(Protocol):
     """Turns one upstream event block into the client's event blocks."""
 
-    finished: bool
+    @property
+    def finished(self) -> bool:
+        """True once the client's stream is complete; later blocks are ignored."""
+        ...
 
     def feed(self, block: bytes) -> list[bytes]: ...
 
@@ -57,6 +64,10 @@ async def send(provider: NativeSender, call: ModelCall, target: Target) -> Model
     """Send ``call`` through ``provider`` in an API it speaks; see the module docstring."""
     if call.api == "chat.completions" and "messages" in provider.native:
         return await _to_messages(provider, call, target)
+    if call.api == "responses" and "chat.completions" in provider.native:
+        return await _responses_to_chat(provider, call, target)
+    if call.api == "responses" and "messages" in provider.native:
+        return await _responses_to_messages(provider, call, target)
     if call.api in ("messages", "messages.count_tokens") and "chat.completions" in provider.native:
         if call.api == "messages.count_tokens":
             return _counted(call, target)
@@ -94,6 +105,42 @@ async def _to_messages(provider: NativeSender, call: ModelCall, target: Target) 
     return response.with_body(chat_to_messages.response(response.body))
 
 
+async def _responses_to_chat(
+    provider: NativeSender, call: ModelCall, target: Target
+) -> ModelResponse:
+    body = responses_to_chat.request(call.body, keep_thinking=False)
+    sent = dataclasses.replace(
+        call, api="chat.completions", payload=JsonBody.from_data(body), query=""
+    )
+    response = await provider.send_native(sent, target)  # chat errors are OpenAI's shape
+    if response.stream is not None:
+        translator = responses_to_chat.StreamTranslator(request=call.body)
+        return dataclasses.replace(response, stream=_translated(response.stream, translator))
+    return response.with_body(responses_to_chat.response(response.body, request=call.body))
+
+
+async def _responses_to_messages(
+    provider: NativeSender, call: ModelCall, target: Target
+) -> ModelResponse:
+    """Responses → chat → Messages, and the answer back through both translations. The
+    thinking blocks a Responses client got back (in reasoning items) are sent again."""
+    chat = responses_to_chat.request(call.body, keep_thinking=True)
+    body = chat_to_messages.request(chat, default_max_tokens=provider.max_tokens)
+    sent = dataclasses.replace(call, api="messages", payload=JsonBody.from_data(body), query="")
+    try:
+        response = await provider.send_native(sent, target)
+    except UpstreamStatusError as exc:
+        raise _rewritten(exc, chat_to_messages.error) from None
+    if response.stream is not None:
+        translator = _Chain(
+            chat_to_messages.StreamTranslator(model=call.model, include_usage=True),
+            responses_to_chat.StreamTranslator(request=call.body),
+        )
+        return dataclasses.replace(response, stream=_translated(response.stream, translator))
+    answer = chat_to_messages.response(response.body)
+    return response.with_body(responses_to_chat.response(answer, request=call.body))
+
+
 async def _to_chat(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
     body = messages_to_chat.request(call.body)
     sent = dataclasses.replace(
@@ -124,6 +171,21 @@ def _rewritten(exc: UpstreamStatusError, error: Callable[[int, bytes], bytes]) -
     return UpstreamStatusError(
         exc.status, error(exc.status, exc.body), exc.upstream_headers, target=exc.target
     )
+
+
+class _Chain:
+    """Two stream translations in a row: ``first``'s output is ``then``'s input."""
+
+    def __init__(self, first: StreamTranslator, then: StreamTranslator) -> None:
+        self._first = first
+        self._then = then
+
+    @property
+    def finished(self) -> bool:
+        return self._then.finished
+
+    def feed(self, block: bytes) -> list[bytes]:
+        return [out for middle in self._first.feed(block) for out in self._then.feed(middle)]
 
 
 async def _translated(

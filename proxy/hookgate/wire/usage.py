@@ -96,6 +96,8 @@ def usage_of(data: Any) -> Usage | None:
             _int(data.get("output_tokens")),
             _int(input_details.get("cached_tokens")),
             _int(output_details.get("reasoning_tokens")),
+            # what the Responses translation of an Anthropic answer sets beside cached_tokens
+            _int(input_details.get("cache_write_tokens")),
         )
     prompt_details = _mapping(data.get("prompt_tokens_details"))
     completion_details = _mapping(data.get("completion_tokens_details"))

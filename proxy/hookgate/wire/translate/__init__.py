@@ -1,4 +1,4 @@
-"""Translations between the OpenAI Chat Completions API and Anthropic's Messages API.
+"""Translations between the OpenAI APIs and Anthropic's Messages API.
 
 Pure functions over decoded JSON bodies and SSE event blocks (no I/O), used at the
 provider boundary when a client's API differs from its target provider's:
@@ -6,7 +6,9 @@ provider boundary when a client's API differs from its target provider's:
 * :mod:`.chat_to_messages`: a chat-completions client whose alias targets an Anthropic
   provider (request out, answer, stream and error back);
 * :mod:`.messages_to_chat`: an Anthropic Messages client (Claude Code, the ``anthropic``
-  SDK) whose alias targets an OpenAI-compatible provider.
+  SDK) whose alias targets an OpenAI-compatible provider;
+* :mod:`.responses_to_chat`: a Responses API client whose target has no Responses API
+  (chat-only servers; and, composed with :mod:`.chat_to_messages`, Anthropic).
 
 Each module's docstring lists what it translates, what it drops on purpose and why, and
 what it refuses with :class:`~hookgate.errors.InvalidRequest` (a request field the target
