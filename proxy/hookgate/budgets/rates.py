@@ -15,6 +15,16 @@ WINDOW_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
+class Rate:
+    """A per-minute rate of one scope (``key``, ``team``, ``model``): requests, tokens or
+    both."""
+
+    scope: str
+    rpm: int | None
+    tpm: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class RateCheck:
     """One counter to charge: its name, its per-minute cap, and the amount."""
 

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from pydantic import ValidationError
 
+from hookgate.config import policy_sets
+from hookgate.config.policy_sets import DEFAULT
 from hookgate.config.schema import Config
 from hookgate.pipeline import registry
 from hookgate.pipeline.hooks import Policy
@@ -44,10 +47,20 @@ class LoadedConfig:
 
     config: Config
     policies: tuple[Policy, ...]
+    """The ``default`` set's policies (the top-level ``policies``)."""
     source: str
     """The file it was read from ("<string>" when loaded from text)."""
     lines: Mapping[Loc, int] = field(default_factory=dict)
     """The line of each YAML path of the file."""
+    sets: Mapping[str, tuple[Policy, ...]] = field(default_factory=dict)
+    """Every policy set's policies, ``default`` included (see
+    :mod:`hookgate.config.policy_sets`). Sets share one instance of a policy they list
+    with the same settings."""
+
+    @property
+    def all_policies(self) -> tuple[Policy, ...]:
+        """Every distinct policy instance of every set, each once."""
+        return tuple({id(p): p for ps in self.sets.values() for p in ps}.values())
 
     def problem(self, loc: Loc, message: str) -> str:
         """A problem found after loading, as ``file:line: path: message``."""
@@ -113,8 +126,8 @@ def load_text(text: str, source: str = "<string>") -> LoadedConfig:
         problems.extend(Problem(tuple(e["loc"]), _message(e)) for e in exc.errors())
     else:
         problems.extend(_check_references(config))
-        policies = _build_policies(config, problems)
-        loaded = LoadedConfig(config, policies, source, lines)
+        sets = _build_sets(config, problems)
+        loaded = LoadedConfig(config, sets.get(DEFAULT, ()), source, lines, sets)
     if problems or loaded is None:
         raise _error(source, problems, lines)
     return loaded
@@ -220,18 +233,33 @@ def _check_references(config: Config) -> list[Problem]:
     return problems
 
 
-def _build_policies(config: Config, problems: list[Problem]) -> tuple[Policy, ...]:
-    built: list[Policy] = []
-    for i, entry in enumerate(config.policies):
-        ((name, settings),) = entry.items()
-        loc: Loc = ("policies", i, name)
-        try:
-            built.append(registry.build(name, settings))
-        except registry.UnknownPolicy as exc:
-            problems.append(Problem(loc, str(exc)))
-        except registry.PolicySettingsError as exc:
-            problems.extend(Problem((*loc, *e["loc"]), _message(e)) for e in exc.errors)
-        except Exception as exc:  # valid settings, yet the policy could not start
-            reason = f"{type(exc).__name__}: {exc}"
-            problems.append(Problem(loc, f"the policy could not start: {reason}"))
-    return tuple(built)
+def _build_sets(config: Config, problems: list[Problem]) -> dict[str, tuple[Policy, ...]]:
+    """Each resolved set's policies; one instance per distinct ``(name, settings)``."""
+    resolved, set_problems = policy_sets.resolve(config)
+    problems.extend(Problem(p.loc, p.message) for p in set_problems)
+    built: dict[bytes, Policy | None] = {}
+    sets: dict[str, tuple[Policy, ...]] = {}
+    for name, entries in resolved.items():
+        policies: list[Policy] = []
+        for entry in entries:
+            identity = orjson.dumps([entry.name, entry.settings], option=orjson.OPT_SORT_KEYS)
+            if identity not in built:
+                built[identity] = _build(entry, problems)
+            policy = built[identity]
+            if policy is not None:
+                policies.append(policy)
+        sets[name] = tuple(policies)
+    return sets
+
+
+def _build(entry: policy_sets.Entry, problems: list[Problem]) -> Policy | None:
+    try:
+        return registry.build(entry.name, entry.settings)
+    except registry.UnknownPolicy as exc:
+        problems.append(Problem(entry.loc, str(exc)))
+    except registry.PolicySettingsError as exc:
+        problems.extend(Problem((*entry.loc, *e["loc"]), _message(e)) for e in exc.errors)
+    except Exception as exc:  # valid settings, yet the policy could not start
+        reason = f"{type(exc).__name__}: {exc}"
+        problems.append(Problem(entry.loc, f"the policy could not start: {reason}"))
+    return None

@@ -191,6 +191,55 @@ StaticKey = Annotated[SecretStr, AfterValidator(_static_key)]
 """A shared client key; empty (an unset ``${NAME:-}``) means none."""
 
 
+JwtAlgorithm = Literal["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
+
+
+def _default_algorithms() -> list[JwtAlgorithm]:
+    return ["RS256", "ES256"]
+
+
+class JwtConfig(Strict):
+    """Identity from signed tokens (JWT), beside virtual keys.
+
+    A caller whose API key is a JWT (three dot-separated base64url segments) is
+    authenticated by its signature, checked with the public keys of ``jwks_file`` or
+    ``jwks_url``, and by its ``iss``, ``aud``, ``exp`` and ``nbf`` claims; its team and
+    user come from the claims named by ``team_claim`` and ``user_claim`` (a dotted path
+    reads a nested claim: ``org.team``). A token that fails any check is a 401 that says
+    which.
+    """
+
+    jwks_file: str | None = None
+    """A JSON Web Key Set on disk (re-read when it changes)."""
+    jwks_url: str | None = None
+    """A JSON Web Key Set over HTTP(S), kept for ``jwks_cache_s`` and fetched again at
+    once (at most every ``jwks_min_refresh_s``) when a token names a key id it lacks."""
+    jwks_cache_s: Annotated[float, Field(gt=0)] = 300.0
+    jwks_min_refresh_s: Annotated[float, Field(ge=0)] = 10.0
+    issuer: str
+    """The required ``iss``."""
+    audience: str
+    """The required ``aud`` (one of the token's, when it names several)."""
+    algorithms: list[JwtAlgorithm] = Field(default_factory=_default_algorithms)
+    """Signature algorithms accepted (never ``none`` or a shared-secret HMAC)."""
+    team_claim: str = "team"
+    """The claim whose value is the caller's team (required in every token)."""
+    user_claim: str = "sub"
+    """The claim whose value is the caller's user (optional in a token)."""
+    leeway_s: Annotated[float, Field(ge=0)] = 30.0
+    """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JwtConfig:
+        if (self.jwks_file is None) == (self.jwks_url is None):
+            raise ValueError("give exactly one of jwks_file and jwks_url")
+        if self.jwks_url is not None and not self.jwks_url.startswith(("http://", "https://")):
+            raise ValueError("jwks_url must start with http:// or https://")
+        if not self.algorithms:
+            raise ValueError("algorithms must name at least one algorithm")
+        return self
+
+
 class KeysConfig(Strict):
     """Virtual keys (``hookgate keys create``) and the admin API."""
 
@@ -204,6 +253,8 @@ class KeysConfig(Strict):
     ``static-2``, ... by position. Only their SHA-256 digests are kept in memory and
     compared in constant time. An entry that resolves empty (``${NAME:-}`` unset) is
     ignored; a shorter one than 16 characters is an error."""
+    jwt: JwtConfig | None = None
+    """Accept signed tokens (JWT) as API keys; see :class:`JwtConfig`."""
     admin_key: SecretStr | None = None
     """Bearer key of the ``/admin/`` API (use ``${HOOKGATE_ADMIN_KEY}``); unset: the
     admin API is off."""
@@ -249,6 +300,73 @@ def _some_targets(targets: list[TargetConfig]) -> list[TargetConfig]:
 PolicyEntry = Annotated[dict[str, Any], AfterValidator(_one_key)]
 """``{name: settings}``; the settings are validated by the policy's own Config."""
 
+PLACEMENT_KEYS = ("before", "after")
+"""The keys a policy set's entry may have beside its policy's name."""
+
+
+def _set_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    placed = [k for k in PLACEMENT_KEYS if k in entry]
+    if len(placed) > 1:
+        raise ValueError("an entry may say before or after, not both")
+    for key in placed:
+        if not isinstance(entry[key], str):
+            raise ValueError(f"{key} names one policy of the set it extends")
+    _one_key({k: v for k, v in entry.items() if k not in PLACEMENT_KEYS})
+    return entry
+
+
+SetEntry = Annotated[dict[str, Any], AfterValidator(_set_entry)]
+"""``{name: settings}``, optionally with ``before: other`` or ``after: other``."""
+
+Route = Literal[
+    "chat.completions", "responses", "completions", "embeddings", "messages",
+    "messages.count_tokens",
+]  # fmt: skip
+"""The model APIs a policy set may be matched on (``/v1/messages`` is ``messages``)."""
+
+
+class MatchConfig(Strict):
+    """Which requests a policy set is for: every field given must match (values within a
+    field are alternatives; shell-style globs, ``intern-*``). Values are the caller's key
+    id (``hgk_...``), team, user, the model alias the client named, its
+    ``x-hookgate-agent`` and the route's API."""
+
+    keys: list[str] = Field(default_factory=list)
+    teams: list[str] = Field(default_factory=list)
+    users: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=list)
+    routes: list[Route] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _some_field(self) -> MatchConfig:
+        if not self.model_fields_set:
+            raise ValueError("match needs at least one field (leave match out for a set "
+                             "chosen only by assignment)")  # fmt: skip
+        return self
+
+
+class PolicySetConfig(Strict):
+    """A named pipeline (see :mod:`hookgate.config.policy_sets`)."""
+
+    extends: str | None = None
+    """Another set (or ``default``, the top-level ``policies``) whose policies this set
+    starts from: an entry naming one of them overrides its settings (merged key by key),
+    any other entry is added (at the end, or ``before``/``after`` a named one), and
+    ``remove`` drops some."""
+    match: MatchConfig | None = None
+    """The requests this set is for; without it, only keys and teams assigned to it (by
+    the admin API) get it."""
+    policies: list[SetEntry] = Field(default_factory=list)
+    remove: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _remove_needs_extends(self) -> PolicySetConfig:
+        if self.remove and self.extends is None:
+            raise ValueError("remove drops inherited policies: it needs extends")
+        return self
+
+
 Targets = Annotated[list[TargetConfig], AfterValidator(_some_targets)]
 
 
@@ -259,6 +377,9 @@ class Config(Strict):
     providers: dict[str, ProviderConfig]
     models: dict[str, Targets]
     policies: list[PolicyEntry] = Field(default_factory=list)
+    """The ``default`` policy set: the pipeline of every request no other set takes."""
+    policy_sets: dict[str, PolicySetConfig] = Field(default_factory=dict)
+    """Named pipelines selected per request (see :mod:`hookgate.config.policy_sets`)."""
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
     store: str = "sqlite:///hookgate.db"
     """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
@@ -275,6 +396,13 @@ class Config(Strict):
             raise ValueError(
                 "store must be sqlite:///path.db (relative), sqlite:////abs.db or redis://host:port/db"
             )
+        return value
+
+    @field_validator("policy_sets")
+    @classmethod
+    def _not_default(cls, value: dict[str, PolicySetConfig]) -> dict[str, PolicySetConfig]:
+        if "default" in value:
+            raise ValueError("'default' is the top-level policies list; name the set otherwise")
         return value
 
     @field_validator("providers")

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import orjson
 
+from hookgate.budgets.limits import Limit
+from hookgate.budgets.rates import Rate
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.observe import Observation
 from hookgate.wire.sse import EventStream
@@ -146,11 +148,18 @@ class ModelResponse:
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Who is calling. Without virtual keys every caller is ``anonymous``."""
+    """Who is calling. Without virtual keys every caller is ``anonymous``.
+
+    ``limits`` and ``rates`` are what the admin API granted the key and its team
+    (:mod:`hookgate.store.grants`): the ``budget`` and ``rate_limit`` policies enforce
+    them beside their YAML ones, each replacing a YAML one of the same scope and window.
+    """
 
     key_id: str = "anonymous"
     team: str | None = None
     user: str | None = None
+    limits: tuple[Limit, ...] = ()
+    rates: tuple[Rate, ...] = ()
 
 
 ANONYMOUS = Identity()
@@ -171,6 +180,9 @@ class Context:
     agent: str | None = None
     session_id: str | None = None
     reply_id: str | None = None
+    policy_set: str = "default"
+    """The policy set whose pipeline serves the request (see
+    :mod:`hookgate.config.policy_sets`)."""
     state: dict[str, Any] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
     observation: Observation = field(default_factory=Observation)

@@ -94,7 +94,10 @@ class BudgetConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    limits: list[LimitConfig]
+    limits: list[LimitConfig] = Field(default_factory=list)
+    """The YAML limits. Limits granted at run time (``/admin/keys``, ``/admin/teams``)
+    apply beside them, each replacing the YAML limit of its scope and window; with none
+    here, the policy enforces only those."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
     image_tokens: Annotated[int, Field(ge=0)] = token_estimates.IMAGE_TOKENS
     """Prompt tokens reserved per image part (see ``hookgate.budgets.tokens.IMAGE_TOKENS``;
@@ -131,7 +134,11 @@ class BudgetPolicy(Policy):
         identity = ctx.identity
         values = {"key": identity.key_id, "team": identity.team, "user": identity.user,
                   "agent": ctx.agent, "reply": ctx.reply_id, "model": call.model}  # fmt: skip
-        charged = counters(self.limits, values, time.time())
+        now = time.time()
+        granted = counters(identity.limits, values, now)  # the admin API's, by window
+        replaced = {c.key for c in granted}
+        charged = [c for c in counters(self.limits, values, now) if c.key not in replaced]
+        charged += granted
         if not charged or call.api == "messages.count_tokens":  # counting tokens is free
             return await next(call, ctx)
         if call.api == "responses" and call.body.get("background") is True:

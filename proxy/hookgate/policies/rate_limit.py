@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookgate.budgets import tokens as token_estimates
-from hookgate.budgets.rates import RateCheck, RateLimiter, RateResult
+from hookgate.budgets.rates import Rate, RateCheck, RateLimiter, RateResult
 from hookgate.errors import RateLimited
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.services import Services
@@ -52,7 +52,9 @@ class RateLimitConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    limits: list[RateConfig]
+    limits: list[RateConfig] = Field(default_factory=list)
+    """The YAML rates. Rates granted at run time (``/admin/keys``, ``/admin/teams``) apply
+    beside them, each replacing the YAML rate of its scope."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
 
 
@@ -71,6 +73,8 @@ class RateLimitPolicy(Policy):
         if any(limit.tpm is not None for limit in config.limits):
             token_estimates.warm()  # the first request does not pay for loading the tokenizer
 
+        self.rates_configured = tuple(Rate(r.scope, r.rpm, r.tpm) for r in config.limits)
+
     def attach(self, services: Services) -> None:
         self.rates = services.rates
 
@@ -79,7 +83,10 @@ class RateLimitPolicy(Policy):
         requests: list[RateCheck] = []
         token_checks: list[RateCheck] = []
         estimate: int | None = None
-        for limit in self.config.limits:
+        granted = ctx.identity.rates  # the admin API's replace the YAML rate of their scope
+        scopes = {rate.scope for rate in granted}
+        rates = [r for r in self.rates_configured if r.scope not in scopes] + list(granted)
+        for limit in rates:
             value = values.get(limit.scope)
             if not value:
                 continue

@@ -1,12 +1,26 @@
 """The admin HTTP API under ``/admin/``, behind ``keys.admin_key``.
 
-``GET /admin/keys``, ``POST /admin/keys`` (``{"team", "user"?, "name"?, "models"?,
-"expires_in_s"?}`` → the new key, shown once), ``DELETE /admin/keys/{id}``,
-``GET /admin/spend?by=team&since=7d``.
+Keys: ``GET /admin/keys``, ``POST /admin/keys`` (``{"team", "user"?, "name"?,
+"models"?, "expires_in_s"?}`` → the new key, shown once), ``GET /admin/keys/{id}``,
+``PATCH /admin/keys/{id}`` (grants, below), ``DELETE /admin/keys/{id}`` (revokes).
+
+Teams: ``GET /admin/teams``, ``GET /admin/teams/{team}``, ``PUT /admin/teams/{team}``
+(its grants, replaced), ``PATCH /admin/teams/{team}`` (the fields given changed; null
+clears one), ``DELETE /admin/teams/{team}`` (its grants dropped).
+
+Grants (:class:`~hookgate.store.grants.Grants`): ``models``, ``budgets`` (``[{"window",
+"usd"?, "tokens"?}]``), ``rpm``, ``tpm``, ``policy_set`` (a set of the running config),
+``metadata``. A change is stored with a record of who made it (the
+``x-hookgate-actor`` header, else ``admin``), before and after: ``GET
+/admin/changes?since=7d``. It applies on this replica at once and on every other one
+within a second.
+
+Reports: ``GET /admin/spend?by=team&since=7d``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict
 from typing import Annotated, Any
@@ -17,10 +31,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from hookgate.config.durations import parse_duration
 from hookgate.errors import InvalidRequest, NotFound
-from hookgate.server.appkeys import HOLDER, STORE
+from hookgate.server.appkeys import GRANTS, HOLDER, STORE
 from hookgate.server.auth import check_admin
 from hookgate.store import keys
+from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind
 from hookgate.store.keys import KeyRecord
+
+log = logging.getLogger("hookgate")
 
 MAX_EXPIRY_S = 100 * 365 * 86400.0
 """The longest a key may be made to live; leave ``expires_in_s`` out for a key that never
@@ -82,14 +99,153 @@ def add_routes(app: web.Application) -> None:
     """Register the admin routes."""
     app.router.add_get("/admin/keys", list_keys)
     app.router.add_post("/admin/keys", create_key)
+    app.router.add_get("/admin/keys/{id}", get_key)
+    app.router.add_patch("/admin/keys/{id}", change_key)
     app.router.add_delete("/admin/keys/{id}", revoke_key)
+    app.router.add_get("/admin/teams", list_teams)
+    app.router.add_get("/admin/teams/{team}", get_team)
+    app.router.add_put("/admin/teams/{team}", change_team)
+    app.router.add_patch("/admin/teams/{team}", change_team)
+    app.router.add_delete("/admin/teams/{team}", change_team)
+    app.router.add_get("/admin/changes", list_changes)
     app.router.add_get("/admin/spend", spend_report)
 
 
 async def list_keys(request: web.Request) -> web.Response:
     check_admin(request, request.app[HOLDER].current)
-    records = await request.app[STORE].keys()
-    return _json({"object": "list", "data": [public(r) for r in records]})
+    store = request.app[STORE]
+    records = await store.keys()
+    granted = await store.all_grants("key")
+    data = [{**public(r), "grants": _shown(granted.get(r.id))} for r in records]
+    return _json({"object": "list", "data": data})
+
+
+async def get_key(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    record = await _key(request)
+    grants = await request.app[STORE].grants("key", record.id)
+    return _json({**public(record), "grants": _shown(grants)})
+
+
+async def change_key(request: web.Request) -> web.Response:
+    """``PATCH /admin/keys/{id}``: change the fields of the key's grants given."""
+    check_admin(request, request.app[HOLDER].current)
+    record = await _key(request)
+    after = await _change(request, "key", record.id)
+    return _json({**public(record), "grants": _shown(after)})
+
+
+async def _key(request: web.Request) -> KeyRecord:
+    key_id = request.match_info["id"]
+    record = next((r for r in await request.app[STORE].keys() if r.id == key_id), None)
+    if record is None:
+        raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
+    return record
+
+
+async def list_teams(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    granted = await request.app[STORE].all_grants("team")
+    data = [{"team": team, "grants": _shown(g)} for team, g in granted.items()]
+    return _json({"object": "list", "data": data})
+
+
+async def get_team(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    team = request.match_info["team"]
+    grants = await request.app[STORE].grants("team", team)
+    if grants is None:
+        raise NotFound(f"team {team!r} has no grants", code="team_not_found")
+    return _json({"team": team, "grants": _shown(grants)})
+
+
+async def change_team(request: web.Request) -> web.Response:
+    """``PUT`` (replace), ``PATCH`` (change some fields) or ``DELETE`` a team's grants."""
+    check_admin(request, request.app[HOLDER].current)
+    team = request.match_info["team"]
+    if not team.isprintable() or len(team) > 256:
+        raise InvalidRequest("a team name is printable text of at most 256 characters")
+    after = await _change(request, "team", team)
+    return _json({"team": team, "grants": _shown(after)})
+
+
+async def _change(request: web.Request, kind: Kind, subject: str) -> Grants | None:
+    """Apply the request's change to ``subject``'s grants; returns them after it."""
+    store = request.app[STORE]
+    before = await store.grants(kind, subject)
+    if request.method == "DELETE":
+        if before is None:
+            raise NotFound(f"{kind} {subject!r} has no grants", code=f"{kind}_not_found")
+        after = None
+    else:
+        patch = _object(await request.read())
+        base = before if request.method == "PATCH" and before is not None else NO_GRANTS
+        try:
+            after = base.changed(patch)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise InvalidRequest(f"invalid grants: {where}: {error['msg']}", param=where) from None
+        known = request.app[HOLDER].current.selector.known
+        if after.policy_set is not None and after.policy_set not in known:
+            raise InvalidRequest(
+                f"unknown policy set {after.policy_set!r} (known: {', '.join(sorted(known))})",
+                param="policy_set",
+            )
+    change = AdminChange(
+        ts=time.time(), actor=_actor(request), action="delete" if after is None else "set",
+        kind=kind, subject=subject, before=before, after=after,
+    )  # fmt: skip
+    await store.change_grants(change)
+    request.app[GRANTS].forget(kind, subject)
+    log.info("admin: %s %s %s by %s", change.action, kind, subject, change.actor)
+    return after
+
+
+def _object(raw: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw or b"{}")
+    except orjson.JSONDecodeError:
+        raise InvalidRequest("the body must be a JSON object of grants") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest("the body must be a JSON object of grants")
+    return data
+
+
+def _actor(request: web.Request) -> str:
+    actor = request.headers.get("x-hookgate-actor", "admin")
+    if not actor.isprintable() or not 0 < len(actor) <= 256:
+        raise InvalidRequest(
+            "x-hookgate-actor must be printable text of at most 256 characters",
+            param="x-hookgate-actor",
+        )
+    return actor
+
+
+def _shown(grants: Grants | None) -> dict[str, Any] | None:
+    return None if grants is None else grants.model_dump(exclude_none=True)
+
+
+async def list_changes(request: web.Request) -> web.Response:
+    """``GET /admin/changes?since=7d``: the admin log, oldest first."""
+    check_admin(request, request.app[HOLDER].current)
+    since = time.time() - _duration(request.query.get("since", "30d"))
+    changes = await request.app[STORE].admin_changes(since)
+    data = [
+        {**c.model_dump(exclude={"before", "after"}), "before": _shown(c.before),
+         "after": _shown(c.after)}
+        for c in changes
+    ]  # fmt: skip
+    return _json({"object": "list", "data": data})
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise InvalidRequest(
+            "since must be a duration like 30d, 12h or 90m", param="since"
+        ) from None
 
 
 async def create_key(request: web.Request) -> web.Response:
@@ -121,12 +277,7 @@ async def spend_report(request: web.Request) -> web.Response:
     by = request.query.get("by", "team")
     if by not in SPEND_GROUPS:
         raise InvalidRequest(f"by must be one of {', '.join(sorted(SPEND_GROUPS))}", param="by")
-    try:
-        since = time.time() - parse_duration(request.query.get("since", "30d"))
-    except ValueError:
-        raise InvalidRequest(
-            "since must be a duration like 30d, 12h or 90m", param="since"
-        ) from None
+    since = time.time() - _duration(request.query.get("since", "30d"))
     lines = await request.app[STORE].spend(by, since)
     return _json({"object": "list", "by": by, "data": [line.as_dict(by) for line in lines]})
 

@@ -30,7 +30,16 @@ from hookgate.errors import (
 )
 from hookgate.ids import UniqueIds
 from hookgate.server import exposure, routes
-from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, SESSION, STORE
+from hookgate.server.appkeys import (
+    GRANTS,
+    HOLDER,
+    LISTEN_HOST,
+    METRICS,
+    REQUEST_ID,
+    SESSION,
+    STORE,
+)
+from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.store.base import display_url
@@ -89,6 +98,7 @@ def create_app(
     app[METRICS] = metrics
     store = open_store(loaded.config.store)
     app[STORE] = store
+    app[GRANTS] = GrantsCache(store)
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)
@@ -161,7 +171,7 @@ def _prepare_metrics(metrics: Metrics, runtime: Runtime) -> None:
         if t.model is not None
     ]
     metrics.known_models([a for a in config.models if a != "*"], targets)
-    metrics.declare(m for policy in runtime.pipeline.policies for m in policy.metrics)
+    metrics.declare(m for policy in runtime.policies for m in policy.metrics)
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -186,7 +196,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(*tasks, return_exceptions=True)
         if watcher is not None:
             await watcher.close()
-        await app[HOLDER].current.pipeline.aclose()
+        await app[HOLDER].current.aclose()
         await app[SESSION].close()
         await app[STORE].close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
+from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
@@ -17,6 +18,9 @@ SESSION = web.AppKey("hookgate.session", aiohttp.ClientSession)
 
 STORE = web.AppKey("hookgate.store", Store)
 """Durable state, from the config the app started with (a reload does not move it)."""
+
+GRANTS = web.AppKey("hookgate.grants", GrantsCache)
+"""The run-time grants of keys and teams, as this replica last read them."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

@@ -1,17 +1,23 @@
-"""Who is calling: virtual keys on the model and relay routes, the admin key on ``/admin/``."""
+"""Who is calling: static keys, signed tokens (JWT) and virtual keys on the model and relay
+routes, with what the admin API granted them; the admin key on ``/admin/``."""
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import time
+from dataclasses import dataclass
 
 from aiohttp import web
 
+from hookgate.budgets.rates import Rate
 from hookgate.errors import AuthenticationFailed, PermissionDenied
 from hookgate.pipeline.types import ANONYMOUS, Identity
+from hookgate.server.grants_cache import GrantsCache
+from hookgate.server.jwt_auth import looks_like_jwt
 from hookgate.server.runtime import Runtime
 from hookgate.store import keys
-from hookgate.store.base import Store
+from hookgate.store.grants import NO_GRANTS, Grants
 from hookgate.store.keys import KeyRecord
 
 
@@ -25,34 +31,68 @@ def bearer(request: web.Request) -> str:
     return (headers.get("x-api-key") or headers.get("api-key") or "").strip()
 
 
-async def authenticate(
-    request: web.Request, runtime: Runtime, store: Store
-) -> tuple[Identity, KeyRecord | None]:
-    """The caller's identity; raises 401 when a key is needed and the one sent is not valid.
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling and what they were granted (see :mod:`hookgate.store.grants`)."""
 
-    A shared client key (``keys.static``) is checked first, in memory; then, with
-    ``keys.required``, a virtual key in the store. With neither configured every caller
-    is anonymous and no store is touched.
+    identity: Identity
+    record: KeyRecord | None = None
+    """The virtual key, when the caller used one."""
+    key_grants: Grants = NO_GRANTS
+    team_grants: Grants = NO_GRANTS
+
+    @property
+    def key_models(self) -> tuple[str, ...]:
+        """The key's allowlist: granted at run time, else given at creation (empty: any)."""
+        if self.key_grants.models is not None:
+            return tuple(self.key_grants.models)
+        return self.record.models if self.record is not None else ()
+
+    @property
+    def limited(self) -> bool:
+        """Whether the key or its team may use only some models."""
+        return bool(self.key_models or self.team_grants.models)
+
+    def allows(self, model: str) -> bool:
+        """May the caller use ``model``? Both the key's and its team's lists must allow it."""
+        team = self.team_grants.models
+        return (not self.key_models or model in self.key_models) and (not team or model in team)
+
+
+ANONYMOUS_CALLER = Caller(ANONYMOUS)
+
+
+async def authenticate(request: web.Request, runtime: Runtime, grants: GrantsCache) -> Caller:
+    """The caller and its grants; raises 401 when a key is needed and the one sent is not
+    valid (a JWT that fails a check says which).
+
+    A shared client key (``keys.static``) is checked first, in memory; then a JWT, with
+    ``keys.jwt``; then, with ``keys.required``, a virtual key in the store. With none of
+    them configured every caller is anonymous and no store is touched.
     """
-    required = runtime.config.keys.required
+    config = runtime.config.keys
     static = runtime.static_keys
-    if not required and not static:
-        return ANONYMOUS, None
+    if not config.required and not static and runtime.jwt is None:
+        return ANONYMOUS_CALLER
     token = bearer(request)
     if not token:
         raise AuthenticationFailed(
             "You didn't provide an API key. Send "
-            + ("a hookgate virtual key" if required else "the proxy's client key")
+            + ("a hookgate virtual key" if config.required else "the proxy's client key")
             + " as 'Authorization: Bearer ...' or 'x-api-key: ...'.",
             code="missing_api_key",
         )
     caller = static.match(token) if static else None
     if caller is not None:
-        return Identity(key_id=caller), None
-    if not required:
+        return Caller(Identity(key_id=caller))
+    if runtime.jwt is not None and looks_like_jwt(token):
+        claims = await runtime.jwt.verify(token)
+        identity = Identity(key_id=runtime.jwt.key_id(claims), team=claims.team, user=claims.user)
+        return await _granted(identity, None, grants)
+    if not config.required:
         raise AuthenticationFailed("Incorrect API key provided.")
     record = (
-        await store.key_by_digest(keys.digest(token))
+        await grants.store.key_by_digest(keys.digest(token))
         if token.startswith(keys.PREFIX) and token.isascii()  # keys are ASCII: see keys.generate
         else None
     )
@@ -61,16 +101,34 @@ async def authenticate(
     why = record.usable(time.time())
     if why is not None:
         raise AuthenticationFailed(f"API key {record.id} is {why}.", code=f"api_key_{why}")
-    return Identity(key_id=record.id, team=record.team, user=record.user), record
+    identity = Identity(key_id=record.id, team=record.team, user=record.user)
+    return await _granted(identity, record, grants)
 
 
-def check_model(record: KeyRecord | None, model: str) -> None:
-    """403 when the key may not use ``model``."""
-    if record is not None and not record.allows(model):
+async def _granted(identity: Identity, record: KeyRecord | None, cache: GrantsCache) -> Caller:
+    """``identity`` with what the admin API granted its key and team."""
+    key = await cache.get("key", identity.key_id)
+    team = NO_GRANTS if identity.team is None else await cache.get("team", identity.team)
+    rates = tuple(
+        Rate(scope, g.rpm, g.tpm)
+        for scope, g in (("key", key), ("team", team))
+        if g.rpm is not None or g.tpm is not None
+    )
+    limits = key.limits("key") + team.limits("team")
+    identity = dataclasses.replace(identity, limits=limits, rates=rates)
+    return Caller(identity, record, key, team)
+
+
+def check_model(caller: Caller, model: str) -> None:
+    """403 when the caller's key or team may not use ``model``."""
+    if not caller.allows(model):
+        who = (
+            f"API key {caller.identity.key_id}"
+            if caller.key_models and model not in caller.key_models
+            else f"team {caller.identity.team}"
+        )
         raise PermissionDenied(
-            f"API key {record.id} may not use model '{model}'.",
-            param="model",
-            code="model_not_allowed",
+            f"{who} may not use model '{model}'.", param="model", code="model_not_allowed"
         )
 
 

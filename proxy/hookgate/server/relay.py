@@ -28,7 +28,7 @@ from hookgate.errors import (
 )
 from hookgate.providers.base import Provider
 from hookgate.providers.openai import OpenAIProvider
-from hookgate.server.appkeys import HOLDER, REQUEST_ID, STORE
+from hookgate.server.appkeys import GRANTS, HOLDER, REQUEST_ID
 from hookgate.server.auth import authenticate
 from hookgate.server.runtime import Runtime
 
@@ -40,15 +40,15 @@ _BODY_HEADERS = ("content-type", "content-length")
 async def relay(request: web.Request) -> web.StreamResponse:
     """The ``/v1/*`` handler: authenticate, check the relay may be used, forward."""
     runtime = request.app[HOLDER].current
-    _, key = await authenticate(request, runtime, request.app[STORE])
+    caller = await authenticate(request, runtime, request.app[GRANTS])
     if not runtime.config.server.relay:
         raise NotFound(
             f"Unknown request URL: {request.method} {request.path} (this proxy serves only "
             "the model endpoints: server.relay is off)"
         )
-    if key is not None and key.models:
+    if caller.limited:
         raise PermissionDenied(
-            f"API key {key.id} is limited to some models and may not use "
+            f"{caller.identity.key_id} is limited to some models and may not use "
             f"{request.method} {request.path}: the generic relay reaches the shared "
             "provider account with no policy.",
             code="relay_not_allowed",

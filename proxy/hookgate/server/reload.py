@@ -64,7 +64,7 @@ class ConfigWatcher:
         try:
             await asyncio.sleep(runtime.config.server.shutdown_timeout_s)
         finally:
-            await runtime.pipeline.aclose()
+            await runtime.aclose()
             task = asyncio.current_task()
             if task is not None:
                 self._retiring.discard(task)

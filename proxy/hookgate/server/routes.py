@@ -13,6 +13,7 @@ import orjson
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
+from hookgate.config.policy_sets import RequestFacts, Selection
 from hookgate.errors import (
     HookgateError,
     InvalidRequest,
@@ -24,8 +25,8 @@ from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
 from hookgate.providers.catalog import alias_object
 from hookgate.server import admin, exposure
-from hookgate.server.appkeys import HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
-from hookgate.server.auth import authenticate, check_model
+from hookgate.server.appkeys import GRANTS, HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
+from hookgate.server.auth import Caller, authenticate, check_model
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
@@ -117,14 +118,16 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     in_flight = metrics.in_flight_gauge(api)
     in_flight.inc()
     try:
-        identity, key = await authenticate(request, runtime, request.app[STORE])
-        if identity is not ANONYMOUS:
-            ctx = dataclasses.replace(ctx, identity=identity)
+        caller = await authenticate(request, runtime, request.app[GRANTS])
         call = await _read_call(request, runtime, api)
         model = call.model
-        check_model(key, model)
+        check_model(caller, model)
+        chosen = select_set(runtime, caller, ctx, model)
+        ctx = dataclasses.replace(ctx, identity=caller.identity, policy_set=chosen.name)
+        ctx.observation.attributes["hookgate.policy_set"] = chosen.name
         outcome.stream = call.stream
-        response = await runtime.pipeline.run(call, ctx)
+        pipeline = runtime.pipelines[chosen.name]
+        response = await pipeline.run(call, ctx)
         outcome.status = response.status
         outcome.target = response.target.label(model)
         out_headers = {
@@ -133,12 +136,13 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
             "x-hookgate-request-id": ctx.request_id,
             "x-hookgate-upstream": outcome.target,
             "x-hookgate-attempts": str(len(ctx.observation.attempts)),
+            "x-hookgate-policy-set": ctx.policy_set,
         }
         collect = ctx.observation.capture_output
         if response.stream is not None:
             out = await relay_stream(
                 request, response.status, out_headers, response.stream, api=api,
-                transform=runtime.pipeline.stream_transform(ctx), outcome=outcome,
+                transform=pipeline.stream_transform(ctx), outcome=outcome,
                 observation=ctx.observation, started=started,
             )  # fmt: skip
             outcome.take(ctx.observation.stream_facts or ResponseFacts(), collect_text=collect)
@@ -168,6 +172,18 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         asyncio.get_running_loop().call_soon(
             _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
         )
+
+
+def select_set(runtime: Runtime, caller: Caller, ctx: Context, model: str) -> Selection:
+    """The policy set of a request (see :mod:`hookgate.config.policy_sets`)."""
+    identity = caller.identity
+    facts = RequestFacts(
+        key=None if identity is ANONYMOUS else identity.key_id, team=identity.team,
+        user=identity.user, model=model, agent=ctx.agent, route=ctx.api,
+    )  # fmt: skip
+    return runtime.selector.select(
+        facts, key_set=caller.key_grants.policy_set, team_set=caller.team_grants.policy_set
+    )
 
 
 def _record(
@@ -274,7 +290,7 @@ def _audit(
         cached_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens,
         cost_usd=cost, attempts=len(ctx.observation.attempts),
         decisions=orjson.dumps(ctx.observation.decisions).decode(),
-        findings=orjson.dumps(ctx.observation.findings).decode(),
+        findings=orjson.dumps(ctx.observation.findings).decode(), policy_set=ctx.policy_set,
     )  # fmt: skip
     store.submit_audit(record)
 
@@ -318,9 +334,9 @@ async def list_models(request: web.Request) -> web.Response:
     """``GET /v1/models``: the configured aliases and, behind ``"*"``, the providers' own
     models (see :mod:`hookgate.providers.catalog`), those the caller's key may use."""
     runtime = request.app[HOLDER].current
-    _, key = await authenticate(request, runtime, request.app[STORE])
+    caller = await authenticate(request, runtime, request.app[GRANTS])
     models = await runtime.models.models()
-    data = [m for m in models if key is None or key.allows(m["id"])]
+    data = [m for m in models if caller.allows(m["id"])]
     return _json({"object": "list", "data": data})
 
 
@@ -329,8 +345,8 @@ async def get_model(request: web.Request) -> web.StreamResponse:
     answers (the caller's key permitting)."""
     runtime = request.app[HOLDER].current
     model = request.match_info["model"]
-    _, key = await authenticate(request, runtime, request.app[STORE])
-    check_model(key, model)
+    caller = await authenticate(request, runtime, request.app[GRANTS])
+    check_model(caller, model)
     if model in runtime.router.aliases:
         return _json(alias_object(model))
     if runtime.router.wildcard is None:
@@ -352,9 +368,7 @@ async def readyz(request: web.Request) -> web.Response:
     there), and no policy reports itself unready (e.g. every circuit open); the body gives
     the config generation, providers, the store's state and each policy's status."""
     runtime = request.app[HOLDER].current
-    policies = {
-        p.name: status for p in runtime.pipeline.policies if (status := p.status()) is not None
-    }
+    policies = {p.name: status for p in runtime.policies if (status := p.status()) is not None}
     store = request.app[STORE]
     try:
         store_ready = await asyncio.wait_for(store.healthy(), READY_STORE_TIMEOUT_S)

@@ -16,13 +16,16 @@ from hookgate.budgets.ledger import Ledger
 from hookgate.budgets.pricing import Price, Pricing
 from hookgate.budgets.rates import RateLimiter
 from hookgate.config.loader import LoadedConfig
+from hookgate.config.policy_sets import DEFAULT, Selector
 from hookgate.config.schema import Config
+from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.services import Services
 from hookgate.providers.base import Provider
 from hookgate.providers.catalog import ModelCatalog
 from hookgate.providers.routing import Router, build_providers
 from hookgate.providers.terminal import Upstreams
+from hookgate.server.jwt_auth import JwtVerifier
 from hookgate.server.static_keys import StaticKeys
 from hookgate.store.base import Store
 from hookgate.wire.headers import RequestHeaderFilter
@@ -35,7 +38,11 @@ class Runtime:
     """A loaded config turned into the objects requests use."""
 
     config: Config
-    pipeline: Pipeline
+    pipelines: Mapping[str, Pipeline]
+    """Each policy set's pipeline, ``default`` included."""
+    selector: Selector
+    policies: tuple[Policy, ...]
+    """Every distinct proxy policy of every set, each once."""
     router: Router
     providers: Mapping[str, Provider]
     forward: RequestHeaderFilter
@@ -46,8 +53,20 @@ class Runtime:
     pricing: Pricing
     static_keys: StaticKeys
     """``keys.static``, as digests."""
+    jwt: JwtVerifier | None
+    """``keys.jwt``: checks signed tokens (None when off)."""
     generation: int
     source: str
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The ``default`` set's pipeline."""
+        return self.pipelines[DEFAULT]
+
+    async def aclose(self) -> None:
+        """Close every policy once (sets share instances)."""
+        for policy in self.policies:
+            await policy.aclose()
 
 
 def build_runtime(
@@ -70,15 +89,21 @@ def build_runtime(
         rates=rates,
         metric_labels=frozenset(config.server.metric_labels),
     )
-    policies = [p for p in loaded.policies if "proxy" in p.runs_in]
-    for policy in loaded.policies:
+    policies = tuple(p for p in loaded.all_policies if "proxy" in p.runs_in)
+    for policy in loaded.all_policies:
         if "proxy" not in policy.runs_in:
             log.info("policy %s runs in the SDK only; the proxy skips it", policy.name)
     for policy in policies:
         policy.attach(services)
+    terminal = Upstreams(providers)
     return Runtime(
         config=config,
-        pipeline=Pipeline(policies, Upstreams(providers)),
+        pipelines={
+            name: Pipeline([p for p in listed if "proxy" in p.runs_in], terminal)
+            for name, listed in loaded.sets.items()
+        },
+        selector=Selector(config.policy_sets, loaded.sets),
+        policies=policies,
         router=router,
         providers=providers,
         forward=RequestHeaderFilter(config.server.forward_headers),
@@ -88,6 +113,7 @@ def build_runtime(
         ),
         pricing=pricing,
         static_keys=StaticKeys(config.keys.static),
+        jwt=None if config.keys.jwt is None else JwtVerifier(config.keys.jwt, session),
         generation=generation,
         source=loaded.source,
     )

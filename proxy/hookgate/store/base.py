@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hookgate.budgets.ledger import UsageRow
+from hookgate.store.grants import AdminChange, Grants, Kind
 from hookgate.store.keys import KeyRecord
 
 
@@ -46,6 +47,8 @@ class AuditRecord:
     findings: str = "{}"
     """Guardrail findings as a JSON object (``"EMAIL_ADDRESS:pseudonymize"`` → count):
     entity types and counts only, never a value."""
+    policy_set: str | None = None
+    """The policy set whose pipeline served the request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,23 @@ class Store(Protocol):
         ...
 
     async def healthy(self) -> bool: ...
+
+    async def grants(self, kind: Kind, name: str) -> Grants | None:
+        """What the admin API granted a key (by id) or team (by name), if anything."""
+        ...
+
+    async def all_grants(self, kind: Kind) -> dict[str, Grants]:
+        """Every key's or team's grants, by id or name."""
+        ...
+
+    async def change_grants(self, change: AdminChange) -> None:
+        """Apply ``change`` (its ``after``; None deletes) and append it to the admin log,
+        both or neither."""
+        ...
+
+    async def admin_changes(self, since: float) -> list[AdminChange]:
+        """The admin log since a time, oldest first."""
+        ...
 
     async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
         """Keep ``value`` under ``key`` for ``ttl_s`` seconds (replacing what was there):

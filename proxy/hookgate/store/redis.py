@@ -29,12 +29,18 @@ from redis.exceptions import ConnectionError, RedisError
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
 from hookgate.store.base import AuditRecord, SpendLine, display_url
+from hookgate.store.grants import AdminChange, Grants, Kind
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
 
 RETRIES = 2
 """Retries of a command whose connection was lost (see the module docstring)."""
+MAX_CONNECTIONS = 512
+"""Connections a replica opens to Redis at most. Past it, a command waits for a free one
+(up to :data:`POOL_WAIT_S`) instead of failing: redis-py's own pool refuses the 101st
+concurrent command, which turned a burst of requests into 503s."""
+POOL_WAIT_S = 10.0
 
 
 class RedisStore:
@@ -43,7 +49,11 @@ class RedisStore:
     def __init__(self, url: str) -> None:
         self.url = url
         retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), RETRIES, (ConnectionError,))
-        self.client = aioredis.Redis.from_url(url, decode_responses=True, retry=retry)
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_S, decode_responses=True,
+            retry=retry,
+        )  # fmt: skip
+        self.client = aioredis.Redis(connection_pool=pool)
         self._writes: set[asyncio.Task[None]] = set()
 
     async def call(self, coro: Any) -> Any:
@@ -58,7 +68,7 @@ class RedisStore:
 
     async def close(self) -> None:
         await asyncio.gather(*self._writes, return_exceptions=True)
-        await self.client.aclose()
+        await self.client.aclose(close_connection_pool=True)  # the pool is ours
 
     async def add_key(self, record: KeyRecord) -> None:
         data = orjson.dumps(_key_dict(record))
@@ -158,6 +168,28 @@ class RedisStore:
             self.client.xrange("hg:usage", min=f"{int(since * 1000)}", max="+")
         )
         return [orjson.loads(fields["row"]) for _, fields in entries]
+
+    async def grants(self, kind: Kind, name: str) -> Grants | None:
+        raw = await self.call(self.client.hget(f"hg:grants:{kind}", name))
+        return None if raw is None else Grants.model_validate_json(raw)
+
+    async def all_grants(self, kind: Kind) -> dict[str, Grants]:
+        docs = await self.call(self.client.hgetall(f"hg:grants:{kind}"))
+        return {name: Grants.model_validate_json(docs[name]) for name in sorted(docs)}
+
+    async def change_grants(self, change: AdminChange) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        if change.after is None:
+            pipe.hdel(f"hg:grants:{change.kind}", change.subject)
+        else:
+            pipe.hset(f"hg:grants:{change.kind}", change.subject, change.after.model_dump_json())
+        pipe.xadd("hg:admin", {"change": change.model_dump_json()})
+        await self.call(pipe.execute())
+
+    async def admin_changes(self, since: float) -> list[AdminChange]:
+        entries = await self.call(self.client.xrange("hg:admin", min=f"{int(since * 1000)}"))
+        changes = [AdminChange.model_validate_json(fields["change"]) for _, fields in entries]
+        return [c for c in changes if c.ts >= since]
 
     async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
         await self.call(self.client.set(f"hg:state:{key}", value, px=max(1, int(ttl_s * 1000))))

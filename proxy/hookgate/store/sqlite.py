@@ -26,6 +26,7 @@ import orjson
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
 from hookgate.store.base import AuditRecord, SpendLine, display_url
+from hookgate.store.grants import AdminChange, Grants, Kind
 from hookgate.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -64,11 +65,17 @@ CREATE TABLE IF NOT EXISTS audit (
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
     cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
     cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL,
-    findings TEXT NOT NULL DEFAULT '{}'
+    findings TEXT NOT NULL DEFAULT '{}', policy_set TEXT
 );
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS states (
     key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grants (
+    kind TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (kind, name)
+);
+CREATE TABLE IF NOT EXISTS admin_log (
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, change TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
@@ -327,6 +334,54 @@ class SQLiteStore:
 
         return await self._run(report)
 
+    async def grants(self, kind: Kind, name: str) -> Grants | None:
+        def select(db: sqlite3.Connection) -> Grants | None:
+            row = db.execute(
+                "SELECT doc FROM grants WHERE kind = ? AND name = ?", (kind, name)
+            ).fetchone()
+            return None if row is None else Grants.model_validate_json(row[0])
+
+        return await self._run(select)
+
+    async def all_grants(self, kind: Kind) -> dict[str, Grants]:
+        def select(db: sqlite3.Connection) -> dict[str, Grants]:
+            rows = db.execute("SELECT name, doc FROM grants WHERE kind = ? ORDER BY name", (kind,))
+            return {name: Grants.model_validate_json(doc) for name, doc in rows}
+
+        return await self._run(select)
+
+    async def change_grants(self, change: AdminChange) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN")
+            try:
+                if change.after is None:
+                    db.execute(
+                        "DELETE FROM grants WHERE kind = ? AND name = ?",
+                        (change.kind, change.subject),
+                    )
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO grants (kind, name, doc) VALUES (?, ?, ?)",
+                        (change.kind, change.subject, change.after.model_dump_json()),
+                    )
+                db.execute(
+                    "INSERT INTO admin_log (ts, change) VALUES (?, ?)",
+                    (change.ts, change.model_dump_json()),
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        await self._run(write)
+
+    async def admin_changes(self, since: float) -> list[AdminChange]:
+        def select(db: sqlite3.Connection) -> list[AdminChange]:
+            rows = db.execute("SELECT change FROM admin_log WHERE ts >= ? ORDER BY id", (since,))
+            return [AdminChange.model_validate_json(row[0]) for row in rows]
+
+        return await self._run(select)
+
     async def save_state(self, key: str, value: bytes, ttl_s: float) -> None:
         def save(db: sqlite3.Connection) -> None:
             now = time.time()
@@ -377,7 +432,7 @@ _AUDIT_INSERT = (
 )
 
 
-_ADDED_COLUMNS = {"audit": {"findings": "TEXT NOT NULL DEFAULT '{}'"}}
+_ADDED_COLUMNS = {"audit": {"findings": "TEXT NOT NULL DEFAULT '{}'", "policy_set": "TEXT"}}
 """Columns added after a table was first shipped: added in place to older files."""
 
 

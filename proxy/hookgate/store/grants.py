@@ -1,0 +1,117 @@
+"""What an administrator grants a key or a team at run time. Pure.
+
+The YAML holds the pipelines; what changes per tenant without a redeploy lives in the
+store, one :class:`Grants` document per key and per team, written through the admin API
+(``/admin/keys/{id}``, ``/admin/teams/{team}``) or the CLI (``hookgate teams set``,
+``hookgate keys set``), each change with an :class:`AdminChange` record of who changed
+what. Every replica reads them from the store (cached for at most
+:data:`GRANTS_TTL_S`), so a change applies everywhere within a second.
+
+How they apply to a request from a key of a team:
+
+* ``models``: the key's allowlist, when set, replaces the one it was created with; a
+  team's allowlist applies on top (a model must be allowed by both).
+* ``budgets``: limits of the key's (or team's) own spend, enforced by the ``budget``
+  policy of the request's policy set; one with the same window as a YAML limit of that
+  scope replaces it, so an administrator raises or lowers a budget without a redeploy.
+  The spend already counted in the window stays counted.
+* ``rpm`` / ``tpm``: a per-minute rate of the key (or team), enforced by the
+  ``rate_limit`` policy of the request's set, replacing a YAML rate of that scope.
+* ``policy_set``: the set the key's (else the team's) requests get, before any match.
+* ``metadata``: free labels, shown by the admin API.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from hookgate.budgets.limits import Limit, Scope, Window
+
+GRANTS_TTL_S = 0.5
+"""How long a replica reuses a grants document it read (changes apply within a second)."""
+
+Kind = Literal["key", "team"]
+
+
+def _printable(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("must be printable text, without control characters")
+    return text
+
+
+Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
+"""A name that reaches the audit log, spans and (opt-in) metric labels."""
+
+
+MetadataValue = Annotated[str, Field(max_length=1024)]
+
+
+class BudgetGrant(BaseModel):
+    """One budget of a key's or team's own spend over a window."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window: Window = "total"
+    usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    tokens: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _some_cap(self) -> BudgetGrant:
+        if self.usd is None and self.tokens is None:
+            raise ValueError("a budget needs usd, tokens or both")
+        return self
+
+
+def _unique_windows(budgets: list[BudgetGrant]) -> list[BudgetGrant]:
+    windows = [b.window for b in budgets]
+    if len(set(windows)) != len(windows):
+        raise ValueError("one budget per window")
+    return budgets
+
+
+class Grants(BaseModel):
+    """See the module docstring. Every field is optional: absent means not granted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: Annotated[list[Label], Field(max_length=1000)] | None = None
+    budgets: Annotated[list[BudgetGrant], AfterValidator(_unique_windows)] = Field(
+        default_factory=list
+    )
+    rpm: Annotated[int, Field(gt=0)] | None = None
+    tpm: Annotated[int, Field(gt=0)] | None = None
+    policy_set: Label | None = None
+    metadata: Annotated[dict[Label, MetadataValue], Field(max_length=64)] = Field(
+        default_factory=dict
+    )
+
+    def limits(self, scope: Scope) -> tuple[Limit, ...]:
+        """The budgets as limits of ``scope`` (the kind of the grant's holder)."""
+        return tuple(Limit(scope, b.window, b.usd, b.tokens) for b in self.budgets)
+
+    def changed(self, patch: dict[str, Any]) -> Grants:
+        """These grants with ``patch``'s fields set (``None`` clears one); validated."""
+        fields = {**self.model_dump(exclude_none=True), **patch}
+        return Grants.model_validate({k: v for k, v in fields.items() if v is not None})
+
+
+NO_GRANTS = Grants()
+
+
+class AdminChange(BaseModel):
+    """One run-time change, as the admin log keeps it: who, when, what, before and after."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ts: float
+    actor: str
+    """Who: the admin API's ``x-hookgate-actor`` header (else ``admin``), or ``cli:`` and
+    the OS user for the CLI."""
+    action: Literal["set", "delete"]
+    kind: Kind
+    subject: str
+    """The key id or team name."""
+    before: Grants | None
+    after: Grants | None

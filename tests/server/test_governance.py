@@ -1,0 +1,303 @@
+"""Governance, part 2: policy sets per team, key, model, agent and route from one YAML;
+grants (allowlists, budgets, rates, set assignment) changed at run time through the admin
+API and applied on every replica; identity from signed tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import openai
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from hookgate.config.loader import load_text
+from hookgate.server.app import create_app
+from tests.conftest import ProxyFactory, config_text
+from tests.fakes import FakeUpstream, LoopThread, RunningApp
+from tests.services import RedisServer
+from tests.spend import PER_REQUEST_USD, PRICE
+
+ADMIN = "admin-secret-for-tests"
+EMAIL = "ann.lee@example.com"
+
+SETS = """\
+policies:
+  - pii: {action: pseudonymize}
+  - system_prompt: {prepend: "Org rules."}
+policy_sets:
+  payments:
+    extends: default
+    match: {teams: [payments]}
+    policies:
+      - pii: {action: block}
+  research:
+    extends: default
+    match: {teams: [research]}
+    policies:
+      - system_prompt: {append: "Cite sources."}
+  embeddings:
+    match: {routes: [embeddings]}
+  strict:
+    extends: payments
+    remove: [system_prompt]
+"""
+
+
+KEYS = f"{{required: true, admin_key: {ADMIN}}}"
+
+
+def keyed(upstream: FakeUpstream, store: str, extra: str = SETS, keys: str = KEYS) -> str:
+    return config_text(
+        upstream.base_url,
+        f"store: '{store}'\n{PRICE}keys: {keys}\n{extra}",
+        models="  cheap: [{provider: up, model: fixed-model}]\n"
+        '  "*": [{provider: up, model: fixed-model}]',
+    )
+
+
+def admin(url: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    headers = {"authorization": f"Bearer {ADMIN}", "x-hookgate-actor": "ops@example.com"}
+    return httpx.request(
+        method, f"{url.removesuffix('/v1')}/admin{path}", headers=headers, **kwargs
+    )
+
+
+def new_key(url: str, team: str, **spec: Any) -> tuple[str, str]:
+    """``(secret, id)`` of a new key of ``team``."""
+    created = admin(url, "POST", "/keys", json={"team": team, **spec})
+    assert created.status_code == 201, created.text
+    return created.json()["key"], created.json()["id"]
+
+
+def ask(url: str, key: str, text: str, model: str = "cheap") -> Any:
+    with openai.OpenAI(base_url=url, api_key=key, max_retries=0) as client:
+        return client.chat.completions.with_raw_response.create(
+            model=model, messages=[{"role": "user", "content": text}], max_tokens=5
+        )
+
+
+@pytest.fixture
+def proxy(make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path) -> str:
+    return make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'gov.db'}")))
+
+
+def test_one_yaml_blocks_pii_for_one_team_and_pseudonymizes_it_for_another(
+    proxy: str, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    payments, _ = new_key(proxy, "payments")
+    research, _ = new_key(proxy, "research")
+    other, _ = new_key(proxy, "ops")
+    with pytest.raises(openai.BadRequestError) as blocked:
+        ask(proxy, payments, f"Mail {EMAIL} the invoice.")
+    assert blocked.value.code == "pii_blocked" and not upstream.requests
+
+    answered = ask(proxy, research, f"Mail {EMAIL} the invoice.")
+    assert answered.headers["x-hookgate-policy-set"] == "research"
+    sent = upstream.last.json()["messages"]
+    assert EMAIL not in json.dumps(sent)  # pseudonymized, as the default set does
+    assert sent[0] == {"role": "system", "content": "Org rules.\n\nCite sources."}
+
+    assert ask(proxy, other, "Hello").headers["x-hookgate-policy-set"] == "default"
+    assert upstream.last.json()["messages"][0]["content"] == "Org rules."
+    with openai.OpenAI(base_url=proxy, api_key=other, max_retries=0) as client:
+        embedded = client.embeddings.with_raw_response.create(model="cheap", input="x")
+    assert embedded.headers["x-hookgate-policy-set"] == "embeddings"  # matched on route
+    time.sleep(0.2)  # the audit log is written in the background
+    with sqlite3.connect(tmp_path / "gov.db") as db:
+        rows = db.execute("SELECT team, api, status, policy_set FROM audit ORDER BY ts")
+        assert rows.fetchall() == [
+            ("payments", "chat.completions", 400, "payments"),
+            ("research", "chat.completions", 200, "research"),
+            ("ops", "chat.completions", 200, "default"),
+            ("ops", "embeddings", 200, "embeddings"),
+        ]
+
+
+def test_an_assignment_through_the_admin_api_wins_over_matches_and_is_logged(
+    proxy: str, upstream: FakeUpstream
+) -> None:
+    secret, key_id = new_key(proxy, "research")
+    assert ask(proxy, secret, "Hi").headers["x-hookgate-policy-set"] == "research"
+    changed = admin(proxy, "PATCH", "/teams/research", json={"policy_set": "strict"})
+    assert changed.status_code == 200, changed.text
+    assert ask(proxy, secret, "Hi").headers["x-hookgate-policy-set"] == "strict"
+    assert upstream.last.json()["messages"] == [{"role": "user", "content": "Hi"}]  # removed
+    admin(proxy, "PATCH", f"/keys/{key_id}", json={"policy_set": "embeddings"})
+    assert ask(proxy, secret, "Hi").headers["x-hookgate-policy-set"] == "embeddings"  # key wins
+
+    refused = admin(proxy, "PATCH", f"/keys/{key_id}", json={"policy_set": "nope"})
+    assert refused.status_code == 400 and "unknown policy set" in refused.text
+    bad = admin(proxy, "PUT", "/teams/research", json={"budgets": [{"window": "week"}]})
+    assert bad.status_code == 400 and bad.json()["error"]["param"].startswith("budgets")
+
+    changes = admin(proxy, "GET", "/changes?since=1h").json()["data"]
+    assert [(c["actor"], c["kind"], c["subject"], c["action"]) for c in changes] == [
+        ("ops@example.com", "team", "research", "set"),
+        ("ops@example.com", "key", key_id, "set"),
+    ]
+    assert changes[0]["before"] is None and changes[0]["after"] == {
+        "policy_set": "strict", "budgets": [], "metadata": {}
+    }  # fmt: skip
+    deleted = admin(proxy, "DELETE", "/teams/research")
+    assert deleted.status_code == 200
+    assert admin(proxy, "GET", "/teams/research").status_code == 404
+
+
+def test_an_intern_key_cannot_reach_a_model_outside_its_allowlist(proxy: str) -> None:
+    secret, key_id = new_key(proxy, "interns")
+    assert ask(proxy, secret, "Hi", model="gpt-4o").parse().choices
+    admin(proxy, "PATCH", f"/keys/{key_id}", json={"models": ["cheap"]})
+    assert ask(proxy, secret, "Hi", model="cheap").parse().choices
+    with pytest.raises(openai.PermissionDeniedError) as denied:
+        ask(proxy, secret, "Hi", model="gpt-4o")
+    assert denied.value.code == "model_not_allowed"
+    other, _ = new_key(proxy, "interns")
+    admin(proxy, "PUT", "/teams/interns", json={"models": ["cheap"]})
+    with pytest.raises(openai.PermissionDeniedError):  # the team's list binds every key
+        ask(proxy, other, "Hi", model="gpt-4o")
+    with openai.OpenAI(base_url=proxy, api_key=other, max_retries=0) as client:
+        assert [m.id for m in client.models.list()] == ["cheap"]
+    shown = admin(proxy, "GET", f"/keys/{key_id}").json()
+    assert shown["grants"]["models"] == ["cheap"] and "digest" not in shown
+
+
+def test_a_rate_granted_at_run_time_replaces_the_yaml_one(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    extra = "policies:\n  - rate_limit: {limits: [{scope: team, rpm: 100}]}\n"
+    url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'r.db'}", extra)))
+    secret, _ = new_key(url, "payments")
+    admin(url, "PUT", "/teams/payments", json={"rpm": 2})
+    ask(url, secret, "one")
+    ask(url, secret, "two")
+    with pytest.raises(openai.RateLimitError):
+        ask(url, secret, "three")
+
+
+# -- replicas on Redis ------------------------------------------------------------------
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def replicas(
+    loop_thread: LoopThread, upstream: FakeUpstream, redis_server: RedisServer
+) -> Iterator[list[str]]:
+    # no YAML limit: the budget policy enforces only what the admin API grants
+    loaded = load_text(keyed(upstream, redis_server.url, "policies:\n  - budget: {}\n"))
+    servers = [loop_thread.run(RunningApp(create_app(loaded)).start()) for _ in range(2)]
+    yield [f"{server.url}/v1" for server in servers]
+    for server in servers:
+        loop_thread.run(server.stop())
+
+
+@pytest.mark.slow
+def test_a_budget_changed_through_the_admin_api_holds_on_both_replicas(
+    replicas: list[str], upstream: FakeUpstream
+) -> None:
+    first, second = replicas
+    secret, _ = new_key(first, "search")
+    admin(first, "PUT", "/teams/search", json={"budgets": [{"usd": 0.3}]})
+
+    async def fire(n: int) -> int:
+        clients = [openai.AsyncOpenAI(base_url=u, api_key=secret, max_retries=0) for u in replicas]
+
+        async def one(i: int) -> bool:
+            try:
+                await clients[i % 2].chat.completions.create(
+                    model="cheap",
+                    messages=[{"role": "user", "content": f"Question {i}, briefly."}],
+                    max_tokens=5,
+                )
+            except openai.RateLimitError:
+                return False
+            return True
+
+        served = sum(await asyncio.gather(*[one(i) for i in range(n)]))
+        for client in clients:
+            await client.close()
+        return served
+
+    served = asyncio.run(fire(200))
+    assert served * PER_REQUEST_USD <= 0.3 + 1e-9, f"overspent: {served} served"
+    assert served * PER_REQUEST_USD >= 0.2, f"only {served} served of a $0.30 budget"
+
+    raised = time.monotonic()
+    admin(first, "PATCH", "/teams/search", json={"budgets": [{"usd": 0.6}]})
+    while True:  # the raise reaches the other replica within a second
+        try:
+            ask(second, secret, "After the raise?")
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() - raised < 1.0, "the raise did not reach the replica"
+            time.sleep(0.05)
+    before = len(upstream.requests)
+    more = asyncio.run(fire(200))
+    assert (before + more) * PER_REQUEST_USD <= 0.6 + 1e-9, "overspent after the raise"
+    assert (before + more) * PER_REQUEST_USD >= 0.5
+
+
+# -- signed tokens -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def issuer(tmp_path: Path) -> tuple[ec.EllipticCurvePrivateKey, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(key.public_key()))
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**public, "kid": "k1", "alg": "ES256"}]}))
+    return key, jwks
+
+
+def token(key: ec.EllipticCurvePrivateKey, **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": "https://idp.test", "aud": "hookgate", "exp": now + 300, "iat": now,
+            "sub": "ann", "org": {"team": "payments"}, **claims}  # fmt: skip
+    return jwt.encode(body, key, algorithm="ES256", headers={"kid": "k1"})
+
+
+def test_a_signed_token_lands_in_its_team_set_and_a_bad_one_is_refused(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+    issuer: tuple[ec.EllipticCurvePrivateKey, Path],
+) -> None:
+    key, jwks = issuer
+    keys = (
+        f"{{admin_key: {ADMIN}, jwt: {{jwks_file: '{jwks}', issuer: 'https://idp.test', "
+        "audience: hookgate, team_claim: org.team}}"
+    )
+    url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'j.db'}", keys=keys)))
+    with pytest.raises(openai.BadRequestError) as blocked:  # payments: pii blocked
+        ask(url, token(key), f"Mail {EMAIL}.")
+    assert blocked.value.code == "pii_blocked"
+    research = token(key, org={"team": "research"})
+    assert ask(url, research, "Hi").headers["x-hookgate-policy-set"] == "research"
+
+    expired = token(key, exp=int(time.time()) - 3600)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        ask(url, expired, "Hi")
+    assert refused.value.code == "token_expired" and "expired" in refused.value.message
+    foreign = jwt.encode(
+        {"iss": "https://idp.test", "aud": "hookgate", "exp": int(time.time()) + 60,
+         "org": {"team": "payments"}},
+        ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "k1"},
+    )  # fmt: skip
+    with pytest.raises(openai.AuthenticationError) as forged:
+        ask(url, foreign, "Hi")
+    assert forged.value.code == "invalid_signature"
+    with pytest.raises(openai.AuthenticationError):
+        ask(url, token(key, aud="someone-else"), "Hi")
