@@ -1,4 +1,5 @@
-"""The ``hookgate`` command: ``serve``, ``check``, ``keys``, ``spend``, ``audit``, ``schema``.
+"""The ``hookgate`` command: ``serve``, ``check``, ``explain``, ``keys``, ``teams``,
+``spend``, ``audit``, ``schema``.
 
 Every subcommand finds its config by ``--config``, else ``$HOOKGATE_CONFIG``, else
 ``policies/default.yaml`` (in the working directory, then beside the package).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import logging
 import os
 import signal
@@ -20,13 +22,17 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from hookgate.config import policy_sets
 from hookgate.config.durations import parse_duration
 from hookgate.config.loader import ConfigError, LoadedConfig, load_file
+from hookgate.config.policy_sets import DEFAULT, RequestFacts, Selector
 from hookgate.config.schema import Config
 from hookgate.errors import StoreUnavailable
 from hookgate.pipeline import registry
 from hookgate.server import exposure
+from hookgate.server.admin import SPEND_GROUPS
 from hookgate.store.base import SpendLine, Store
+from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind
 from hookgate.store.open import open_store
 from hookgate.version import __version__
 
@@ -99,15 +105,47 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id (takes effect at once)")
     revoke.add_argument("id")
-    for parser_ in (create, listing, revoke):
+    granted = keys_sub.add_parser("set", help="change a key's grants (takes effect within 1s)")
+    granted.add_argument("id")
+    _add_grant_options(granted)
+    for parser_ in (create, listing, revoke, granted):
         _add_config(parser_)
         parser_.set_defaults(run=_store_command(_keys_command))
+
+    teams = sub.add_parser("teams", help="teams' grants: models, budgets, rates, policy set")
+    teams_sub = teams.add_subparsers(dest="teams_command", required=True)
+    team_list = teams_sub.add_parser("list", help="every team with grants")
+    team_list.add_argument("--json", action="store_true", help="one JSON object per line")
+    team_set = teams_sub.add_parser("set", help="change a team's grants (within 1s everywhere)")
+    team_set.add_argument("team")
+    _add_grant_options(team_set)
+    team_delete = teams_sub.add_parser("delete", help="drop a team's grants")
+    team_delete.add_argument("team")
+    changes = teams_sub.add_parser("changes", help="the admin log: who changed what, when")
+    changes.add_argument("--since", default="30d", help="how far back (default 30d)")
+    for parser_ in (team_list, team_set, team_delete, changes):
+        _add_config(parser_)
+        parser_.set_defaults(run=_store_command(_teams_command))
+
+    explain = sub.add_parser(
+        "explain", help="which policy set and policies a request would get, and why"
+    )
+    _add_config(explain)
+    explain.add_argument("--key", help="a key id (hgk_...): its team, user and grants are read")
+    explain.add_argument("--team")
+    explain.add_argument("--user")
+    explain.add_argument("--model")
+    explain.add_argument("--agent", help="the x-hookgate-agent header")
+    explain.add_argument(
+        "--route", default="chat.completions",
+        help="the API: chat.completions (default), responses, messages, embeddings, ...",
+    )  # fmt: skip
+    explain.set_defaults(run=_store_command(_explain))
 
     spend = sub.add_parser(
         "spend", help="spend as the budget ledger charged it (the audit log for the rest), grouped"
     )
-    spend.add_argument("--by", choices=["key", "team", "user", "agent", "model", "day"],
-                       default="team")  # fmt: skip
+    spend.add_argument("--by", choices=sorted(SPEND_GROUPS), default="team")
     spend.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m (default 30d)")
     spend.add_argument("--json", action="store_true", help="one JSON object per line")
     _add_config(spend)
@@ -204,6 +242,7 @@ def _store_command(
             for line in exc.lines:
                 print(line, file=sys.stderr)
             return 1
+        args.loaded = loaded
         try:
             return asyncio.run(_with_store(loaded.config.store, args, work))
         except StoreUnavailable as exc:  # one line, never a traceback
@@ -257,10 +296,130 @@ async def _keys_command(args: argparse.Namespace, store: Store) -> int:
             print(f"{record.id}  team={record.team}  user={record.user or '-'}  "
                   f"models={allowed}  {state}")  # fmt: skip
         return 0
+    if args.keys_command == "set":
+        if not any(r.id == args.id for r in await store.keys()):
+            print(f"no key with id {args.id}", file=sys.stderr)
+            return 1
+        after = await _change_grants(store, "key", args.id, _grant_patch(args))
+        print(f"key {args.id}: {after} (applies on every replica within a second)")
+        return 0
     if not await store.revoke_key(args.id, time.time()):
         print(f"no key with id {args.id}", file=sys.stderr)
         return 1
     print(f"revoked {args.id}")
+    return 0
+
+
+def _add_grant_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", help="comma-separated aliases it may use ('' for any)")
+    parser.add_argument(
+        "--budget", action="append", metavar="WINDOW:usd=N,tokens=N",
+        help="a budget of its spend, e.g. day:usd=50 or total:tokens=2000000 (repeatable; "
+        "'none' clears them)",
+    )  # fmt: skip
+    parser.add_argument("--rpm", type=int, help="requests per minute (0 clears)")
+    parser.add_argument("--tpm", type=int, help="tokens per minute (0 clears)")
+    parser.add_argument("--policy-set", help="the policy set its requests get ('' clears)")
+    parser.add_argument("--meta", action="append", metavar="KEY=VALUE", help="a label (repeatable)")
+
+
+def _grant_patch(args: argparse.Namespace) -> dict[str, Any]:
+    """The grants fields the options set (None clears a field)."""
+    patch: dict[str, Any] = {}
+    if args.models is not None:
+        patch["models"] = [m.strip() for m in args.models.split(",") if m.strip()] or None
+    if args.budget is not None:
+        patch["budgets"] = None if args.budget == ["none"] else [_budget(b) for b in args.budget]
+    for field in ("rpm", "tpm"):
+        value = getattr(args, field)
+        if value is not None:
+            patch[field] = value or None
+    if args.policy_set is not None:
+        patch["policy_set"] = args.policy_set or None
+    if args.meta:
+        patch["metadata"] = dict(item.partition("=")[::2] for item in args.meta)
+    return patch
+
+
+def _budget(text: str) -> dict[str, Any]:
+    window, _, caps = text.partition(":")
+    budget: dict[str, Any] = {"window": window}
+    for cap in caps.split(","):
+        name, _, value = cap.partition("=")
+        if name not in ("usd", "tokens") or not value:
+            raise SystemExit(f"--budget {text!r}: write WINDOW:usd=N,tokens=N (e.g. day:usd=50)")
+        budget[name] = float(value) if name == "usd" else int(value)
+    return budget
+
+
+async def _change_grants(
+    store: Store, kind: Kind, subject: str, patch: dict[str, Any] | None
+) -> Grants | None:
+    """Apply a change as the admin API does, recorded as made by ``cli:<OS user>``."""
+    before = await store.grants(kind, subject)
+    after = None if patch is None else (before or NO_GRANTS).changed(patch)
+    actor = f"cli:{getpass.getuser()}"
+    action = "delete" if after is None else "set"
+    change = AdminChange(
+        ts=time.time(), actor=actor, action=action, kind=kind, subject=subject, before=before,
+        after=after,
+    )  # fmt: skip
+    await store.change_grants(change)
+    return after
+
+
+async def _teams_command(args: argparse.Namespace, store: Store) -> int:
+    command = args.teams_command
+    if command == "list":
+        for team, grants in (await store.all_grants("team")).items():
+            listed = grants.model_dump(exclude_none=True, exclude_defaults=True)
+            line = orjson.dumps({"team": team, **listed}).decode() if args.json else None
+            print(line or f"{team}  {listed}")
+        return 0
+    if command == "changes":
+        for change in await store.admin_changes(time.time() - _duration(args.since)):
+            print(change.model_dump_json(exclude_none=True))
+        return 0
+    if command == "delete" and await store.grants("team", args.team) is None:
+        print(f"team {args.team} has no grants", file=sys.stderr)
+        return 1
+    patch = None if command == "delete" else _grant_patch(args)
+    after = await _change_grants(store, "team", args.team, patch)
+    result = "deleted" if after is None else after.model_dump(exclude_none=True)
+    print(f"team {args.team}: {result} (applies on every replica within a second)")
+    return 0
+
+
+async def _explain(args: argparse.Namespace, store: Store) -> int:
+    """Print the policy set a request would get and its policies, in pipeline order."""
+    loaded: LoadedConfig = args.loaded
+    team, user = args.team, args.user
+    key_grants = team_grants = NO_GRANTS
+    if args.key:
+        record = next((r for r in await store.keys() if r.id == args.key), None)
+        if record is None:
+            print(f"no key with id {args.key}", file=sys.stderr)
+            return 1
+        team, user = team or record.team, user or record.user
+        key_grants = await store.grants("key", args.key) or NO_GRANTS
+    if team:
+        team_grants = await store.grants("team", team) or NO_GRANTS
+    selector = Selector(loaded.config.policy_sets, loaded.sets)
+    facts = RequestFacts(key=args.key, team=team, user=user, model=args.model,
+                         agent=args.agent, route=args.route)  # fmt: skip
+    chosen = selector.select(facts, key_set=key_grants.policy_set, team_set=team_grants.policy_set)
+    print(f"policy set: {chosen.name} ({chosen.reason})")
+    for policy in loaded.sets[chosen.name]:
+        sides = "+".join(sorted(policy.runs_in))
+        settings = policy.config.model_dump(exclude_defaults=True)
+        print(f"  {policy.name:<16} [{sides}] {orjson.dumps(settings).decode()}")
+    for kind, grants in (("key", key_grants), ("team", team_grants)):
+        if grants != NO_GRANTS:
+            print(f"granted to the {kind}: {grants.model_dump(exclude_none=True)}")
+    budgets = key_grants.budgets or team_grants.budgets
+    if budgets and not any(p.name == "budget" for p in loaded.sets[chosen.name]):
+        print(f"warning: budgets are granted, but set {chosen.name!r} has no budget policy "
+              "to enforce them")  # fmt: skip
     return 0
 
 
@@ -321,6 +480,11 @@ def _check(args: argparse.Namespace) -> int:
                 for side in ("proxy", "sdk")
             }
             print(f"{path}: ok (proxy runs: {where['proxy']}; SDK runs: {where['sdk']})")
+            for name, policies in loaded.sets.items():
+                if name != DEFAULT:
+                    print(f"  set {name}: {', '.join(p.name for p in policies) or '-'}")
+            for warning in policy_sets.lint(loaded.config.policy_sets):
+                print(loaded.problem(warning.loc, f"warning: {warning.message}"))
     return status
 
 
@@ -348,6 +512,16 @@ def json_schema() -> dict[str, Any]:
         "propertyNames": {"pattern": r"^[\w.]+:\w+$"},
     }
     schema["properties"]["policies"]["items"] = {"anyOf": [*entries, custom]}
+    placed = {"before": {"type": "string"}, "after": {"type": "string"}}
+    set_entries = [
+        *({**entry, "properties": {**entry["properties"], **placed}} for entry in entries),
+        {
+            **custom,
+            "maxProperties": 2,  # a custom policy, perhaps placed
+            "propertyNames": {"pattern": r"^([\w.]+:\w+|before|after)$"},
+        },
+    ]
+    schema["$defs"]["PolicySetConfig"]["properties"]["policies"]["items"] = {"anyOf": set_entries}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "hookgate config"
     return schema

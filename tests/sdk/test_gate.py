@@ -404,6 +404,28 @@ def test_same_yaml_for_proxy_and_sdk(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_the_gate_selects_its_policy_set_as_the_proxy_does(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "providers: {up: {base_url: 'http://127.0.0.1:9/v1', api_key: k}}\n"
+        'models: {"*": [{provider: up}]}\n'
+        f"store: 'sqlite:///{tmp_path / 'h.db'}'\n"
+        "policies:\n"
+        "  - tool_guard: {deny: ['rm_*']}\n"
+        "policy_sets:\n"
+        "  planners:\n"
+        "    extends: default\n"
+        "    match: {agents: [planner], teams: [research]}\n"
+        "    policies: [{reply_budget: {tokens: 5000}}]\n"
+        "  by_route: {match: {routes: [responses]}}\n"
+    )
+    planner = Gate.from_config(path, agent="planner", team="research")
+    assert planner.policy_set == "planners"
+    assert [p.name for p in planner.policies] == ["tool_guard", "reply_budget"]
+    other = Gate.from_config(path, agent="planner", team="search")
+    assert other.policy_set == "default" and [p.name for p in other.policies] == ["tool_guard"]
+
+
 def test_importing_the_sdk_imports_no_server() -> None:
     code = (
         "import sys, hookgate.sdk; "

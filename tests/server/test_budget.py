@@ -118,7 +118,10 @@ def test_stream_usage_added_upstream_and_hidden_from_client(
     assert settled(db) == (pytest.approx(PER_REQUEST_USD), 1)
     # the hidden usage still counts everywhere else: metrics read the upstream's events
     metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
-    series = 'hookgate_tokens_total{key="",model="m",target="up/fixed-model",team="",type="output"}'
+    series = (
+        'hookgate_tokens_total{agent="",key="",model="m",target="up/fixed-model",team="",'
+        'type="output",user=""}'
+    )
     assert f"{series} 5.0" in metrics
     # a client that asked for usage gets it
     chunks = list(

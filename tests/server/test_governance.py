@@ -182,6 +182,25 @@ def test_a_rate_granted_at_run_time_replaces_the_yaml_one(
         ask(url, secret, "three")
 
 
+def test_a_budget_granted_at_run_time_replaces_the_yaml_one_of_its_window(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """YAML: $0.035 per team (two requests). A granted $0.07 raises it; the spend the
+    window already has stays counted."""
+    extra = "policies:\n  - budget: {limits: [{scope: team, usd: 0.035}]}\n"
+    url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'b.db'}", extra)))
+    secret, _ = new_key(url, "payments")
+    served = 0
+    for i in range(6):
+        try:
+            ask(url, secret, f"Question {i}?")
+            served += 1
+        except openai.RateLimitError:
+            if served == 2:
+                admin(url, "PUT", "/teams/payments", json={"budgets": [{"usd": 0.07}]})
+    assert served == 4 and len(upstream.requests) == 4
+
+
 # -- replicas on Redis ------------------------------------------------------------------
 
 
@@ -301,3 +320,38 @@ def test_a_signed_token_lands_in_its_team_set_and_a_bad_one_is_refused(
     assert forged.value.code == "invalid_signature"
     with pytest.raises(openai.AuthenticationError):
         ask(url, token(key, aud="someone-else"), "Hi")
+
+
+# -- attribution -------------------------------------------------------------------------
+
+
+def test_spend_is_attributed_by_session_and_agent_and_labels_are_capped(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    extra = (
+        "server: {metric_labels: [user, agent], metric_label_limit: 2}\n"
+        "policies:\n  - budget: {limits: [{scope: team, usd: 100}]}\n"
+    )
+    url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'a.db'}", extra)))
+    for user in ("u1", "u2", "u3"):
+        secret, _ = new_key(url, "search", user=user)
+        with openai.OpenAI(base_url=url, api_key=secret, max_retries=0) as client:
+            client.chat.completions.create(
+                model="cheap", messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+                extra_headers={"x-hookgate-agent": "planner", "x-hookgate-session-id": user},
+            )  # fmt: skip
+    by_session = admin(url, "GET", "/spend?by=session").json()["data"]
+    assert sorted((line["session"], line["requests"]) for line in by_session) == [
+        ("u1", 1), ("u2", 1), ("u3", 1)
+    ]  # fmt: skip
+    assert by_session[0]["usd"] == pytest.approx(PER_REQUEST_USD)
+    by_agent = admin(url, "GET", "/spend?by=agent").json()["data"]
+    assert [(line["agent"], line["requests"]) for line in by_agent] == [("planner", 3)]
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    users = {
+        line.split('user="')[1].split('"')[0]
+        for line in metrics.splitlines()
+        if line.startswith("hookgate_cost_usd_total{")
+    }
+    assert users == {"u1", "u2", "other"}  # two values, then the rest as "other"
+    assert 'agent="planner"' in metrics

@@ -44,6 +44,7 @@ class UsageRow:
     agent: str | None = None
     reply: str | None = None
     target: str | None = None
+    session: str | None = None
 
 
 class SpendLog(Protocol):

@@ -165,9 +165,13 @@ class ServerConfig(Strict):
     forward_headers: list[str] = Field(default_factory=list)
     """Extra client request headers forwarded upstream, beyond the built-in allow-list.
     A trailing ``*`` matches a prefix (``x-my-*``)."""
-    metric_labels: list[Literal["team", "key"]] = Field(default_factory=list)
-    """Identity labels on the spend, token and budget metrics. Off by default: a key id
-    or team per series multiplies them; turn on what your teams and keys can bear."""
+    metric_labels: list[Literal["team", "key", "user", "agent"]] = Field(default_factory=list)
+    """Identity labels on the spend and token metrics (team and key also on the budget
+    gauge). Off by default: a value per series multiplies them; turn on what your
+    Prometheus can bear. Each is capped by ``metric_label_limit``."""
+    metric_label_limit: Annotated[int, Field(gt=0)] = 100
+    """Distinct values per identity label with series of their own; later ones are
+    counted as ``other``. Read at start."""
     reload: bool = True
     """Watch the config file and swap in edits without a restart."""
     reload_interval_s: Annotated[float, Field(gt=0)] = 1.0

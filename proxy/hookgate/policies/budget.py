@@ -256,7 +256,7 @@ class BudgetPolicy(Policy):
             ts=time.time(), request_id=ctx.request_id, model=call.model,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost,
             key_id=identity.key_id, team=identity.team, user=identity.user, agent=ctx.agent,
-            reply=ctx.reply_id, target=model,
+            reply=ctx.reply_id, target=model, session=ctx.session_id,
         )  # fmt: skip
         try:
             await self.ledger.settle(reservation, charged, row)

@@ -139,6 +139,8 @@ class Gate:
             if "sdk" not in policy.runs_in:
                 log.info("policy %s runs in the proxy only; the SDK skips it", policy.name)
         self.agent = agent
+        self.policy_set = "default"
+        """The policy set of the config the gate was built from (:meth:`from_config`)."""
         self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         listed = list(self.policies)
         self._reply_layers: list[Callable[[Reply, ReplyContext, NextReply], Awaitable[Any]]] = [
@@ -164,20 +166,40 @@ class Gate:
         """Runs the policies for frameworks' synchronous hooks (:mod:`hookgate.sdk.bridge`)."""
 
     @classmethod
-    def from_config(cls, path: str | Path, *, agent: str = "agent") -> Gate:
+    def from_config(
+        cls,
+        path: str | Path,
+        *,
+        agent: str = "agent",
+        team: str | None = None,
+        user: str | None = None,
+        key: str | None = None,
+        model: str | None = None,
+    ) -> Gate:
         """A gate for the SDK policies of a hookgate YAML file (the proxy's format).
 
+        The policy set is chosen as the proxy chooses it (see
+        :mod:`hookgate.config.policy_sets`), from what the gate knows: the agent's name
+        and the ``team``, ``user``, ``key`` id and ``model`` given (a set that matches on
+        something not given, or on routes, is not chosen). :attr:`policy_set` names it.
         Policies that run only in the proxy are skipped with a log line. Raises
         :class:`~hookgate.config.loader.ConfigError` listing every problem of the file.
         """
         from hookgate.config.loader import load_file
+        from hookgate.config.policy_sets import RequestFacts, Selector
         from hookgate.sdk.services import sdk_services
 
         loaded = load_file(str(path))
+        facts = RequestFacts(key=key, team=team, user=user, model=model, agent=agent)
+        chosen = Selector(loaded.config.policy_sets, loaded.sets).select(facts)
+        policies = loaded.sets[chosen.name]
         services = sdk_services(loaded.config)
-        for policy in loaded.policies:
+        for policy in policies:
             policy.attach(services)
-        return cls(loaded.policies, agent=agent, store=services.store)
+        gate = cls(policies, agent=agent, store=services.store)
+        gate.policy_set = chosen.name
+        log.info("hookgate: agent %s gets policy set %s (%s)", agent, chosen.name, chosen.reason)
+        return gate
 
     # replies ------------------------------------------------------------------------
 

@@ -267,7 +267,7 @@ async def revoke_key(request: web.Request) -> web.Response:
     return _json({"id": key_id, "revoked": True})
 
 
-SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "model", "day"})
+SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "session", "model", "day"})
 
 
 async def spend_report(request: web.Request) -> web.Response:

@@ -94,7 +94,10 @@ def create_app(
     if _QUIET not in server_log.filters:
         server_log.addFilter(_QUIET)
     app = web.Application(middlewares=[_errors], client_max_size=2**62)
-    metrics = Metrics(registry if registry is not None else CollectorRegistry())
+    metrics = Metrics(
+        registry if registry is not None else CollectorRegistry(),
+        identity_limit=loaded.config.server.metric_label_limit,
+    )
     app[METRICS] = metrics
     store = open_store(loaded.config.store)
     app[STORE] = store

@@ -31,7 +31,7 @@ from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
 from hookgate.store.base import AuditRecord, Store, display_url
-from hookgate.telemetry.metrics import Metrics
+from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
 from hookgate.wire.usage import ResponseFacts, Usage, facts_of
 
 log = logging.getLogger("hookgate")
@@ -264,10 +264,9 @@ def _finish(
     elif outcome.usage is not None and outcome.target is not None:
         cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
     shown = runtime.config.server.metric_labels
-    identity = (
-        (ctx.identity.team or "") if "team" in shown else "",
-        ctx.identity.key_id if "key" in shown else "",
-    )
+    who = ctx.identity
+    values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
+    identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
     try:
         metrics.observe(api, model, outcome, ctx.observation, cost, identity)
     except Exception:

@@ -211,7 +211,7 @@ class RedisStore:
 
 
 _SCOPE_FIELDS = {"key": "key_id", "team": "team", "user": "user", "agent": "agent",
-                 "reply": "reply", "model": "model"}  # fmt: skip
+                 "reply": "reply", "model": "model", "session": "session"}  # fmt: skip
 
 
 def _scope_value(row: dict[str, Any], scope: str) -> Any:

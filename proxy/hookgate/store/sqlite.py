@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS usage (
     target TEXT,
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
-    cost_usd REAL NOT NULL
+    cost_usd REAL NOT NULL,
+    session TEXT
 );
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY,
@@ -89,7 +90,7 @@ CREATE INDEX IF NOT EXISTS usage_request ON usage (request_id);
 
 SCOPE_COLUMNS = {
     "key": "key_id", "team": "team", "user": "user", "agent": "agent", "reply": "reply",
-    "model": "model",
+    "model": "model", "session": "session",
 }  # fmt: skip
 
 
@@ -231,7 +232,7 @@ class SQLiteStore:
             batch, self._usage = self._usage, []
             rows = [
                 (r.ts, r.request_id, r.key_id, r.team, r.user, r.agent, r.reply, r.model,
-                 r.target, r.input_tokens, r.output_tokens, r.cost_usd)
+                 r.target, r.input_tokens, r.output_tokens, r.cost_usd, r.session)
                 for r, _ in batch
             ]  # fmt: skip
             try:
@@ -432,7 +433,10 @@ _AUDIT_INSERT = (
 )
 
 
-_ADDED_COLUMNS = {"audit": {"findings": "TEXT NOT NULL DEFAULT '{}'", "policy_set": "TEXT"}}
+_ADDED_COLUMNS = {
+    "audit": {"findings": "TEXT NOT NULL DEFAULT '{}'", "policy_set": "TEXT"},
+    "usage": {"session": "TEXT"},
+}
 """Columns added after a table was first shipped: added in place to older files."""
 
 
@@ -457,7 +461,8 @@ def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
 
 _USAGE_INSERT = (
     "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model, target,"
-    " input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " input_tokens, output_tokens, cost_usd, session)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

@@ -33,6 +33,10 @@ TOKEN_TYPES = ("input", "output", "cached_input", "reasoning", "cache_write")
 OTHER = "other"
 
 
+IDENTITY_LABELS = ("team", "key", "user", "agent")
+"""Who made a request, as labels of the token and spend series (each opt-in)."""
+
+
 class BoundedLabel:
     """Admits known values always and at most ``limit`` others; the rest become ``other``."""
 
@@ -76,13 +80,16 @@ class Metrics:
     (so a series appears only once it has something to say).
     """
 
-    def __init__(self, registry: CollectorRegistry, *, label_limit: int = 100) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, *, label_limit: int = 100, identity_limit: int = 100
+    ) -> None:
         self.registry = registry
         self._children: dict[tuple[object, ...], Any] = {}
         self._series: dict[tuple[str, ...], _RequestSeries] = {}
         self._policy_families: dict[str, Any] = {}
         self.model_label = BoundedLabel(limit=label_limit)
         self.target_label = BoundedLabel(limit=label_limit)
+        self._identity_labels = tuple(BoundedLabel(limit=identity_limit) for _ in IDENTITY_LABELS)
         Info("hookgate_build", "hookgate build information", registry=registry).info(
             {"version": __version__, "python": platform.python_version()}
         )
@@ -111,13 +118,14 @@ class Metrics:
         )  # fmt: skip
         self.tokens = Counter(
             "hookgate_tokens", "Tokens reported by the provider (cached within input, "
-            "reasoning within output); team and key only with server.metric_labels",
-            ["model", "target", "type", "team", "key"], registry=registry,
+            "reasoning within output); team, key, user and agent only with "
+            "server.metric_labels", ["model", "target", "type", *IDENTITY_LABELS],
+            registry=registry,
         )  # fmt: skip
         self.cost = Counter(
             "hookgate_cost_usd", "Spend in USD from reported usage and the price table; "
-            "team and key only with server.metric_labels",
-            ["model", "target", "team", "key"], registry=registry,
+            "team, key, user and agent only with server.metric_labels",
+            ["model", "target", *IDENTITY_LABELS], registry=registry,
         )  # fmt: skip
         self.unpriced = Counter(
             "hookgate_unpriced_requests", "Requests whose model has no price (cost unknown)",
@@ -174,10 +182,15 @@ class Metrics:
         outcome: Outcome,
         observation: Observation,
         cost: float | None,
-        identity: tuple[str, str] = ("", ""),
+        identity: tuple[str, ...] = ("",) * 4,
     ) -> None:
-        """Record one finished request. ``identity`` is ``(team, key id)`` as allowed by
-        ``server.metric_labels`` (empty strings when not)."""
+        """Record one finished request. ``identity`` is ``(team, key id, user, agent)`` as
+        allowed by ``server.metric_labels`` (empty strings for those not shown); past
+        ``identity_limit`` distinct values of one of them, the rest count as ``other``."""
+        identity = tuple(
+            bound(value) if value else ""
+            for bound, value in zip(self._identity_labels, identity, strict=True)
+        )
         model_label = self.model_label(model)
         target_label = self.target_label(outcome.target)
         series = self._series_for(api, model_label, target_label, str(outcome.status))
