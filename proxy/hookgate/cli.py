@@ -491,7 +491,7 @@ def _check(args: argparse.Namespace) -> int:
 def json_schema() -> dict[str, Any]:
     """The config's JSON Schema, with each built-in policy's settings spelled out."""
     schema = Config.model_json_schema()
-    entries = []
+    entries: list[dict[str, Any]] = []
     for name in sorted(registry.BUILTIN):
         settings = registry.resolve(name).Config.model_json_schema()
         for ref, definition in settings.pop("$defs", {}).items():  # refs are root-relative
@@ -505,7 +505,7 @@ def json_schema() -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
-    custom = {
+    custom: dict[str, Any] = {
         "type": "object",
         "minProperties": 1,
         "maxProperties": 1,
