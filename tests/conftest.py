@@ -17,6 +17,7 @@ from hookgate.config.loader import LoadedConfig, load_text
 from hookgate.server.app import create_app
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.otlp import OtlpReceiver
+from tests.services import RedisServer
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-credential-abcdef"
@@ -136,6 +137,14 @@ def make_proxy(loop_thread: LoopThread, upstream: FakeUpstream) -> Iterator[Prox
 def proxy_url(make_proxy: ProxyFactory) -> str:
     """A proxy with no policies in front of the fake upstream."""
     return make_proxy()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A real ``redis-server`` on loopback (see :class:`tests.services.RedisServer`)."""
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

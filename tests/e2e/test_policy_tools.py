@@ -55,13 +55,12 @@ def write(call_id: str, arguments: str) -> synth.ToolCall:
 
 
 def script(upstream: FakeUpstream) -> None:
-    """Two parallel writes (the second is refused), a bad status, a write tool_guard
-    refuses, then a good write beside the agent's own tool, then the answer."""
+    """Two parallel writes (whichever runs second is refused: LangChain's sync entry runs
+    parallel calls in threads, so both write the same list), a bad status, a write
+    tool_guard refuses, then a good write beside the agent's own tool, then the answer."""
+    first_plan = plan(("Check the weather", "in_progress"), ("Answer", "pending"))
     upstream.push(
-        synth.Reply(tool_calls=[
-            write("w1", plan(("Check the weather", "in_progress"), ("Answer", "pending"))),
-            write("w2", plan(("Something else", "pending"))),
-        ]),
+        synth.Reply(tool_calls=[write("w1", first_plan), write("w2", first_plan)]),
         synth.Reply(tool_calls=[write("w3", plan(("Check the weather", "done")))]),
         synth.Reply(tool_calls=[write("w4", plan(("a secret plan", "pending")))]),
         synth.Reply(tool_calls=[
@@ -98,9 +97,9 @@ def assert_planned(upstream: FakeUpstream, calls: list[str]) -> None:
     assert offered["write_todos"]["parameters"]["required"] == ["todos"]
     assert PROMPT in system(first) and NOW not in system(first)
 
-    parallel = results(requests[1])
-    assert parallel["w1"].startswith("Updated the todo list:\n1. [in_progress] Check the weather")
-    assert "already called in this answer" in parallel["w2"]
+    parallel = sorted(results(requests[1])[w] for w in ("w1", "w2"))
+    assert parallel[0].startswith("Updated the todo list:\n1. [in_progress] Check the weather")
+    assert "already called in this answer" in parallel[1]
     assert f"{NOW}\n1. [in_progress] Check the weather\n2. [pending] Answer" in system(requests[1])
 
     # hookgate's check, or the framework's own where it validates first (AgentScope)

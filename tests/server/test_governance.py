@@ -205,22 +205,66 @@ def test_a_budget_granted_at_run_time_replaces_the_yaml_one_of_its_window(
 
 
 @pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def replicas(
     loop_thread: LoopThread, upstream: FakeUpstream, redis_server: RedisServer
 ) -> Iterator[list[str]]:
-    # no YAML limit: the budget policy enforces only what the admin API grants
-    loaded = load_text(keyed(upstream, redis_server.url, "policies:\n  - budget: {}\n"))
+    # The sets above, each with a budget: the default one with no YAML limit (it enforces
+    # only what the admin API grants), payments with a YAML team limit of its own.
+    sets = SETS.replace(
+        '  - system_prompt: {prepend: "Org rules."}\n',
+        '  - system_prompt: {prepend: "Org rules."}\n  - budget: {}\n',
+    ).replace(
+        "      - pii: {action: block}\n",
+        "      - pii: {action: block}\n      - budget: {limits: [{scope: team, usd: 0.3}]}\n",
+    )
+    loaded = load_text(keyed(upstream, redis_server.url, sets))
     servers = [loop_thread.run(RunningApp(create_app(loaded)).start()) for _ in range(2)]
     yield [f"{server.url}/v1" for server in servers]
     for server in servers:
         loop_thread.run(server.stop())
+
+
+def test_two_replicas_block_one_team_and_pseudonymize_another_from_one_yaml(
+    replicas: list[str], upstream: FakeUpstream
+) -> None:
+    payments, _ = new_key(replicas[0], "payments")
+    research, _ = new_key(replicas[1], "research")
+    for url in replicas:
+        with pytest.raises(openai.BadRequestError) as blocked:
+            ask(url, payments, f"Mail {EMAIL} the invoice.")
+        assert blocked.value.code == "pii_blocked"
+        assert ask(url, research, f"Mail {EMAIL}.").headers["x-hookgate-policy-set"] == "research"
+        assert EMAIL not in upstream.last.body.decode()
+    assert len(upstream.requests) == 2
+
+
+async def fire(urls: list[str], key: str, n: int) -> int:
+    """``n`` concurrent requests spread over ``urls``; how many were served (the rest were
+    refused with 429)."""
+    clients = [openai.AsyncOpenAI(base_url=u, api_key=key, max_retries=0) for u in urls]
+
+    async def one(i: int) -> bool:
+        try:
+            await clients[i % len(clients)].chat.completions.create(
+                model="cheap",
+                messages=[{"role": "user", "content": f"Question {i}, briefly."}],
+                max_tokens=5,
+            )
+        except openai.RateLimitError:
+            return False
+        return True
+
+    served = sum(await asyncio.gather(*[one(i) for i in range(n)]))
+    for client in clients:
+        await client.close()
+    return served
+
+
+@pytest.mark.slow
+def test_a_set_s_own_budget_holds_across_replicas(replicas: list[str]) -> None:
+    secret, _ = new_key(replicas[0], "payments")
+    served = asyncio.run(fire(replicas, secret, 200))
+    assert 0.2 <= served * PER_REQUEST_USD <= 0.3 + 1e-9, f"{served} served of a $0.30 budget"
 
 
 @pytest.mark.slow
@@ -231,26 +275,7 @@ def test_a_budget_changed_through_the_admin_api_holds_on_both_replicas(
     secret, _ = new_key(first, "search")
     admin(first, "PUT", "/teams/search", json={"budgets": [{"usd": 0.3}]})
 
-    async def fire(n: int) -> int:
-        clients = [openai.AsyncOpenAI(base_url=u, api_key=secret, max_retries=0) for u in replicas]
-
-        async def one(i: int) -> bool:
-            try:
-                await clients[i % 2].chat.completions.create(
-                    model="cheap",
-                    messages=[{"role": "user", "content": f"Question {i}, briefly."}],
-                    max_tokens=5,
-                )
-            except openai.RateLimitError:
-                return False
-            return True
-
-        served = sum(await asyncio.gather(*[one(i) for i in range(n)]))
-        for client in clients:
-            await client.close()
-        return served
-
-    served = asyncio.run(fire(200))
+    served = asyncio.run(fire(replicas, secret, 200))
     assert served * PER_REQUEST_USD <= 0.3 + 1e-9, f"overspent: {served} served"
     assert served * PER_REQUEST_USD >= 0.2, f"only {served} served of a $0.30 budget"
 
@@ -264,7 +289,7 @@ def test_a_budget_changed_through_the_admin_api_holds_on_both_replicas(
             assert time.monotonic() - raised < 1.0, "the raise did not reach the replica"
             time.sleep(0.05)
     before = len(upstream.requests)
-    more = asyncio.run(fire(200))
+    more = asyncio.run(fire(replicas, secret, 200))
     assert (before + more) * PER_REQUEST_USD <= 0.6 + 1e-9, "overspent after the raise"
     assert (before + more) * PER_REQUEST_USD >= 0.5
 

@@ -23,13 +23,6 @@ ADMIN = "admin-secret-for-tests"
 
 
 @pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def two_proxies(
     loop_thread: LoopThread, upstream: FakeUpstream, redis_server: RedisServer
 ) -> Iterator[list[str]]:

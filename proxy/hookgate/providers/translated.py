@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncGenerator, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from hookgate.budgets import tokens
 from hookgate.errors import InvalidRequest, UpstreamStatusError
@@ -92,11 +92,7 @@ _NAMES: dict[Api, str] = {
 
 async def _to_messages(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
     body = chat_to_messages.request(call.body, default_max_tokens=provider.max_tokens)
-    sent = dataclasses.replace(call, api="messages", payload=JsonBody.from_data(body), query="")
-    try:
-        response = await provider.send_native(sent, target)
-    except UpstreamStatusError as exc:
-        raise _rewritten(exc, chat_to_messages.error) from None
+    response = await _sent_as(provider, call, target, "messages", body, chat_to_messages.error)
     if response.stream is not None:
         options = call.body.get("stream_options")
         usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -109,10 +105,7 @@ async def _responses_to_chat(
     provider: NativeSender, call: ModelCall, target: Target
 ) -> ModelResponse:
     body = responses_to_chat.request(call.body, keep_thinking=False)
-    sent = dataclasses.replace(
-        call, api="chat.completions", payload=JsonBody.from_data(body), query=""
-    )
-    response = await provider.send_native(sent, target)  # chat errors are OpenAI's shape
+    response = await _sent_as(provider, call, target, "chat.completions", body)
     if response.stream is not None:
         translator = responses_to_chat.StreamTranslator(request=call.body)
         return dataclasses.replace(response, stream=_translated(response.stream, translator))
@@ -126,11 +119,7 @@ async def _responses_to_messages(
     thinking blocks a Responses client got back (in reasoning items) are sent again."""
     chat = responses_to_chat.request(call.body, keep_thinking=True)
     body = chat_to_messages.request(chat, default_max_tokens=provider.max_tokens)
-    sent = dataclasses.replace(call, api="messages", payload=JsonBody.from_data(body), query="")
-    try:
-        response = await provider.send_native(sent, target)
-    except UpstreamStatusError as exc:
-        raise _rewritten(exc, chat_to_messages.error) from None
+    response = await _sent_as(provider, call, target, "messages", body, chat_to_messages.error)
     if response.stream is not None:
         translator = _Chain(
             chat_to_messages.StreamTranslator(model=call.model, include_usage=True),
@@ -143,18 +132,34 @@ async def _responses_to_messages(
 
 async def _to_chat(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
     body = messages_to_chat.request(call.body)
-    sent = dataclasses.replace(
-        call, api="chat.completions", payload=JsonBody.from_data(body), query=""
+    response = await _sent_as(
+        provider, call, target, "chat.completions", body, messages_to_chat.error
     )
-    try:
-        response = await provider.send_native(sent, target)
-    except UpstreamStatusError as exc:
-        raise _rewritten(exc, messages_to_chat.error) from None
     model = target.model or call.model
     if response.stream is not None:
         translator = messages_to_chat.StreamTranslator(model=model)
         return dataclasses.replace(response, stream=_translated(response.stream, translator))
     return response.with_body(messages_to_chat.response(response.body, model=model))
+
+
+async def _sent_as(
+    provider: NativeSender,
+    call: ModelCall,
+    target: Target,
+    api: Api,
+    body: dict[str, Any],
+    error: Callable[[int, bytes], bytes] | None = None,
+) -> ModelResponse:
+    """``call`` sent in ``api`` with ``body`` (the client's query string stays behind); an
+    upstream error's body rewritten by ``error`` into the client's shape (None: it is
+    already in it)."""
+    sent = dataclasses.replace(call, api=api, payload=JsonBody.from_data(body), query="")
+    try:
+        return await provider.send_native(sent, target)
+    except UpstreamStatusError as exc:
+        if error is None:
+            raise
+        raise _rewritten(exc, error) from None
 
 
 def _counted(call: ModelCall, target: Target) -> ModelResponse:

@@ -3,7 +3,7 @@
 A sidecar on loopback may let every caller in as ``anonymous`` (only processes on the
 same host reach it). A listener on any other address spends the provider's key for
 whoever can reach the host, so ``hookgate serve`` refuses to start one unless callers
-must authenticate (``keys.required`` or ``keys.static``) or its owner wrote
+must authenticate (``keys.required``, ``keys.static`` or ``keys.jwt``) or its owner wrote
 ``server.allow_anonymous: true``. A config reload is held to the same rule.
 """
 
@@ -29,7 +29,8 @@ def is_loopback(host: str) -> bool:
 
 def anonymous_allowed(config: Config) -> bool:
     """Whether a caller without any key is served."""
-    return not config.keys.required and not any(map(is_set, config.keys.static))
+    keys = config.keys
+    return not keys.required and keys.jwt is None and not any(map(is_set, keys.static))
 
 
 def refusal(config: Config, host: str) -> str | None:
