@@ -109,6 +109,26 @@ class ProviderConfig(Strict):
         return self.api_key is not None and not self.api_key.get_secret_value()
 
 
+class McpServerConfig(Strict):
+    """An MCP server hookgate fronts at ``/mcp/{name}``, over Streamable HTTP.
+
+    ``headers`` go with every request to it (its credentials: use ``${ENV}``); they never
+    come back to a client, and a client's own ``Authorization`` (its hookgate key) never
+    goes to the server."""
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: TimeoutConfig = Field(default_factory=lambda: TimeoutConfig(read_s=300.0))
+    """``read_s`` bounds one tool call's silence (a long tool keeps its stream alive)."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return value
+
+
 class TargetConfig(Strict):
     """One upstream target of a model alias."""
 
@@ -324,9 +344,10 @@ SetEntry = Annotated[dict[str, Any], AfterValidator(_set_entry)]
 
 Route = Literal[
     "chat.completions", "responses", "completions", "embeddings", "messages",
-    "messages.count_tokens",
+    "messages.count_tokens", "mcp",
 ]  # fmt: skip
-"""The model APIs a policy set may be matched on (``/v1/messages`` is ``messages``)."""
+"""The APIs a policy set may be matched on (``/v1/messages`` is ``messages``; ``mcp`` is
+the MCP gateway, ``/mcp/{server}``)."""
 
 
 class MatchConfig(Strict):
@@ -385,6 +406,9 @@ class Config(Strict):
     policy_sets: dict[str, PolicySetConfig] = Field(default_factory=dict)
     """Named pipelines selected per request (see :mod:`hookgate.config.policy_sets`)."""
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers served at ``/mcp/{name}`` with the tool policies (see
+    :mod:`hookgate.server.mcp`)."""
     store: str = "sqlite:///hookgate.db"
     """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
     or ``redis://host:port/db`` (several replicas). Opened when first needed."""

@@ -14,16 +14,19 @@ on_model_call          onion        first listed is outermost
 on_response            transformer  reverse listed order (innermost first)
 on_response_stream     per stream   reverse listed order, like on_response
 on_reply (SDK)         onion        first listed is outermost; wraps a whole agent reply
-on_tool_call (SDK)     onion        first listed is outermost; wraps one tool execution
+on_tool_call (SDK+MCP) onion        first listed is outermost; wraps one tool execution
 needs_approval (SDK)   predicate    before a tool call; any reason pauses it for a human
 should_stop_after_turn predicate    after every model call of a reply; any True stops
 tools (SDK)            declaration  every policy's tools offered to the agent, listed order
+tool_offered (MCP)     predicate    a tool an MCP server lists; any False hides it
 =====================  ===========  ==================================================
 
-The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the last
+The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the next
 five only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
-boundaries, the agent's tool list. ``runs_in`` says where a policy applies; a policy listed
-in a YAML file is skipped, with a log line, where it does not.
+boundaries, the agent's tool list — except ``on_tool_call``, which the proxy's MCP
+gateway also runs around the tool calls it relays (:mod:`hookgate.server.mcp`), with
+``tool_offered`` on the tools an MCP server lists. ``runs_in`` says where a policy
+applies; a policy listed in a YAML file is skipped, with a log line, where it does not.
 
 Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
 ``[a, b]``, ``a`` sees the request first and the response last, exactly as an onion.
@@ -177,6 +180,12 @@ class Policy:
         in ``ctx.usage`` and ``ctx.turns``.
         """
         return False
+
+    def tool_offered(self, name: str) -> bool:
+        """Proxy (MCP gateway): whether a tool an MCP server lists is shown to the agent
+        (``tools/list``); any policy answering False hides it. A hidden tool is still
+        refused if called by name: that is :meth:`on_tool_call`'s to enforce."""
+        return True
 
     def tools(self) -> Sequence[PolicyTool]:
         """The tools this policy gives the agent (SDK only): a planning tool, a tool to ask

@@ -206,6 +206,10 @@ class ToolGuardPolicy(Policy):
         narrowed = {**listed, "tool_names": kept} if isinstance(listed, dict) else kept
         return {**tool, "allowed_tools": narrowed}
 
+    def tool_offered(self, name: str) -> bool:
+        """MCP ``tools/list``: a tool ``allow``/``deny`` exclude is not shown."""
+        return self._name_refusal(name) is None
+
     def _name_refusal(self, name: str) -> str | None:
         if listed(name, self.config.deny):
             return f"the tool {name!r} is not allowed"

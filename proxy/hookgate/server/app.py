@@ -13,8 +13,10 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator
+from typing import Literal
 
 import aiohttp
+import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
@@ -29,7 +31,7 @@ from hookgate.errors import (
     UpstreamError,
 )
 from hookgate.ids import UniqueIds
-from hookgate.server import exposure, routes
+from hookgate.server import exposure, mcp, routes
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -45,6 +47,7 @@ from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.store.base import display_url
 from hookgate.store.open import open_budgets, open_store
 from hookgate.telemetry.metrics import Metrics
+from hookgate.wire import jsonrpc
 
 log = logging.getLogger("hookgate")
 
@@ -132,6 +135,7 @@ def create_app(
         app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
     app.cleanup_ctx.append(_lifecycle)
     routes.add_routes(app, ops=loaded.config.server.ops is None)
+    mcp.add_routes(app)
     return app
 
 
@@ -216,22 +220,33 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
     given = request.headers.get("x-hookgate-request-id", "")
     request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
     request[REQUEST_ID] = request_id
-    anthropic = routes.speaks_anthropic(request.path)
+    shape = _error_shape(request.path)
     try:
         return await handler(request)
     except HookgateError as exc:
-        return error_response(exc, request_id, anthropic=anthropic)
+        return error_response(exc, request_id, shape=shape)
     except web.HTTPException as exc:
-        return error_response(_from_http(request, exc), request_id, anthropic=anthropic)
+        return error_response(_from_http(request, exc), request_id, shape=shape)
     except RequestPayloadError as exc:  # a body cut short, or not in its Content-Encoding
         unreadable = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
-        return error_response(unreadable, request_id, anthropic=anthropic)
+        return error_response(unreadable, request_id, shape=shape)
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
         log.exception("internal error in request %s", request_id)
         error = HookgateError(f"internal error (request {request_id})")
-        return error_response(error, request_id, anthropic=anthropic)
+        return error_response(error, request_id, shape=shape)
+
+
+ErrorShape = Literal["openai", "anthropic", "jsonrpc"]
+
+
+def _error_shape(path: str) -> ErrorShape:
+    """The error body a route's clients read: Anthropic's on its routes, JSON-RPC on the
+    MCP gateway's, OpenAI's elsewhere."""
+    if routes.speaks_anthropic(path):
+        return "anthropic"
+    return "jsonrpc" if path.startswith("/mcp/") else "openai"
 
 
 def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.AppRunner:
@@ -245,12 +260,18 @@ def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.
     )
 
 
-def error_response(exc: HookgateError, request_id: str, *, anthropic: bool) -> web.Response:
-    """The error response for ``exc``: OpenAI's format, or Anthropic's on its routes
-    (with ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's
-    clients, Claude Code among them, would otherwise retry with backoff)."""
+def error_response(
+    exc: HookgateError, request_id: str, *, shape: ErrorShape = "openai"
+) -> web.Response:
+    """The error response for ``exc``: OpenAI's format; Anthropic's on its routes (with
+    ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's clients,
+    Claude Code among them, would otherwise retry with backoff); a JSON-RPC error (id
+    null, the HTTP status kept) on the MCP gateway's."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
-    if anthropic:
+    if shape == "jsonrpc":
+        headers["content-type"] = "application/json"
+        body = orjson.dumps(jsonrpc.error(None, jsonrpc.SERVER_ERROR, exc.message))
+    elif shape == "anthropic":
         headers["content-type"] = "application/json"
         body = exc.to_anthropic_bytes()
         if exc.status == 429 and exc.retry_after is None and not isinstance(exc, UpstreamError):

@@ -144,6 +144,16 @@ class Metrics:
             "hookgate_stream_errors", "Streams ended with an error event after their first byte",
             ["target", "kind"], registry=registry,
         )  # fmt: skip
+        self.tool_calls = Counter(
+            "hookgate_mcp_tool_calls", "Tool calls through the MCP gateway by server, tool and "
+            "outcome (ok, refused, tool_error, jsonrpc_error, mcp_unreachable, ...)",
+            ["server", "tool", "outcome"], registry=registry,
+        )  # fmt: skip
+        self.tool_duration = Histogram(
+            "hookgate_mcp_tool_call_duration_seconds", "A tool call through the MCP gateway, "
+            "policies included", ["server", "tool"], buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.tool_label = BoundedLabel(limit=label_limit)
         self.reloads = Counter(
             "hookgate_config_reloads", "Config reloads by result", ["result"], registry=registry
         )
@@ -154,6 +164,12 @@ class Metrics:
         if child is None:
             child = self._children[key] = family.labels(*labels)
         return child
+
+    def observe_tool(self, server: str, tool: str, error: str | None, seconds: float) -> None:
+        """Record one tool call of the MCP gateway (``error`` None: it succeeded)."""
+        tool = self.tool_label(tool)
+        self._child(self.tool_calls, server, tool, error or "ok").inc()
+        self._child(self.tool_duration, server, tool).observe(seconds)
 
     def in_flight_gauge(self, api: str) -> Any:
         """The in-flight gauge child of ``api`` (cached)."""

@@ -1,0 +1,493 @@
+"""The MCP gateway: hookgate in front of MCP servers, with the tool policies in the path.
+
+A proxy cannot see an agent's own tools, but it can stand between an agent and the MCP
+servers it reaches over HTTP. Each server of ``mcp_servers`` is served at
+``/mcp/{name}`` over Streamable HTTP, relayed message by message to the server's ``url``
+with the server's own ``headers`` (its credentials), so sessions (``Mcp-Session-Id``),
+server streams (``GET``) and their resumption (``Last-Event-ID``) work as the server
+implements them. The caller authenticates as on the model routes (virtual keys, JWT,
+static keys), and its policy set is chosen as there, with route ``mcp``.
+
+Two methods run through the policies of that set:
+
+* ``tools/list``: a tool any policy's :meth:`~hookgate.pipeline.hooks.Policy.tool_offered`
+  refuses (``tool_guard``'s ``allow``/``deny``) is left out of the answer.
+* ``tools/call``: one :meth:`~hookgate.pipeline.hooks.Policy.on_tool_call` onion, the same
+  hooks the SDK runs around an agent's tools, whose innermost step is the call to the
+  server. ``tool_guard`` refuses a denied tool (even called by name), bad arguments or a
+  call over a reply's or session's limit; ``pii`` restores placeholders in the arguments
+  and redacts the result before the agent (and its model) reads it, with the placeholders
+  the model routes make; ``tracing`` makes an ``execute_tool {name}`` span, a child of the
+  W3C context in the request's ``params._meta`` (``traceparent``) or headers. A refused
+  call is answered with a tool result whose ``isError`` is true and whose text says why,
+  so the model can adapt.
+
+State a policy keeps per session (``pii``'s placeholders, ``tool_guard``'s counts) is read
+from and written to the store under the session (``x-hookgate-session-id``, else the MCP
+session), the same record the SDK keeps, so an agent's SDK and the gateway share it; per
+reply (``x-hookgate-reply-id`` or ``params._meta["hookgate/reply_id"]``) likewise. Two
+calls of one session running at once may each miss the other's count.
+
+Every ``tools/call`` is audited (api ``mcp.tools/call``, model = the tool, target =
+``mcp/{server}``) and measured (``hookgate_mcp_tool_calls_total``,
+``hookgate_mcp_tool_call_duration_seconds``). Bad input gets JSON-RPC errors (a body that
+is not JSON: ``-32700``; not one message: ``-32600``; a ``tools/call`` without a tool
+name: ``-32602``); a server that cannot be reached, times out or breaks its stream is a
+``-32000`` error naming the server, never a hang; its headers never reach the client.
+
+Messages other than those two (``initialize``, notifications, ``resources/*``,
+``prompts/*``, answers to the server's own requests) and ``GET``/``DELETE`` are relayed
+unchanged, streamed as they arrive. Events a server sends on a ``tools/call`` stream
+before its result (progress, logging, its own requests such as elicitation) are relayed
+as they arrive too; only the result waits for the policies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
+
+from hookgate.config.policy_sets import RequestFacts
+from hookgate.config.schema import McpServerConfig
+from hookgate.errors import HookgateError, NotFound
+from hookgate.ids import UniqueIds
+from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.compose import compose_onion
+from hookgate.pipeline.hooks import Policy, implements
+from hookgate.pipeline.types import ANONYMOUS
+from hookgate.server.appkeys import GRANTS, HOLDER, METRICS, REQUEST_ID, SESSION, STORE
+from hookgate.server.auth import Caller, authenticate
+from hookgate.server.routes import read_body
+from hookgate.store.base import AuditRecord, Store
+from hookgate.wire import jsonrpc, sse
+from hookgate.wire.jsonrpc import JsonRpcError
+
+log = logging.getLogger("hookgate")
+
+FORWARDED = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version",
+             "last-event-id", "traceparent", "tracestate")  # fmt: skip
+"""Client headers an MCP server sees (never the client's ``Authorization``: that is its
+hookgate key)."""
+RETURNED = ("content-type", "mcp-session-id", "cache-control")
+"""Server headers a client sees."""
+STATE_TTL_S = 7 * 86400.0
+"""How long a session's or reply's policy state is kept after its last tool call."""
+REPLY_META = "hookgate/reply_id"
+
+_reply_ids = UniqueIds()
+
+
+def add_routes(app: web.Application) -> None:
+    """Register ``/mcp/{name}``."""
+    app.router.add_route("*", "/mcp/{name}", handle)
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    """Serve one MCP request for the server the path names."""
+    runtime = request.app[HOLDER].current
+    name = request.match_info["name"]
+    server = runtime.config.mcp_servers.get(name)
+    if server is None:
+        raise NotFound(f"no MCP server named {name!r} is configured", code="mcp_server_not_found")
+    caller = await authenticate(request, runtime, request.app[GRANTS])
+    gateway = Gateway(request, name, server, caller)
+    if request.method == "POST":
+        return await gateway.post()
+    if request.method in ("GET", "DELETE"):
+        return await gateway.relay(None)
+    raise web.HTTPMethodNotAllowed(request.method, ["GET", "POST", "DELETE"])
+
+
+@dataclass
+class Gateway:
+    """One request to one MCP server."""
+
+    request: web.Request
+    name: str
+    server: McpServerConfig
+    caller: Caller
+    response: web.StreamResponse | None = None
+    """The answer, once started (a stream the server's events are relayed on)."""
+    policy_set: str = "default"
+
+    @property
+    def label(self) -> str:
+        return f"MCP server {self.name!r}"
+
+    async def post(self) -> web.StreamResponse:
+        limit = self.request.app[HOLDER].current.config.server.max_body_bytes
+        raw = await read_body(self.request, limit)
+        try:
+            message = jsonrpc.parse(raw)
+        except JsonRpcError as exc:
+            return _json(exc.to_message(), status=400)
+        method = message.get("method")
+        if method == "tools/call" and jsonrpc.is_request(message):
+            return await self.tool_call(message)
+        if method == "tools/list" and jsonrpc.is_request(message):
+            return await self.relay(raw, message.get("id"))
+        return await self.relay(raw)
+
+    def policies(self) -> tuple[Policy, ...]:
+        """The policies of the caller's set on route ``mcp``."""
+        runtime = self.request.app[HOLDER].current
+        identity = self.caller.identity
+        facts = RequestFacts(
+            key=None if identity is ANONYMOUS else identity.key_id, team=identity.team,
+            user=identity.user, agent=self.request.headers.get("x-hookgate-agent"), route="mcp",
+        )  # fmt: skip
+        chosen = runtime.selector.select(
+            facts,
+            key_set=self.caller.key_grants.policy_set,
+            team_set=self.caller.team_grants.policy_set,
+        )
+        self.policy_set = chosen.name
+        return runtime.pipelines[chosen.name].policies
+
+    # -- relaying ---------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def upstream(self, body: bytes | None) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The server's answer to the client's request (``body`` for a POST)."""
+        headers = {k: v for k in FORWARDED if (v := self.request.headers.get(k)) is not None}
+        headers.update(self.server.headers)
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=self.server.timeout.connect_s,
+            sock_read=self.server.timeout.read_s,
+        )
+        session = self.request.app[SESSION]
+        try:
+            async with session.request(
+                self.request.method, self.server.url, data=body, headers=headers,
+                timeout=timeout, allow_redirects=False,
+            ) as answer:  # fmt: skip
+                yield answer
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise McpUnreachable(f"{self.label} could not be reached: {_why(exc)}") from None
+
+    async def relay(self, body: bytes | None, listing: Any = None) -> web.StreamResponse:
+        """Relay the request and its answer; with ``listing`` (a ``tools/list`` id), the
+        answer to it has the tools the policies hide left out."""
+        async with self.upstream(body) as answer:
+            if listing is None or answer.status >= 300:
+                return await self._stream(answer)
+            policies = [p for p in self.policies() if implements(p, "tool_offered")]
+            return await self._answer(answer, listing, lambda m: _listed(m, policies))
+
+    async def _stream(self, answer: aiohttp.ClientResponse) -> web.StreamResponse:
+        out = await self._start(answer)
+        try:
+            async for chunk in answer.content.iter_any():
+                await out.write(chunk)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("%s: stream ended: %s", self.label, _why(exc))
+        await out.write_eof()
+        return out
+
+    async def _start(self, answer: aiohttp.ClientResponse) -> web.StreamResponse:
+        if self.response is None:
+            headers = {k: v for k in RETURNED if (v := answer.headers.get(k)) is not None}
+            self.response = web.StreamResponse(status=answer.status, headers=headers)
+            await self.response.prepare(self.request)
+        return self.response
+
+    async def _answer(
+        self,
+        answer: aiohttp.ClientResponse,
+        id: Any,
+        change: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> web.StreamResponse:
+        """Relay ``answer`` (JSON or an event stream), with ``change`` applied to the
+        response to ``id``."""
+        final = await self.final(answer, id)
+        return await self.finish(answer, change(final))
+
+    async def final(self, answer: aiohttp.ClientResponse, id: Any) -> dict[str, Any]:
+        """The server's response to ``id``; on a stream, the events before it are relayed
+        to the client as they arrive."""
+        kind = answer.headers.get("content-type", "").split(";")[0].strip()
+        if kind == "application/json":
+            try:
+                message = orjson.loads(await answer.read())
+            except (orjson.JSONDecodeError, aiohttp.ClientError, TimeoutError) as exc:
+                raise McpBadAnswer(f"{self.label} sent an answer that is not JSON: {exc}") from None
+            if not isinstance(message, dict):
+                raise McpBadAnswer(f"{self.label} sent JSON that is not one message")
+            return message
+        if kind != "text/event-stream":
+            raise McpBadAnswer(f"{self.label} answered with content-type {kind or 'none'!r}")
+        decoder = sse.SSEDecoder()
+        try:
+            async for chunk in answer.content.iter_any():
+                for block in decoder.feed(chunk):
+                    message = _message(block)
+                    if message is not None and message.get("id") == id and "method" not in message:
+                        return message
+                    out = await self._start(answer)
+                    await out.write(block)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise McpUnreachable(f"{self.label} broke off its answer: {_why(exc)}") from None
+        raise McpUnreachable(f"{self.label} ended its stream without answering")
+
+    async def finish(
+        self, answer: aiohttp.ClientResponse, message: Mapping[str, Any]
+    ) -> web.StreamResponse:
+        """Send the final response: on the stream when one was started or the server
+        streamed, else as JSON."""
+        streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        if self.response is None and not streamed:
+            return _json(message, headers=_returned(answer))
+        out = await self._start(answer)
+        await out.write(sse.encode(message, event="message"))
+        await out.write_eof()
+        return out
+
+    # -- tools/call -------------------------------------------------------------------
+
+    async def tool_call(self, message: dict[str, Any]) -> web.StreamResponse:
+        id = message.get("id")
+        try:
+            name, arguments = jsonrpc.tool_call(message)
+        except JsonRpcError as exc:
+            return _json(exc.to_message(), status=400)
+        policies = self.policies()
+        started = time.perf_counter()
+        store = self.request.app[STORE]
+        reply = await _reply_context(self.request, message, store)
+        reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
+        answered: dict[str, Any] = {}
+
+        async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
+            sent = jsonrpc.with_arguments(message, call.arguments)
+            async with self.upstream(orjson.dumps(sent)) as answer:
+                if answer.status >= 300:
+                    text = (await answer.read()).decode("utf-8", "replace")[:500]
+                    raise McpBadAnswer(f"{self.label} answered HTTP {answer.status}: {text}")
+                final = await self.final(answer, id)
+                answered["answer"] = answer
+            answered["final"] = final
+            return _tool_result(final)
+
+        layers = [p.on_tool_call for p in policies if implements(p, "on_tool_call")]
+        call = ToolCall(name, arguments, call_id=None if id is None else str(id))
+        token = otel_context.attach(propagate.extract(_carrier(self.request, message)))
+        status, error = 200, None
+        try:
+            result = await compose_onion(layers, terminal)(call, reply)
+        except HookgateError as exc:
+            status, error = exc.status, exc.code or type(exc).__name__
+            result = ToolResult(exc.message, error=True)
+            answered.pop("final", None)
+            if isinstance(exc, McpError):
+                self._record(name, reply, started, 502, exc.code, policies)
+                return await self._reply(
+                    answered, jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message)
+                )
+            raise
+        finally:
+            otel_context.detach(token)
+            await _save(store, reply)
+        final = answered.get("final")
+        if result.blocked or final is None:
+            out = jsonrpc.result(id, jsonrpc.refused_tool_result(result.content))
+            error = error or "refused"
+        elif "result" in final:
+            value = final["result"]
+            if result.content != jsonrpc.tool_text(value):
+                value = _rewritten(value, result.content)
+            out = {**final, "result": value}
+            error = "tool_error" if value.get("isError") else None
+        else:
+            out, error = final, "jsonrpc_error"
+        self._record(name, reply, started, status, error, policies)
+        return await self._reply(answered, out)
+
+    async def _reply(
+        self, answered: Mapping[str, Any], message: Mapping[str, Any]
+    ) -> web.StreamResponse:
+        answer: aiohttp.ClientResponse | None = answered.get("answer")
+        if answer is None and self.response is None:
+            return _json(message)
+        if self.response is None:
+            assert answer is not None
+            return await self.finish(answer, message)
+        await self.response.write(sse.encode(message, event="message"))
+        await self.response.write_eof()
+        return self.response
+
+    def _record(
+        self, tool: str, reply: ReplyContext, started: float, status: int, error: str | None,
+        policies: tuple[Policy, ...],
+    ) -> None:  # fmt: skip
+        """Metrics and the audit record of one tool call (never its arguments or result)."""
+        seconds = time.perf_counter() - started
+        self.request.app[METRICS].observe_tool(self.name, tool, error, seconds)
+        runtime = self.request.app[HOLDER].current
+        if not runtime.config.audit.enabled:
+            return
+        identity = self.caller.identity
+        record = AuditRecord(
+            ts=time.time(), request_id=self.request[REQUEST_ID], api="mcp.tools/call",
+            model=tool, status=status, latency_ms=round(seconds * 1000, 3),
+            target=f"mcp/{self.name}", error=error, key_id=identity.key_id, team=identity.team,
+            user=identity.user, agent=reply.agent, session=reply.session_id,
+            reply=reply.reply_id, attempts=1, policy_set=self.policy_set,
+            decisions=orjson.dumps({p.name: "applied" for p in policies}).decode(),
+        )  # fmt: skip
+        self.request.app[STORE].submit_audit(record)
+
+
+class McpError(HookgateError):
+    """An MCP server failed a request: answered as a JSON-RPC error naming it."""
+
+    status = 502
+    type = "upstream_error"
+
+
+class McpUnreachable(McpError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="mcp_unreachable")
+
+
+class McpBadAnswer(McpError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="mcp_bad_answer")
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _json(
+    message: Mapping[str, Any], status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status, body=orjson.dumps(message), headers=headers,
+        content_type="application/json",
+    )  # fmt: skip
+
+
+def _returned(answer: aiohttp.ClientResponse) -> dict[str, str]:
+    return {k: v for k in RETURNED if k != "content-type" and (v := answer.headers.get(k))}
+
+
+def _message(block: bytes) -> dict[str, Any] | None:
+    try:
+        return sse.object_of(block)
+    except ValueError:
+        return None
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _listed(message: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
+    """A ``tools/list`` response without the tools a policy hides."""
+    result = message.get("result")
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if not isinstance(result, dict) or not isinstance(tools, list):
+        return message
+    shown = [
+        tool for tool in tools
+        if not isinstance(tool, Mapping)
+        or all(p.tool_offered(str(tool.get("name", ""))) for p in policies)
+    ]  # fmt: skip
+    return {**message, "result": {**result, "tools": shown}}
+
+
+def _tool_result(final: Mapping[str, Any]) -> ToolResult:
+    """What the policies see of the server's response to a ``tools/call``."""
+    if "result" not in final:
+        error = final.get("error")
+        text = str(error.get("message", "")) if isinstance(error, Mapping) else "error"
+        return ToolResult(text, error=True, error_message=text, raw=final)
+    value = final["result"] if isinstance(final["result"], Mapping) else {}
+    return ToolResult(jsonrpc.tool_text(value), error=bool(value.get("isError")), raw=final)
+
+
+def _rewritten(value: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """A tool result whose text a policy changed (``pii``): the text replaced, and its
+    ``structuredContent`` (which MCP servers also serialize as that text) taken from the
+    changed text when it is still that JSON, else left out rather than leak."""
+    out = jsonrpc.with_tool_text(value, text)
+    if "structuredContent" in value:
+        try:
+            structured = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            structured = None
+        if isinstance(structured, dict):
+            out["structuredContent"] = structured
+        else:
+            out.pop("structuredContent")
+    return out
+
+
+def _carrier(request: web.Request, message: Mapping[str, Any]) -> dict[str, str]:
+    """W3C trace context: the request's ``params._meta`` (MCP's place for it), else its
+    headers."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if isinstance(meta, Mapping) and isinstance(meta.get("traceparent"), str):
+        return {k: str(meta[k]) for k in ("traceparent", "tracestate") if k in meta}
+    return {k: v for k in ("traceparent", "tracestate") if (v := request.headers.get(k))}
+
+
+async def _reply_context(
+    request: web.Request, message: Mapping[str, Any], store: Store
+) -> ReplyContext:
+    """The reply a tool call belongs to, with its and its session's policy state."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    reply_id = request.headers.get("x-hookgate-reply-id") or (
+        str(meta[REPLY_META]) if isinstance(meta, Mapping) and REPLY_META in meta else None
+    )
+    session_id = request.headers.get("x-hookgate-session-id") or request.headers.get(
+        "mcp-session-id"
+    )
+    ctx = ReplyContext(
+        agent=request.headers.get("x-hookgate-agent") or "mcp",
+        reply_id=reply_id or f"mcp-{_reply_ids.next()}",
+        session_id=session_id,
+    )
+    if session_id:
+        ctx.session.update(await _load(store, f"session:{session_id}"))
+    if reply_id:
+        kept = await _load(store, f"mcp-reply:{reply_id}")
+        ctx.state.update(kept.get("state", {}))
+        ctx.tool_calls = int(kept.get("tool_calls", 0))
+    return ctx
+
+
+async def _load(store: Store, key: str) -> dict[str, Any]:
+    raw = await store.load_state(key)
+    value = orjson.loads(raw) if raw is not None else {}
+    return value if isinstance(value, dict) else {}
+
+
+async def _save(store: Store, ctx: ReplyContext) -> None:
+    """Keep what the policies counted and mapped, for the session's and reply's next call."""
+    writes = []
+    if ctx.session_id:
+        writes.append(
+            store.save_state(f"session:{ctx.session_id}", _dumps(ctx.session), STATE_TTL_S)
+        )
+    if not ctx.reply_id.startswith("mcp-"):
+        kept = {"state": ctx.state, "tool_calls": ctx.tool_calls}
+        writes.append(store.save_state(f"mcp-reply:{ctx.reply_id}", _dumps(kept), STATE_TTL_S))
+    await asyncio.gather(*writes)
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, default=lambda v: sorted(v) if isinstance(v, set) else str(v))

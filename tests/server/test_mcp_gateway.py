@@ -1,0 +1,216 @@
+"""The MCP gateway: the official ``mcp`` client and the OpenAI Agents SDK reach MCP
+servers written with the ``mcp`` SDK through hookgate, with the tool policies in the path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from hookgate.config.loader import load_text
+from hookgate.redaction.placeholders import placeholder
+from tests.conftest import ProxyFactory, config_text
+from tests.fakes import FakeUpstream
+from tests.mcp_servers import McpServer
+from tests.otlp import OtlpReceiver
+
+ADMIN = "admin-secret-for-tests"
+SERVER_TOKEN = "mcp-server-secret-token-123"
+EMAIL = "ann.lee@example.com"
+SECRET = "a-fixed-secret-for-placeholders"
+
+
+@pytest.fixture
+def mcp_server(tmp_path: Path) -> Iterator[McpServer]:
+    server = McpServer(tmp_path, token=SERVER_TOKEN)
+    yield server
+    server.stop()
+
+
+def gateway(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    server: McpServer,
+    db: Path,
+    policies: str,
+    keys: str = f"{{required: true, admin_key: {ADMIN}}}",
+) -> str:
+    """A proxy fronting ``server`` as ``/mcp/crm``; its base URL (no /v1)."""
+    extra = (
+        f"store: 'sqlite:///{db}'\nkeys: {keys}\n"
+        "mcp_servers:\n"
+        f"  crm: {{url: '{server.url}', headers: {{authorization: 'Bearer {SERVER_TOKEN}'}}}}\n"
+        f"policies:\n{policies}"
+    )
+    return make_proxy(loaded=load_text(config_text(upstream.base_url, extra))).removesuffix("/v1")
+
+
+def new_key(base: str, team: str = "support") -> str:
+    created = httpx.post(
+        f"{base}/admin/keys", json={"team": team}, headers={"authorization": f"Bearer {ADMIN}"}
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["key"])
+
+
+@asynccontextmanager
+async def session(url: str, key: str, **headers: str) -> AsyncIterator[ClientSession]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}", **headers})
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        yield client
+
+
+GUARD = "  - tool_guard: {deny: ['delete_*'], arguments: [{tool: send_email, pattern: 'rival'}]}\n"
+
+
+async def test_only_allowed_tools_are_listed_and_a_denied_call_is_refused_by_name(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", GUARD)
+    key = new_key(base)
+    async with session(f"{base}/mcp/crm", key) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "delete_files" not in names and {"get_weather", "send_email"} <= names
+        refused = await client.call_tool("delete_files", {"path": "/"})
+        assert refused.isError and "delete_files" in refused.content[0].text  # type: ignore[union-attr]
+        bad = await client.call_tool("send_email", {"to": "boss@rival.com", "body": "hi"})
+        assert bad.isError
+        fine = await client.call_tool("get_weather", {"city": "Paris"})
+        assert not fine.isError and fine.content[0].text == "sunny in Paris"  # type: ignore[union-attr]
+    calls = mcp_server.calls()
+    assert [c["tool"] for c in calls] == ["get_weather"]  # the refused ones never ran
+    # the server got its own credentials, never the client's hookgate key
+    assert calls[0]["headers"]["authorization"] == f"Bearer {SERVER_TOKEN}"
+    assert key not in json.dumps(calls)
+
+
+async def test_pii_from_a_tool_result_reaches_the_agent_as_a_placeholder_and_comes_back(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    base = gateway(
+        make_proxy, upstream, mcp_server, tmp_path / "g.db", f"  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    key = new_key(base)
+    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+    async with session(f"{base}/mcp/crm", key, **{"x-hookgate-session-id": "s1"}) as client:
+        found = await client.call_tool("lookup_contact", {"name": "Ann"})
+        text = found.content[0].text  # type: ignore[union-attr]
+        assert EMAIL not in text and stand_in in text
+        structured = await client.call_tool("structured_contact", {"name": "Ann"})
+        assert structured.structuredContent == {"name": "Ann", "email": stand_in}
+        sent = await client.call_tool("send_email", {"to": stand_in, "body": "Hello"})
+        assert not sent.isError
+    last = mcp_server.calls()[-1]
+    assert last["tool"] == "send_email" and last["arguments"]["to"] == EMAIL
+
+
+async def test_a_call_is_a_span_of_the_agent_s_trace_and_a_row_of_the_audit_log(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "g.db"
+    tracing = f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+    base = gateway(make_proxy, upstream, mcp_server, db, tracing + GUARD)
+    key = new_key(base)
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    parent = f"00-{trace_id}-00f067aa0ba902b7-01"
+    async with session(f"{base}/mcp/crm", key, **{"x-hookgate-agent": "planner"}) as client:
+        await client.call_tool("get_weather", {"city": "Paris"}, meta={"traceparent": parent})
+        await client.call_tool("delete_files", {"path": "/"})
+    spans = receiver.wait_until(lambda s: sum(x.name.startswith("execute_tool") for x in s) >= 2)
+    weather = next(s for s in spans if s.name == "execute_tool get_weather")
+    assert weather.trace_id == trace_id
+    assert weather.attributes["gen_ai.tool.name"] == "get_weather"
+    await asyncio.sleep(0.1)  # the audit log is written in the background
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT api, model, target, status, error, team, agent FROM audit ORDER BY ts"
+        ).fetchall()
+    assert rows == [
+        ("mcp.tools/call", "get_weather", "mcp/crm", 200, None, "support", "planner"),
+        ("mcp.tools/call", "delete_files", "mcp/crm", 200, "refused", "support", "planner"),
+    ]
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{base}/metrics")).text
+    assert (
+        'hookgate_mcp_tool_calls_total{outcome="refused",server="crm",tool="delete_files"} 1.0'
+        in metrics
+    )
+
+
+def post(base: str, key: str | None, body: bytes, path: str = "/mcp/crm") -> httpx.Response:
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
+    return httpx.post(f"{base}{path}", content=body, headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", -32700),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', -32600),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}', -32602),
+    ],
+)
+def test_bad_json_rpc_gets_json_rpc_errors(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    tmp_path: Path,
+    body: bytes,
+    code: int,
+) -> None:
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", GUARD)
+    answer = post(base, new_key(base), body)
+    assert answer.status_code == 400
+    assert answer.json()["jsonrpc"] == "2.0" and answer.json()["error"]["code"] == code
+    assert not mcp_server.calls()
+
+
+def test_an_unknown_server_or_a_missing_key_is_refused_in_json_rpc_shape(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", GUARD)
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    unknown = post(base, new_key(base), ping, path="/mcp/nope")
+    assert unknown.status_code == 404 and "nope" in unknown.json()["error"]["message"]
+    anonymous = post(base, None, ping)
+    assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == -32000
+
+
+async def test_a_server_that_dies_mid_call_or_is_down_is_an_error_never_a_hang(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", GUARD)
+    key = new_key(base)
+    async with session(f"{base}/mcp/crm", key) as client:
+        started = time.monotonic()
+        with pytest.raises(Exception) as crashed:  # the client raises the JSON-RPC error
+            await client.call_tool("crash", {})
+        assert "crm" in str(crashed.value) and time.monotonic() - started < 10
+        assert SERVER_TOKEN not in str(crashed.value)
+    mcp_server.stop()
+    down = post(base, key, b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
+    assert down.status_code == 502
+    assert "could not be reached" in down.json()["error"]["message"]
+    assert SERVER_TOKEN not in down.text
