@@ -111,6 +111,7 @@ async def test_pii_from_a_tool_result_reaches_the_agent_as_a_placeholder_and_com
         found = await client.call_tool("lookup_contact", {"name": "Ann"})
         text = found.content[0].text  # type: ignore[union-attr]
         assert EMAIL not in text and stand_in in text
+        assert found.structuredContent == {"result": text}  # redacted alike
         structured = await client.call_tool("structured_contact", {"name": "Ann"})
         assert structured.structuredContent == {"name": "Ann", "email": stand_in}
         sent = await client.call_tool("send_email", {"to": stand_in, "body": "Hello"})

@@ -305,7 +305,7 @@ class Gateway:
             error = error or "refused"
         elif "result" in final:
             value = final["result"]
-            if result.content != jsonrpc.tool_text(value):
+            if result.content != _seen(value):
                 value = _rewritten(value, result.content)
             out = {**final, "result": value}
             error = "tool_error" if value.get("isError") else None
@@ -407,30 +407,46 @@ def _listed(message: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
     return {**message, "result": {**result, "tools": shown}}
 
 
+STRUCTURED = "\n\u241e hookgate: structuredContent \u241e\n"
+"""Between a result's text and the JSON of its ``structuredContent`` in what the policies
+see: a model may read either, so ``pii`` redacts both in one pass."""
+
+
 def _tool_result(final: Mapping[str, Any]) -> ToolResult:
-    """What the policies see of the server's response to a ``tools/call``."""
+    """What the policies see of the server's response to a ``tools/call``: its text,
+    then (after :data:`STRUCTURED`) its ``structuredContent`` as JSON."""
     if "result" not in final:
         error = final.get("error")
         text = str(error.get("message", "")) if isinstance(error, Mapping) else "error"
         return ToolResult(text, error=True, error_message=text, raw=final)
     value = final["result"] if isinstance(final["result"], Mapping) else {}
-    return ToolResult(jsonrpc.tool_text(value), error=bool(value.get("isError")), raw=final)
+    return ToolResult(_seen(value), error=bool(value.get("isError")), raw=final)
 
 
-def _rewritten(value: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """A tool result whose text a policy changed (``pii``): the text replaced, and its
-    ``structuredContent`` (which MCP servers also serialize as that text) taken from the
-    changed text when it is still that JSON, else left out rather than leak."""
+def _seen(value: Mapping[str, Any]) -> str:
+    text = jsonrpc.tool_text(value)
+    if "structuredContent" not in value:
+        return text
+    return text + STRUCTURED + orjson.dumps(value["structuredContent"]).decode()
+
+
+def _rewritten(value: Mapping[str, Any], content: str) -> dict[str, Any]:
+    """A tool result whose content a policy changed (``pii``): its text and its
+    ``structuredContent`` replaced by the changed ones. A structured part that is no
+    longer JSON (an entity found across its syntax) is withheld with the whole result:
+    leaving it out would break clients that check it against the tool's output schema,
+    and keeping the original would leak."""
+    text, separated, structured = content.partition(STRUCTURED)
     out = jsonrpc.with_tool_text(value, text)
     if "structuredContent" in value:
         try:
-            structured = orjson.loads(text)
+            out["structuredContent"] = orjson.loads(structured) if separated else None
         except orjson.JSONDecodeError:
-            structured = None
-        if isinstance(structured, dict):
-            out["structuredContent"] = structured
-        else:
-            out.pop("structuredContent")
+            out["structuredContent"] = None
+        if out["structuredContent"] is None:
+            return jsonrpc.refused_tool_result(
+                "the tool's structured result could not be redacted, so it was withheld"
+            )
     return out
 
 

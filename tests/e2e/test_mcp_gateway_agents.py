@@ -1,0 +1,112 @@
+"""An OpenAI Agents SDK agent uses an MCP server through hookgate's MCP gateway, its model
+through hookgate's chat route: no hookgate code in the agent, only URLs and a key.
+
+The agent sees only allowed tools (a call the model makes to a hidden one the Agents SDK
+itself refuses; a client calling it by name anyway is refused by the gateway: see
+tests/server/test_mcp_gateway.py); a tool result's e-mail reaches the model as a
+placeholder and the next call's argument gets the original back; each call is a row of
+the audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents.mcp import MCPServerStreamableHttp
+from openai import AsyncOpenAI
+
+from hookgate.config.loader import load_text
+from hookgate.redaction.placeholders import placeholder
+from hookgate.wire import synth
+from tests.conftest import ProxyFactory, config_text
+from tests.fakes import FakeUpstream
+from tests.mcp_servers import McpServer
+
+set_tracing_disabled(True)  # the SDK would export its traces to OpenAI
+
+SECRET = "a-fixed-secret-for-placeholders"
+EMAIL = "ann.lee@example.com"
+CLIENT = "client-key-0123456789abcdef"
+
+
+@pytest.fixture
+def mcp_server(tmp_path: Path) -> Iterator[McpServer]:
+    server = McpServer(tmp_path)
+    yield server
+    server.stop()
+
+
+# the Agents SDK still calls the mcp SDK's deprecated streamablehttp_client
+@pytest.mark.filterwarnings("ignore:Use `streamable_http_client` instead:DeprecationWarning")
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_agent_s_mcp_tools_are_governed_by_the_gateway(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    tmp_path: Path,
+    streamed: bool,
+) -> None:
+    db = tmp_path / "hookgate.db"
+    extra = (
+        f"store: 'sqlite:///{db}'\nkeys: {{static: ['{CLIENT}']}}\n"
+        f"mcp_servers: {{crm: {{url: '{mcp_server.url}'}}}}\n"
+        "policies:\n"
+        "  - tool_guard: {deny: ['delete_*']}\n"
+        f"  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    base = make_proxy(loaded=load_text(config_text(upstream.base_url, extra)))
+    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+    upstream.push(
+        synth.Reply(tool_calls=[synth.ToolCall("c1", "lookup_contact", '{"name": "Ann"}')]),
+        synth.Reply(
+            tool_calls=[
+                synth.ToolCall(
+                    "c3", "send_email", orjson.dumps({"to": stand_in, "body": "Hi"}).decode()
+                )
+            ]
+        ),
+        synth.Reply("Mailed Ann."),
+    )
+    crm = MCPServerStreamableHttp(
+        params={
+            "url": f"{base.removesuffix('/v1')}/mcp/crm",
+            "headers": {"Authorization": f"Bearer {CLIENT}", "x-hookgate-agent": "mailer"},
+        },
+        name="crm",
+    )
+    async with crm, AsyncOpenAI(base_url=base, api_key=CLIENT, max_retries=0) as client:
+        agent = Agent(
+            name="mailer",
+            instructions="Use tools.",
+            mcp_servers=[crm],
+            model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client),
+        )
+        if streamed:
+            run = Runner.run_streamed(agent, "Mail Ann hello.")
+            async for _ in run.stream_events():
+                pass
+            final = run.final_output
+        else:
+            final = (await Runner.run(agent, "Mail Ann hello.")).final_output
+    assert final == "Mailed Ann."
+
+    requests = [r.json() for r in upstream.requests]
+    offered = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert "delete_files" not in offered and {"lookup_contact", "send_email"} <= offered
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert EMAIL not in sent and stand_in in sent  # the model read the placeholder only
+    calls = mcp_server.calls()
+    assert [c["tool"] for c in calls] == ["lookup_contact", "send_email"]
+    assert calls[1]["arguments"] == {"to": EMAIL, "body": "Hi"}  # the original came back
+    await asyncio.sleep(0.1)  # the audit log is written in the background
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT model, error, agent FROM audit WHERE api = 'mcp.tools/call' ORDER BY ts"
+        ).fetchall()
+    assert rows == [("lookup_contact", None, "mailer"), ("send_email", None, "mailer")]
