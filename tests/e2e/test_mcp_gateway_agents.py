@@ -19,6 +19,9 @@ import orjson
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.mcp import MCPServerStreamableHttp
+from langchain.agents import create_agent
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_openai import ChatOpenAI
 from openai import AsyncOpenAI
 
 from hookgate.config.loader import load_text
@@ -42,6 +45,28 @@ def mcp_server(tmp_path: Path) -> Iterator[McpServer]:
     server.stop()
 
 
+def gateway_config(upstream: FakeUpstream, server: McpServer, tmp_path: Path) -> str:
+    """The model route and ``/mcp/crm``, behind a client key, with tool_guard and pii."""
+    extra = (
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\nkeys: {{static: ['{CLIENT}']}}\n"
+        f"mcp_servers: {{crm: {{url: '{server.url}'}}}}\n"
+        "policies:\n"
+        "  - tool_guard: {deny: ['delete_*']}\n"
+        f"  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    return config_text(upstream.base_url, extra)
+
+
+def script(stand_in: str) -> list[synth.Reply]:
+    """The model looks Ann up, mails the address it read (a placeholder), then answers."""
+    mail = orjson.dumps({"to": stand_in, "body": "Hi"}).decode()
+    return [
+        synth.Reply(tool_calls=[synth.ToolCall("c1", "lookup_contact", '{"name": "Ann"}')]),
+        synth.Reply(tool_calls=[synth.ToolCall("c2", "send_email", mail)]),
+        synth.Reply("Mailed Ann."),
+    ]
+
+
 # the Agents SDK still calls the mcp SDK's deprecated streamablehttp_client
 @pytest.mark.filterwarnings("ignore:Use `streamable_http_client` instead:DeprecationWarning")
 @pytest.mark.parametrize("streamed", [False, True])
@@ -53,26 +78,9 @@ async def test_an_agent_s_mcp_tools_are_governed_by_the_gateway(
     streamed: bool,
 ) -> None:
     db = tmp_path / "hookgate.db"
-    extra = (
-        f"store: 'sqlite:///{db}'\nkeys: {{static: ['{CLIENT}']}}\n"
-        f"mcp_servers: {{crm: {{url: '{mcp_server.url}'}}}}\n"
-        "policies:\n"
-        "  - tool_guard: {deny: ['delete_*']}\n"
-        f"  - pii: {{secret: '{SECRET}'}}\n"
-    )
-    base = make_proxy(loaded=load_text(config_text(upstream.base_url, extra)))
+    base = make_proxy(loaded=load_text(gateway_config(upstream, mcp_server, tmp_path)))
     stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
-    upstream.push(
-        synth.Reply(tool_calls=[synth.ToolCall("c1", "lookup_contact", '{"name": "Ann"}')]),
-        synth.Reply(
-            tool_calls=[
-                synth.ToolCall(
-                    "c3", "send_email", orjson.dumps({"to": stand_in, "body": "Hi"}).decode()
-                )
-            ]
-        ),
-        synth.Reply("Mailed Ann."),
-    )
+    upstream.push(*script(stand_in))
     crm = MCPServerStreamableHttp(
         params={
             "url": f"{base.removesuffix('/v1')}/mcp/crm",
@@ -110,3 +118,35 @@ async def test_an_agent_s_mcp_tools_are_governed_by_the_gateway(
             "SELECT model, error, agent FROM audit WHERE api = 'mcp.tools/call' ORDER BY ts"
         ).fetchall()
     assert rows == [("lookup_contact", None, "mailer"), ("send_email", None, "mailer")]
+
+
+async def test_a_langchain_agent_s_mcp_tools_through_the_adapters_are_governed(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    """langchain-mcp-adapters opens an MCP session per call, so the agent names its
+    conversation with ``x-hookgate-session-id``: the placeholders a result got are
+    restored in a later call of the same conversation."""
+    base = make_proxy(loaded=load_text(gateway_config(upstream, mcp_server, tmp_path)))
+    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+    upstream.push(*script(stand_in))
+    client = MultiServerMCPClient(
+        {
+            "crm": {
+                "transport": "streamable_http",
+                "url": f"{base.removesuffix('/v1')}/mcp/crm",
+                "headers": {"Authorization": f"Bearer {CLIENT}", "x-hookgate-session-id": "t-1"},
+            }
+        }
+    )
+    tools = await client.get_tools()
+    assert {t.name for t in tools} >= {"lookup_contact", "send_email"}
+    assert "delete_files" not in {t.name for t in tools}
+    model = ChatOpenAI(model="gpt-4.1-mini", base_url=base, api_key=CLIENT, max_retries=0)
+    agent = create_agent(model, tools=tools)
+    state = await agent.ainvoke({"messages": [{"role": "user", "content": "Mail Ann hello."}]})
+    assert state["messages"][-1].text == "Mailed Ann."
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert EMAIL not in sent and stand_in in sent
+    calls = mcp_server.calls()
+    assert [c["tool"] for c in calls] == ["lookup_contact", "send_email"]
+    assert calls[1]["arguments"] == {"to": EMAIL, "body": "Hi"}
