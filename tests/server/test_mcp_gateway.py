@@ -215,3 +215,18 @@ async def test_a_server_that_dies_mid_call_or_is_down_is_an_error_never_a_hang(
     assert down.status_code == 502
     assert "could not be reached" in down.json()["error"]["message"]
     assert SERVER_TOKEN not in down.text
+
+
+async def test_tool_calls_over_a_rate_are_refused_and_never_run(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    rates = "  - rate_limit: {tool_limits: [{scope: tool, rpm: 2}, {scope: key, rpm: 100}]}\n"
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", rates)
+    async with session(f"{base}/mcp/crm", new_key(base)) as client:
+        for city in ("Paris", "Rome"):
+            assert not (await client.call_tool("get_weather", {"city": city})).isError
+        third = await client.call_tool("get_weather", {"city": "Oslo"})
+        assert third.isError
+        assert "2 tool calls per minute reached for tool=get_weather" in third.content[0].text  # type: ignore[union-attr]
+        assert not (await client.call_tool("send_email", {"to": "a@b.c", "body": "x"})).isError
+    assert [c["arguments"].get("city") for c in mcp_server.calls()] == ["Paris", "Rome", None]

@@ -108,6 +108,10 @@ class ReplyContext:
     """Set by a policy (or by ``should_stop_after_turn``): end the reply after this turn."""
     span: Span | None = None
     """The reply's span (set by the tracing policy); the model calls' trace parent."""
+    key_id: str | None = None
+    """Who runs the reply, where the caller is known: the MCP gateway's authenticated key
+    (None in the SDK, whose caller the proxy authenticates)."""
+    team: str | None = None
 
     def add_usage(self, usage: Usage) -> None:
         """Add one model call's reported usage."""

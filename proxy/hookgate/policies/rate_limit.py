@@ -1,4 +1,5 @@
-"""``rate_limit``: requests and tokens per minute per key, team or model.
+"""``rate_limit``: requests and tokens per minute per key, team or model; tool calls per
+minute per key, team or tool.
 
 YAML::
 
@@ -7,6 +8,13 @@ YAML::
           - {scope: key, rpm: 60, tpm: 100000}
           - {scope: team, rpm: 600}
           - {scope: model, tpm: 2000000}
+        tool_limits:                             # tool calls through the MCP gateway
+          - {scope: key, rpm: 120}
+          - {scope: tool, rpm: 10}                # each tool's own calls
+
+A tool call over a ``tool_limits`` rate is refused with a tool result the model reads
+(``Tool call refused: ...``, with when to retry), like any refused call, and the tool
+does not run.
 
 Tokens are the request's estimate (prompt tokens plus its output ceiling), charged when
 it is admitted, as providers do. A request over a limit gets 429 ``rate_limit_exceeded``
@@ -25,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hookgate.budgets import tokens as token_estimates
 from hookgate.budgets.rates import Rate, RateCheck, RateLimiter, RateResult
 from hookgate.errors import RateLimited
+from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
@@ -47,6 +56,15 @@ class RateConfig(BaseModel):
         return self
 
 
+class ToolRateConfig(BaseModel):
+    """One rate of tool calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: Literal["key", "team", "tool"]
+    rpm: Annotated[int, Field(gt=0)]
+
+
 class RateLimitConfig(BaseModel):
     """Settings of the ``rate_limit`` policy."""
 
@@ -56,6 +74,8 @@ class RateLimitConfig(BaseModel):
     """The YAML rates. Rates granted at run time (``/admin/keys``, ``/admin/teams``) apply
     beside them, each replacing the YAML rate of its scope."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    tool_limits: list[ToolRateConfig] = Field(default_factory=list)
+    """Tool calls per minute (the MCP gateway's ``tools/call``)."""
 
 
 class RateLimitPolicy(Policy):
@@ -131,6 +151,25 @@ class RateLimitPolicy(Policy):
                     headers=headers,
                 )
         ctx.response_headers.update(headers)
+        return await next(call, ctx)
+
+    async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
+        """The MCP gateway: a tool call over a ``tool_limits`` rate is refused, not run."""
+        values = {"key": ctx.key_id, "team": ctx.team, "tool": call.name}
+        checks = [
+            RateCheck(f"tool|{limit.scope}={value}", limit.rpm, 1)
+            for limit in self.config.tool_limits
+            if (value := values[limit.scope])
+        ]
+        if checks:
+            result = await self.rates.hit(checks)
+            if not result.allowed:
+                assert result.check is not None
+                scope = result.check.key.split("|", 1)[1]
+                return ToolResult.refused(
+                    f"rate limit of {result.check.cap} tool calls per minute reached for "
+                    f"{scope}; retry in {result.reset_s:.0f}s"
+                )
         return await next(call, ctx)
 
 

@@ -265,7 +265,7 @@ class Gateway:
         policies = self.policies()
         started = time.perf_counter()
         store = self.request.app[STORE]
-        reply = await _reply_context(self.request, message, store)
+        reply = await _reply_context(self.request, message, store, self.caller)
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
         answered: dict[str, Any] = {}
 
@@ -461,7 +461,7 @@ def _carrier(request: web.Request, message: Mapping[str, Any]) -> dict[str, str]
 
 
 async def _reply_context(
-    request: web.Request, message: Mapping[str, Any], store: Store
+    request: web.Request, message: Mapping[str, Any], store: Store, caller: Caller
 ) -> ReplyContext:
     """The reply a tool call belongs to, with its and its session's policy state."""
     params = message.get("params")
@@ -476,6 +476,8 @@ async def _reply_context(
         agent=request.headers.get("x-hookgate-agent") or "mcp",
         reply_id=reply_id or f"mcp-{_reply_ids.next()}",
         session_id=session_id,
+        key_id=caller.identity.key_id,
+        team=caller.identity.team,
     )
     if session_id:
         ctx.session.update(await _load(store, f"session:{session_id}"))
