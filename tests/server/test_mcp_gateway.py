@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -230,3 +231,48 @@ async def test_tool_calls_over_a_rate_are_refused_and_never_run(
         assert "2 tool calls per minute reached for tool=get_weather" in third.content[0].text  # type: ignore[union-attr]
         assert not (await client.call_tool("send_email", {"to": "a@b.c", "body": "x"})).isError
     assert [c["arguments"].get("city") for c in mcp_server.calls()] == ["Paris", "Rome", None]
+
+
+WEATHER = Path(__file__).parents[1] / "e2e" / "mcp_weather_server.py"
+
+
+def stdio_gateway(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, db: Path, command: list[str]
+) -> str:
+    extra = (
+        f"store: 'sqlite:///{db}'\nkeys: {{required: true, admin_key: {ADMIN}}}\n"
+        f"mcp_servers: {{weather: {{command: {json.dumps(command)}, max_sessions: 2}}}}\n"
+        f"policies:\n  - tool_guard: {{deny: ['nothing']}}\n  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    return make_proxy(loaded=load_text(config_text(upstream.base_url, extra))).removesuffix("/v1")
+
+
+async def test_a_stdio_server_hookgate_starts_is_served_with_the_policies(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``command``: one process per client session, the policies as for a URL server;
+    a session ended with DELETE (the client's close) is gone."""
+    base = stdio_gateway(make_proxy, upstream, tmp_path / "g.db", [sys.executable, str(WEATHER)])
+    key = new_key(base)
+    async with session(f"{base}/mcp/weather", key) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["get_forecast"]
+        result = await client.call_tool("get_forecast", {"city": "Paris"})
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("rain in Paris") and "siobhan@example.org" not in text
+        assert "<EMAIL_ADDRESS_" in text
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    headers = {"authorization": f"Bearer {key}", "mcp-session-id": "no-such-session"}
+    async with httpx.AsyncClient() as http:
+        stale = await http.post(f"{base}/mcp/weather", content=ping, headers=headers)
+    assert stale.status_code == 404 and stale.json()["error"]["code"] == -32000
+
+
+def test_a_stdio_server_that_exits_is_a_clear_error(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    base = stdio_gateway(make_proxy, upstream, tmp_path / "g.db", command)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    answer = post(base, new_key(base), json.dumps(init).encode(), path="/mcp/weather")
+    assert answer.status_code == 502
+    assert "'weather' exited (status 3)" in answer.json()["error"]["message"]

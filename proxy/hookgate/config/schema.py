@@ -110,23 +110,41 @@ class ProviderConfig(Strict):
 
 
 class McpServerConfig(Strict):
-    """An MCP server hookgate fronts at ``/mcp/{name}``, over Streamable HTTP.
+    """An MCP server hookgate serves at ``/mcp/{name}`` over Streamable HTTP: one it
+    reaches at ``url`` (Streamable HTTP), or one it starts from ``command`` (stdio, a
+    process per client session; see :mod:`hookgate.server.mcp_stdio`).
 
-    ``headers`` go with every request to it (its credentials: use ``${ENV}``); they never
-    come back to a client, and a client's own ``Authorization`` (its hookgate key) never
-    goes to the server."""
+    ``headers`` go with every request to a ``url`` server (its credentials: use
+    ``${ENV}``), ``env`` to a ``command`` server's processes (beside ``PATH``); they never
+    reach a client, and a client's own ``Authorization`` (its hookgate key) never goes to
+    the server."""
 
-    url: str
+    url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    command: list[str] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    max_sessions: Annotated[int, Field(gt=0)] = 16
+    """``command``: processes (client sessions) at most; the least recently used one
+    makes room."""
+    idle_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    """``command``: a session idle this long is closed when another starts."""
     timeout: TimeoutConfig = Field(default_factory=lambda: TimeoutConfig(read_s=300.0))
-    """``read_s`` bounds one tool call's silence (a long tool keeps its stream alive)."""
+    """``read_s`` bounds one request's silence (a tool call's, say)."""
 
-    @field_validator("url")
-    @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+    @model_validator(mode="after")
+    def _one_kind(self) -> McpServerConfig:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give exactly one of url (Streamable HTTP) and command (stdio)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
-        return value
+        if self.command is not None and not self.command:
+            raise ValueError("command names the program to start, then its arguments")
+        if self.url is None and self.headers:
+            raise ValueError("headers go to a url server; a command server takes env")
+        if self.url is not None and (self.env or self.cwd):
+            raise ValueError("env and cwd are for a command server")
+        return self
 
 
 class TargetConfig(Strict):

@@ -36,12 +36,14 @@ from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
     LISTEN_HOST,
+    MCP_SESSIONS,
     METRICS,
     REQUEST_ID,
     SESSION,
     STORE,
 )
 from hookgate.server.grants_cache import GrantsCache
+from hookgate.server.mcp_stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.store.base import display_url
@@ -105,6 +107,7 @@ def create_app(
     store = open_store(loaded.config.store)
     app[STORE] = store
     app[GRANTS] = GrantsCache(store)
+    app[MCP_SESSIONS] = StdioSessions()
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)
@@ -204,6 +207,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         if watcher is not None:
             await watcher.close()
         await app[HOLDER].current.aclose()
+        await app[MCP_SESSIONS].close()
         await app[SESSION].close()
         await app[STORE].close()
 

@@ -6,6 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from hookgate.server.grants_cache import GrantsCache
+from hookgate.server.mcp_stdio import StdioSessions
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
@@ -21,6 +22,9 @@ STORE = web.AppKey("hookgate.store", Store)
 
 GRANTS = web.AppKey("hookgate.grants", GrantsCache)
 """The run-time grants of keys and teams, as this replica last read them."""
+
+MCP_SESSIONS = web.AppKey("hookgate.mcp_sessions", StdioSessions)
+"""The MCP gateway's stdio sessions: the server processes it runs."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

@@ -48,9 +48,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
@@ -66,14 +66,24 @@ from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Policy, implements
 from hookgate.pipeline.types import ANONYMOUS
-from hookgate.server.appkeys import GRANTS, HOLDER, METRICS, REQUEST_ID, SESSION, STORE
+from hookgate.server.appkeys import (
+    GRANTS,
+    HOLDER,
+    MCP_SESSIONS,
+    METRICS,
+    REQUEST_ID,
+    SESSION,
+    STORE,
+)
 from hookgate.server.auth import Caller, authenticate
+from hookgate.server.mcp_stdio import SessionGone, StdioSession
 from hookgate.server.routes import read_body
 from hookgate.store.base import AuditRecord, Store
 from hookgate.wire import jsonrpc, sse
 from hookgate.wire.jsonrpc import JsonRpcError
 
 log = logging.getLogger("hookgate")
+T = TypeVar("T")
 
 FORWARDED = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version",
              "last-event-id", "traceparent", "tracestate")  # fmt: skip
@@ -101,7 +111,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if server is None:
         raise NotFound(f"no MCP server named {name!r} is configured", code="mcp_server_not_found")
     caller = await authenticate(request, runtime, request.app[GRANTS])
-    gateway = Gateway(request, name, server, caller)
+    kind = Gateway if server.command is None else StdioGateway
+    gateway = kind(request, name, server, caller)
     if request.method == "POST":
         return await gateway.post()
     if request.method in ("GET", "DELETE"):
@@ -120,6 +131,8 @@ class Gateway:
     response: web.StreamResponse | None = None
     """The answer, once started (a stream the server's events are relayed on)."""
     policy_set: str = "default"
+    answer: aiohttp.ClientResponse | None = None
+    """The server's answer to a ``tools/call``, whose headers the reply takes."""
 
     @property
     def label(self) -> str:
@@ -170,7 +183,7 @@ class Gateway:
         session = self.request.app[SESSION]
         try:
             async with session.request(
-                self.request.method, self.server.url, data=body, headers=headers,
+                self.request.method, str(self.server.url), data=body, headers=headers,
                 timeout=timeout, allow_redirects=False,
             ) as answer:  # fmt: skip
                 yield answer
@@ -270,13 +283,7 @@ class Gateway:
         answered: dict[str, Any] = {}
 
         async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
-            sent = jsonrpc.with_arguments(message, call.arguments)
-            async with self.upstream(orjson.dumps(sent)) as answer:
-                if answer.status >= 300:
-                    text = (await answer.read()).decode("utf-8", "replace")[:500]
-                    raise McpBadAnswer(f"{self.label} answered HTTP {answer.status}: {text}")
-                final = await self.final(answer, id)
-                answered["answer"] = answer
+            final = await self.exchange(jsonrpc.with_arguments(message, call.arguments))
             answered["final"] = final
             return _tool_result(final)
 
@@ -292,9 +299,7 @@ class Gateway:
             answered.pop("final", None)
             if isinstance(exc, McpError):
                 self._record(name, reply, started, 502, exc.code, policies)
-                return await self._reply(
-                    answered, jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message)
-                )
+                return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
             raise
         finally:
             otel_context.detach(token)
@@ -312,17 +317,26 @@ class Gateway:
         else:
             out, error = final, "jsonrpc_error"
         self._record(name, reply, started, status, error, policies)
-        return await self._reply(answered, out)
+        return await self.respond(out)
 
-    async def _reply(
-        self, answered: Mapping[str, Any], message: Mapping[str, Any]
-    ) -> web.StreamResponse:
-        answer: aiohttp.ClientResponse | None = answered.get("answer")
-        if answer is None and self.response is None:
+    async def exchange(self, sent: Mapping[str, Any]) -> dict[str, Any]:
+        """Send a request to the server; its response (events before it are relayed)."""
+        async with self.upstream(orjson.dumps(sent)) as answer:
+            if answer.status >= 300:
+                text = (await answer.read()).decode("utf-8", "replace")[:500]
+                raise McpBadAnswer(f"{self.label} answered HTTP {answer.status}: {text}")
+            final = await self.final(answer, sent.get("id"))
+            self.answer = answer
+        return final
+
+    async def respond(self, message: Mapping[str, Any]) -> web.StreamResponse:
+        """The client's answer: on the stream already relaying the server's events, else
+        as the server answered (an event stream or JSON)."""
+        if self.answer is None and self.response is None:
             return _json(message)
         if self.response is None:
-            assert answer is not None
-            return await self.finish(answer, message)
+            assert self.answer is not None
+            return await self.finish(self.answer, message)
         await self.response.write(sse.encode(message, event="message"))
         await self.response.write_eof()
         return self.response
@@ -347,6 +361,82 @@ class Gateway:
             decisions=orjson.dumps({p.name: "applied" for p in policies}).decode(),
         )  # fmt: skip
         self.request.app[STORE].submit_audit(record)
+
+
+class StdioGateway(Gateway):
+    """One request to a server hookgate runs (:mod:`hookgate.server.mcp_stdio`): the
+    session's process answers instead of a URL, and the client's answers are JSON (the
+    server's own messages wait on the session's ``GET`` stream)."""
+
+    session: StdioSession | None = None
+
+    async def post(self) -> web.StreamResponse:
+        limit = self.request.app[HOLDER].current.config.server.max_body_bytes
+        try:
+            message = jsonrpc.parse(await read_body(self.request, limit))
+        except JsonRpcError as exc:
+            return _json(exc.to_message(), status=400)
+        sessions = self.request.app[MCP_SESSIONS]
+        if message.get("method") == "initialize":
+            try:
+                self.session = await sessions.start(self.name, self.server)
+            except SessionGone as exc:
+                raise McpUnreachable(str(exc)) from None
+        else:
+            self.session = self._session()
+        if not jsonrpc.is_request(message):  # a notification, or an answer to the server
+            await self._guarded(self.session.send(message))
+            return web.Response(status=202, headers=self._headers())
+        if message.get("method") == "tools/call":
+            return await self.tool_call(message)
+        answer = await self.exchange(message)
+        if message.get("method") == "tools/list":
+            policies = [p for p in self.policies() if implements(p, "tool_offered")]
+            answer = _listed(answer, policies)
+        return await self.respond(answer)
+
+    def _session(self) -> StdioSession:
+        session_id = self.request.headers.get("mcp-session-id", "")
+        session = self.request.app[MCP_SESSIONS].get(self.name, session_id)
+        if session is None:
+            raise NotFound(
+                f"no live session {session_id!r} of MCP server {self.name!r}: initialize one",
+                code="mcp_session_not_found",
+            )
+        return session
+
+    def _headers(self) -> dict[str, str]:
+        return {"mcp-session-id": self.session.id} if self.session is not None else {}
+
+    async def _guarded(self, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        except SessionGone as exc:
+            raise McpUnreachable(str(exc)) from None
+        except TimeoutError:
+            raise McpUnreachable(
+                f"{self.label} did not answer within {self.server.timeout.read_s:g}s"
+            ) from None
+
+    async def exchange(self, sent: Mapping[str, Any]) -> dict[str, Any]:
+        assert self.session is not None
+        return await self._guarded(self.session.request(sent, self.server.timeout.read_s))
+
+    async def respond(self, message: Mapping[str, Any]) -> web.StreamResponse:
+        return _json(message, headers=self._headers())
+
+    async def relay(self, body: bytes | None, listing: Any = None) -> web.StreamResponse:
+        """``DELETE`` ends the session; ``GET`` streams what its server sent unasked."""
+        session = self._session()
+        if self.request.method == "DELETE":
+            await self.request.app[MCP_SESSIONS].end(session)
+            return web.Response(status=200)
+        out = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await out.prepare(self.request)
+        while (message := await session.inbox.get()) is not None:
+            await out.write(sse.encode(message, event="message"))
+        await out.write_eof()
+        return out
 
 
 class McpError(HookgateError):

@@ -1,0 +1,196 @@
+"""MCP servers hookgate starts and supervises: one process per client session, over stdio.
+
+A stdio MCP server serves one client: its stdin and stdout carry one session's messages,
+one JSON object per line. So each client session (an ``initialize`` without
+``Mcp-Session-Id``) gets its own process, started from the server's ``command`` with only
+the configured ``env`` beside ``PATH``, and a new session id the client sends from then
+on. The process is the session: when it exits (a crash, a kill), the session is gone,
+and the client's next request gets 404, which tells an MCP client to start a new one.
+
+Per session, requests wait for the response with their id; everything else the server
+writes (notifications, its own requests) is queued for the session's ``GET`` stream.
+Its stderr is logged at debug level, never sent to a client. When a session starts, the
+server's sessions idle for ``idle_timeout_s`` are closed, and at most ``max_sessions``
+run per server (the least recently used one is closed to make room); all are stopped
+when hookgate stops. A request the process does not answer within the
+server's ``timeout.read_s`` fails, and so does every request waiting when it exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from hookgate.config.schema import McpServerConfig
+
+log = logging.getLogger("hookgate")
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest message a server may write (one line)."""
+STOP_GRACE_S = 5.0
+
+
+class SessionGone(Exception):
+    """The session's process exited (or never started): the client must start anew."""
+
+
+class StdioSession:
+    """One client session: one server process."""
+
+    def __init__(self, name: str, process: asyncio.subprocess.Process) -> None:
+        self.id = secrets.token_hex(16)
+        self.name = name
+        self.process = process
+        self.used = time.monotonic()
+        self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._waiting: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._tasks = (
+            asyncio.create_task(self._read(), name=f"mcp-{name}-stdout"),
+            asyncio.create_task(self._drain_stderr(), name=f"mcp-{name}-stderr"),
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Write one message (a notification, or a response to the server's request)."""
+        if not self.alive or self.process.stdin is None:
+            raise SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited")
+        self.used = time.monotonic()
+        try:
+            self.process.stdin.write(orjson.dumps(message) + b"\n")
+            await self.process.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            raise SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited") from None
+
+    async def request(self, message: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send a request and wait for its response; :class:`SessionGone` when the process
+        exits first, :class:`TimeoutError` when it does not answer in time."""
+        id = message.get("id")
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[id] = waiting
+        try:
+            await self.send(message)
+            async with asyncio.timeout(timeout_s):
+                return await waiting
+        finally:
+            self._waiting.pop(id, None)
+            self.used = time.monotonic()
+
+    async def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            while line := await stdout.readline():
+                try:
+                    message = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    log.warning("MCP server %r wrote a line that is not JSON", self.name)
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                waiting = self._waiting.get(message.get("id"))
+                if "method" not in message and waiting is not None and not waiting.done():
+                    waiting.set_result(message)
+                else:
+                    self.inbox.put_nowait(message)
+        except (ValueError, OSError) as exc:  # a line over the limit, a broken pipe
+            log.warning("MCP server %r: reading its output failed: %s", self.name, exc)
+        finally:
+            await self.process.wait()
+            gone = SessionGone(
+                f"MCP server {self.name!r} exited (status {self.process.returncode})"
+            )
+            for waiting in self._waiting.values():
+                if not waiting.done():
+                    waiting.set_exception(gone)
+            self.inbox.put_nowait(None)  # ends the session's GET stream
+
+    async def _drain_stderr(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        while line := await stderr.readline():
+            log.debug("MCP server %r: %s", self.name, line.decode("utf-8", "replace").rstrip())
+
+    async def close(self) -> None:
+        """Stop the process: stdin closed, then SIGTERM, then SIGKILL."""
+        if self.alive:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_GRACE_S / 2):
+                    await self.process.wait()
+        if self.alive:
+            self.process.terminate()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_GRACE_S):
+                    await self.process.wait()
+        if self.alive:
+            self.process.kill()
+            await self.process.wait()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class StdioSessions:
+    """Every stdio session of the app, by id."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, StdioSession] = {}
+
+    async def start(self, name: str, server: McpServerConfig) -> StdioSession:
+        """A new session of server ``name``: its process started."""
+        assert server.command is not None
+        await self._make_room(name, server)
+        env = {"PATH": os.environ.get("PATH", ""), **server.env}
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *server.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=server.cwd, limit=MAX_LINE_BYTES,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            raise SessionGone(f"MCP server {name!r} could not be started: {exc}") from None
+        session = StdioSession(name, process)
+        self._sessions[session.id] = session
+        log.info("MCP server %r: session %s started (pid %d)", name, session.id, process.pid)
+        return session
+
+    def get(self, name: str, session_id: str) -> StdioSession | None:
+        """The live session ``session_id`` of server ``name``, if any."""
+        session = self._sessions.get(session_id)
+        if session is None or session.name != name:
+            return None
+        if not session.alive:
+            del self._sessions[session_id]
+            return None
+        session.used = time.monotonic()
+        return session
+
+    async def end(self, session: StdioSession) -> None:
+        """Close a session (the client's DELETE)."""
+        self._sessions.pop(session.id, None)
+        await session.close()
+
+    async def _make_room(self, name: str, server: McpServerConfig) -> None:
+        now = time.monotonic()
+        mine = [s for s in self._sessions.values() if s.name == name]
+        stale = [s for s in mine if not s.alive or now - s.used > server.idle_timeout_s]
+        if len(mine) - len(stale) >= server.max_sessions:
+            stale.append(min((s for s in mine if s not in stale), key=lambda s: s.used))
+        await asyncio.gather(*(self.end(s) for s in stale))
+
+    async def close(self) -> None:
+        """Stop every process (the app is shutting down)."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in sessions))
