@@ -149,7 +149,6 @@ class ToolGuardPolicy(Policy):
         if self._name_refusal(call.name) or self._argument_refusal(call):
             return None  # refused anyway, by on_tool_call: no human is asked
         return f"the call of {call.name!r} needs a human's approval"
-        return None
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         """Offer the model only the tools it may call (proxy, and in-process model calls).

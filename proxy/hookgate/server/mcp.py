@@ -18,7 +18,10 @@ Two methods run through the policies of that set:
   call over a reply's or session's limit; ``pii`` restores placeholders in the arguments
   and redacts the result before the agent (and its model) reads it, with the placeholders
   the model routes make; ``tracing`` makes an ``execute_tool {name}`` span, a child of the
-  W3C context in the request's ``params._meta`` (``traceparent``) or headers. A refused
+  W3C context in the request's ``params._meta`` (``traceparent``) or headers;
+  ``rate_limit``'s ``tool_limits`` refuse calls over a rate. A call that needs a human's
+  approval (``tool_guard``'s ``approval: pause``) is refused: there is nobody to ask here
+  (an approval function, ``approval: mypkg.hitl:ask``, is asked as in the SDK). A refused
   call is answered with a tool result whose ``isError`` is true and whose text says why,
   so the model can adapt.
 
@@ -289,6 +292,12 @@ class Gateway:
 
         layers = [p.on_tool_call for p in policies if implements(p, "on_tool_call")]
         call = ToolCall(name, arguments, call_id=None if id is None else str(id))
+        waiting = await _approval_needed(policies, call, reply)
+        if waiting is not None:  # nobody to ask here: refused, never run unapproved
+            await _save(store, reply)
+            self._record(name, reply, started, 200, "needs_approval", policies)
+            refusal = f"Tool call refused: {waiting}, which the MCP gateway cannot ask for"
+            return await self.respond(jsonrpc.result(id, jsonrpc.refused_tool_result(refusal)))
         token = otel_context.attach(propagate.extract(_carrier(self.request, message)))
         status, error = 200, None
         try:
@@ -538,6 +547,18 @@ def _rewritten(value: Mapping[str, Any], content: str) -> dict[str, Any]:
                 "the tool's structured result could not be redacted, so it was withheld"
             )
     return out
+
+
+async def _approval_needed(
+    policies: tuple[Policy, ...], call: ToolCall, ctx: ReplyContext
+) -> str | None:
+    """Why a human must approve ``call`` first (``tool_guard``'s ``approval: pause``)."""
+    for policy in policies:
+        if implements(policy, "needs_approval"):
+            reason = await policy.needs_approval(call, ctx)
+            if reason:
+                return reason
+    return None
 
 
 def _carrier(request: web.Request, message: Mapping[str, Any]) -> dict[str, str]:
