@@ -289,3 +289,23 @@ async def test_a_call_that_needs_a_human_is_refused_not_run_unapproved(
         assert "needs a human's approval" in refused.content[0].text  # type: ignore[union-attr]
         assert not (await client.call_tool("get_weather", {"city": "Oslo"})).isError
     assert [c["tool"] for c in mcp_server.calls()] == ["get_weather"]
+
+
+async def test_a_session_limit_counts_across_mcp_sessions_of_one_conversation(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    """The counts live in the store under x-hookgate-session-id (the SDK's own record), so
+    a client reconnecting with a new MCP session is still held to the limit; another
+    conversation is not."""
+    guard = "  - tool_guard: {max_per_session: 2}\n"
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", guard)
+    key = new_key(base)
+    outcomes = []
+    for conversation in ("c-1", "c-1", "c-2"):
+        async with session(f"{base}/mcp/crm", key, **{"x-hookgate-session-id": conversation}) as c:
+            result = await c.call_tool("get_weather", {"city": "Paris"})
+            outcomes.append(result.isError)
+            if conversation == "c-1" and not result.isError:
+                outcomes.append((await c.call_tool("get_weather", {"city": "Rome"})).isError)
+    assert outcomes == [False, False, True, False]
+    assert len(mcp_server.calls()) == 3

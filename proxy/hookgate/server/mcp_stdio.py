@@ -8,7 +8,10 @@ on. The process is the session: when it exits (a crash, a kill), the session is 
 and the client's next request gets 404, which tells an MCP client to start a new one.
 
 Per session, requests wait for the response with their id; everything else the server
-writes (notifications, its own requests) is queued for the session's ``GET`` stream.
+writes (notifications, its own requests) is queued for the session's ``GET`` stream. That
+stream's events carry no ids, so a client that reconnects is not replayed what it missed
+(resumption is optional in the transport; servers reached by ``url`` resume as they
+implement it, since hookgate relays ``Last-Event-ID``).
 Its stderr is logged at debug level, never sent to a client. When a session starts, the
 server's sessions idle for ``idle_timeout_s`` are closed, and at most ``max_sessions``
 run per server (the least recently used one is closed to make room); all are stopped
