@@ -281,7 +281,9 @@ class Gateway:
         policies = self.policies()
         started = time.perf_counter()
         store = self.request.app[STORE]
-        reply = await _reply_context(self.request, message, store, self.caller)
+        layers = [p.on_tool_call for p in policies if implements(p, "on_tool_call")]
+        stateful = bool(layers) or any(implements(p, "needs_approval") for p in policies)
+        reply, kept = await _reply_context(self.request, message, store, self.caller, stateful)
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
         answered: dict[str, Any] = {}
 
@@ -290,11 +292,10 @@ class Gateway:
             answered["final"] = final
             return _tool_result(final)
 
-        layers = [p.on_tool_call for p in policies if implements(p, "on_tool_call")]
         call = ToolCall(name, arguments, call_id=None if id is None else str(id))
         waiting = await _approval_needed(policies, call, reply)
         if waiting is not None:  # nobody to ask here: refused, never run unapproved
-            await _save(store, reply)
+            await kept.save(store, reply)
             self._record(name, reply, started, 200, "needs_approval", policies)
             refusal = f"Tool call refused: {waiting}, which the MCP gateway cannot ask for"
             return await self.respond(jsonrpc.result(id, jsonrpc.refused_tool_result(refusal)))
@@ -312,7 +313,7 @@ class Gateway:
             raise
         finally:
             otel_context.detach(token)
-            await _save(store, reply)
+            await kept.save(store, reply)
         final = answered.get("final")
         if result.blocked or final is None:
             out = jsonrpc.result(id, jsonrpc.refused_tool_result(result.content))
@@ -572,9 +573,14 @@ def _carrier(request: web.Request, message: Mapping[str, Any]) -> dict[str, str]
 
 
 async def _reply_context(
-    request: web.Request, message: Mapping[str, Any], store: Store, caller: Caller
-) -> ReplyContext:
-    """The reply a tool call belongs to, with its and its session's policy state."""
+    request: web.Request,
+    message: Mapping[str, Any],
+    store: Store,
+    caller: Caller,
+    stateful: bool,
+) -> tuple[ReplyContext, Kept]:
+    """The reply a tool call belongs to, with its and its session's policy state (read
+    only when a policy may use it: ``stateful``)."""
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     reply_id = request.headers.get("x-hookgate-reply-id") or (
@@ -590,32 +596,47 @@ async def _reply_context(
         key_id=caller.identity.key_id,
         team=caller.identity.team,
     )
-    if session_id:
-        ctx.session.update(await _load(store, f"session:{session_id}"))
-    if reply_id:
-        kept = await _load(store, f"mcp-reply:{reply_id}")
-        ctx.state.update(kept.get("state", {}))
-        ctx.tool_calls = int(kept.get("tool_calls", 0))
-    return ctx
+    kept = Kept(session_key=f"session:{session_id}" if stateful and session_id else None,
+                reply_key=f"mcp-reply:{reply_id}" if stateful and reply_id else None)  # fmt: skip
+    if kept.session_key is not None:
+        kept.session = await store.load_state(kept.session_key) or b"{}"
+        ctx.session.update(_object(kept.session))
+    if kept.reply_key is not None:
+        kept.reply = await store.load_state(kept.reply_key) or b"{}"
+        state = _object(kept.reply)
+        ctx.state.update(state.get("state", {}))
+        ctx.tool_calls = int(state.get("tool_calls", 0))
+    return ctx, kept
 
 
-async def _load(store: Store, key: str) -> dict[str, Any]:
-    raw = await store.load_state(key)
-    value = orjson.loads(raw) if raw is not None else {}
+@dataclass
+class Kept:
+    """Where a tool call's policy state is kept, and what it was when read: only what a
+    call changed is written back."""
+
+    session_key: str | None
+    reply_key: str | None
+    session: bytes = b"{}"
+    reply: bytes = b"{}"
+
+    async def save(self, store: Store, ctx: ReplyContext) -> None:
+        """Keep what the policies counted and mapped, for the next call."""
+        writes = []
+        session = _dumps(ctx.session)
+        if self.session_key is not None and session != self.session:
+            writes.append(store.save_state(self.session_key, session, STATE_TTL_S))
+        reply = _dumps({"state": ctx.state, "tool_calls": ctx.tool_calls})
+        if self.reply_key is not None and reply != self.reply:
+            writes.append(store.save_state(self.reply_key, reply, STATE_TTL_S))
+        await asyncio.gather(*writes)
+
+
+def _object(raw: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
     return value if isinstance(value, dict) else {}
-
-
-async def _save(store: Store, ctx: ReplyContext) -> None:
-    """Keep what the policies counted and mapped, for the session's and reply's next call."""
-    writes = []
-    if ctx.session_id:
-        writes.append(
-            store.save_state(f"session:{ctx.session_id}", _dumps(ctx.session), STATE_TTL_S)
-        )
-    if not ctx.reply_id.startswith("mcp-"):
-        kept = {"state": ctx.state, "tool_calls": ctx.tool_calls}
-        writes.append(store.save_state(f"mcp-reply:{ctx.reply_id}", _dumps(kept), STATE_TTL_S))
-    await asyncio.gather(*writes)
 
 
 def _dumps(value: Any) -> bytes:
