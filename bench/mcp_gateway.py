@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     args = parser.parse_args()
     report = summarize(run(args.calls))
-    print(f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'p50 ×':>7} {'p99 ×':>7}")
+    print(f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'p50 x':>7} {'p99 x':>7}")
     for name, row in report.items():
         print(f"{name:<20} {row['p50_ms']:>8.3f} {row['p99_ms']:>8.3f} "
               f"{row['p50_ratio']:>7.2f} {row['p99_ratio']:>7.2f}")  # fmt: skip
