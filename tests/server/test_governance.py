@@ -260,6 +260,26 @@ async def fire(urls: list[str], key: str, n: int) -> int:
     return served
 
 
+def test_grants_and_the_admin_log_are_shared_by_replicas_on_redis(replicas: list[str]) -> None:
+    first, second = replicas
+    secret, key_id = new_key(first, "interns")
+    admin(first, "PUT", "/teams/interns", json={"models": ["cheap"], "metadata": {"cc": "42"}})
+    admin(second, "PATCH", f"/keys/{key_id}", json={"rpm": 30})
+    assert admin(second, "GET", "/teams").json()["data"] == [
+        {
+            "team": "interns",
+            "grants": {"models": ["cheap"], "budgets": [], "metadata": {"cc": "42"}},
+        }
+    ]
+    changes = admin(first, "GET", "/changes?since=1h").json()["data"]
+    assert [(c["kind"], c["subject"], c["after"]) for c in changes] == [
+        ("team", "interns", {"models": ["cheap"], "budgets": [], "metadata": {"cc": "42"}}),
+        ("key", key_id, {"budgets": [], "rpm": 30, "metadata": {}}),
+    ]
+    with pytest.raises(openai.PermissionDeniedError):  # within a second on the other replica
+        ask(second, secret, "Hi", model="gpt-4o")
+
+
 @pytest.mark.slow
 def test_a_set_s_own_budget_holds_across_replicas(replicas: list[str]) -> None:
     secret, _ = new_key(replicas[0], "payments")

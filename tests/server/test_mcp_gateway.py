@@ -309,3 +309,24 @@ async def test_a_session_limit_counts_across_mcp_sessions_of_one_conversation(
                 outcomes.append((await c.call_tool("get_weather", {"city": "Rome"})).isError)
     assert outcomes == [False, False, True, False]
     assert len(mcp_server.calls()) == 3
+
+
+async def test_idle_and_unconfigured_stdio_sessions_are_reaped(tmp_path: Path) -> None:
+    """The sessions' supervisor on its own: an idle session and one of a server that left
+    the config are stopped; a fresh one of a configured server keeps running."""
+    from hookgate.config.schema import McpServerConfig
+    from hookgate.server.mcp_stdio import StdioSessions
+
+    sessions = StdioSessions()
+    quick = McpServerConfig(command=[sys.executable, str(WEATHER)], idle_timeout_s=0.2)
+    idle = await sessions.start("quick", quick)
+    gone = await sessions.start("old", quick)
+    await asyncio.sleep(0.3)
+    await sessions.reap({"quick": quick, "old": quick.model_copy(update={"idle_timeout_s": 60})})
+    assert not idle.alive and gone.alive  # only the idle one
+    fresh = await sessions.start("quick", quick)
+    await sessions.reap({"quick": quick})
+    assert not gone.alive and fresh.alive  # "old" left the config
+    assert sessions.get("quick", fresh.id) is fresh and sessions.get("quick", idle.id) is None
+    await sessions.close()
+    assert not fresh.alive

@@ -128,7 +128,7 @@ class McpServerConfig(Strict):
     """``command``: processes (client sessions) at most; the least recently used one
     makes room."""
     idle_timeout_s: Annotated[float, Field(gt=0)] = 600.0
-    """``command``: a session idle this long is closed when another starts."""
+    """``command``: a session idle this long is closed (checked every half minute)."""
     timeout: TimeoutConfig = Field(default_factory=lambda: TimeoutConfig(read_s=300.0))
     """``read_s`` bounds one request's silence (a tool call's, say)."""
 

@@ -172,6 +172,17 @@ async def _prune_audit(app: web.Application) -> None:
         await asyncio.sleep(3600)
 
 
+async def _reap_mcp(app: web.Application) -> None:
+    """Stop the MCP gateway's stdio sessions idle past their server's ``idle_timeout_s``
+    (or whose server left the config), every :data:`REAP_INTERVAL_S`."""
+    while True:
+        await asyncio.sleep(REAP_INTERVAL_S)
+        await app[MCP_SESSIONS].reap(app[HOLDER].current.config.mcp_servers)
+
+
+REAP_INTERVAL_S = 30.0
+
+
 def _prepare_metrics(metrics: Metrics, runtime: Runtime) -> None:
     config = runtime.config
     targets = [
@@ -195,7 +206,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         cookie_jar=aiohttp.DummyCookieJar(),
     )
     watcher = app.get(WATCHER)
-    tasks = [asyncio.create_task(_prune_audit(app))]
+    tasks = [asyncio.create_task(_prune_audit(app)), asyncio.create_task(_reap_mcp(app))]
     if watcher is not None:
         tasks.append(asyncio.create_task(watcher.run()))
     try:

@@ -12,10 +12,11 @@ writes (notifications, its own requests) is queued for the session's ``GET`` str
 stream's events carry no ids, so a client that reconnects is not replayed what it missed
 (resumption is optional in the transport; servers reached by ``url`` resume as they
 implement it, since hookgate relays ``Last-Event-ID``).
-Its stderr is logged at debug level, never sent to a client. When a session starts, the
-server's sessions idle for ``idle_timeout_s`` are closed, and at most ``max_sessions``
-run per server (the least recently used one is closed to make room); all are stopped
-when hookgate stops. A request the process does not answer within the
+Its stderr is logged at debug level, never sent to a client. Sessions idle for
+``idle_timeout_s`` are closed (checked every half minute, and when a session starts), and
+at most ``max_sessions`` run per server (the least recently used one is closed to make
+room); all are stopped when hookgate stops, and a server removed from the config has its
+sessions closed. A request the process does not answer within the
 server's ``timeout.read_s`` fails, and so does every request waiting when it exits.
 """
 
@@ -184,6 +185,17 @@ class StdioSessions:
         """Close a session (the client's DELETE)."""
         self._sessions.pop(session.id, None)
         await session.close()
+
+    async def reap(self, servers: Mapping[str, McpServerConfig]) -> None:
+        """Close the sessions idle past their server's ``idle_timeout_s``, exited, or of a
+        server no longer configured."""
+        now = time.monotonic()
+        stale = [
+            s for s in self._sessions.values()
+            if not s.alive or s.name not in servers
+            or now - s.used > servers[s.name].idle_timeout_s
+        ]  # fmt: skip
+        await asyncio.gather(*(self.end(s) for s in stale))
 
     async def _make_room(self, name: str, server: McpServerConfig) -> None:
         now = time.monotonic()
