@@ -11,9 +11,12 @@ Pure: no framework, no I/O. Values are frozen and changed with ``with_*`` method
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import orjson
 
 from hookgate.pipeline.observe import Span
 from hookgate.wire.usage import Usage
@@ -221,3 +224,25 @@ class Decision:
         if self.type == "edit" and self.arguments is not None:
             return call.with_arguments(self.arguments)
         return call
+
+
+log = logging.getLogger("hookgate")
+
+STATE_TTL_S = 7 * 24 * 3600.0
+"""How long the store keeps a reply's or a session's policy state after it was last
+written (the SDK's paused replies and sessions, the MCP gateway's tool calls)."""
+
+
+def json_safe(state: dict[str, Any]) -> dict[str, Any]:
+    """The entries of a policy-keyed state dict that JSON can carry, as the store keeps
+    them (a policy that keeps a live object there keeps it in this process only). The SDK
+    and the MCP gateway write the same ``session:{id}`` record with it."""
+    kept: dict[str, Any] = {}
+    for name, value in state.items():
+        try:
+            orjson.dumps(value)
+        except TypeError:
+            log.debug("hookgate: %s's state is not JSON; it is not kept in the store", name)
+            continue
+        kept[name] = value
+    return kept

@@ -45,6 +45,7 @@ from jsonschema.protocols import Validator
 
 from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import (
+    STATE_TTL_S,
     NextReply,
     NotRepeatable,
     PolicyTool,
@@ -53,6 +54,7 @@ from hookgate.pipeline.agent import (
     ToolCall,
     ToolInputError,
     ToolResult,
+    json_safe,
 )
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
@@ -336,7 +338,7 @@ class Gate:
 
     # pausing for a human ------------------------------------------------------------
 
-    PAUSED_TTL_S = 7 * 24 * 3600.0
+    PAUSED_TTL_S = STATE_TTL_S
     """How long the store keeps a paused reply's state and a session's shared state."""
 
     async def approval(self, call: ToolCall, ctx: ReplyContext | None = None) -> str | None:
@@ -360,7 +362,7 @@ class Gate:
             return
         saved = {
             "agent": ctx.agent, "reply_id": ctx.reply_id, "session_id": ctx.session_id,
-            "state": _json_safe(ctx.state), "turns": ctx.turns, "tool_calls": ctx.tool_calls,
+            "state": json_safe(ctx.state), "turns": ctx.turns, "tool_calls": ctx.tool_calls,
             "usage": dataclasses.asdict(ctx.usage), "wrap_up": ctx.wrap_up, "stop": ctx.stop,
         }  # fmt: skip
         await self._store.save_state(
@@ -401,7 +403,7 @@ class Gate:
 
     async def _save_session(self, ctx: ReplyContext) -> None:
         if ctx.session_id and self._store is not None:
-            value = orjson.dumps(_json_safe(ctx.session))
+            value = orjson.dumps(json_safe(ctx.session))
             await self._store.save_state(f"session:{ctx.session_id}", value, self.PAUSED_TTL_S)
 
     async def _load(self, key: str) -> dict[str, Any] | None:
@@ -812,17 +814,3 @@ def _policy_tools(policies: Sequence[Policy]) -> dict[str, tuple[PolicyTool, Val
             kind.check_schema(schema)
             tools[tool.name] = (tool, kind(schema))
     return tools
-
-
-def _json_safe(state: dict[str, Any]) -> dict[str, Any]:
-    """The entries of a policy-keyed state dict that JSON can carry (a policy that keeps a
-    live object there keeps it in this process only)."""
-    kept: dict[str, Any] = {}
-    for name, value in state.items():
-        try:
-            orjson.dumps(value)
-        except TypeError:
-            log.debug("hookgate: %s's state is not JSON; it is not kept in the store", name)
-            continue
-        kept[name] = value
-    return kept

@@ -65,7 +65,7 @@ from hookgate.config.policy_sets import RequestFacts
 from hookgate.config.schema import McpServerConfig
 from hookgate.errors import HookgateError, NotFound
 from hookgate.ids import UniqueIds
-from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import STATE_TTL_S, ReplyContext, ToolCall, ToolResult, json_safe
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Policy, implements
 from hookgate.pipeline.types import ANONYMOUS
@@ -94,8 +94,6 @@ FORWARDED = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version",
 hookgate key)."""
 RETURNED = ("content-type", "mcp-session-id", "cache-control")
 """Server headers a client sees."""
-STATE_TTL_S = 7 * 86400.0
-"""How long a session's or reply's policy state is kept after its last tool call."""
 REPLY_META = "hookgate/reply_id"
 
 _reply_ids = UniqueIds()
@@ -622,10 +620,10 @@ class Kept:
     async def save(self, store: Store, ctx: ReplyContext) -> None:
         """Keep what the policies counted and mapped, for the next call."""
         writes = []
-        session = _dumps(ctx.session)
+        session = orjson.dumps(json_safe(ctx.session))
         if self.session_key is not None and session != self.session:
             writes.append(store.save_state(self.session_key, session, STATE_TTL_S))
-        reply = _dumps({"state": ctx.state, "tool_calls": ctx.tool_calls})
+        reply = orjson.dumps({"state": json_safe(ctx.state), "tool_calls": ctx.tool_calls})
         if self.reply_key is not None and reply != self.reply:
             writes.append(store.save_state(self.reply_key, reply, STATE_TTL_S))
         await asyncio.gather(*writes)
@@ -637,7 +635,3 @@ def _object(raw: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _dumps(value: Any) -> bytes:
-    return orjson.dumps(value, default=lambda v: sorted(v) if isinstance(v, set) else str(v))
