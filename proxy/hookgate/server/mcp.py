@@ -61,14 +61,12 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 
-from hookgate.config.policy_sets import RequestFacts
 from hookgate.config.schema import McpServerConfig
 from hookgate.errors import HookgateError, NotFound
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.agent import STATE_TTL_S, ReplyContext, ToolCall, ToolResult, json_safe
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Policy, implements
-from hookgate.pipeline.types import ANONYMOUS
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -80,7 +78,7 @@ from hookgate.server.appkeys import (
 )
 from hookgate.server.auth import Caller, authenticate
 from hookgate.server.mcp_stdio import SessionGone, StdioSession
-from hookgate.server.routes import read_body
+from hookgate.server.routes import label_header, read_body, select_set
 from hookgate.store.base import AuditRecord, Store
 from hookgate.wire import jsonrpc, sse
 from hookgate.wire.jsonrpc import JsonRpcError
@@ -156,16 +154,8 @@ class Gateway:
     def policies(self) -> tuple[Policy, ...]:
         """The policies of the caller's set on route ``mcp``."""
         runtime = self.request.app[HOLDER].current
-        identity = self.caller.identity
-        facts = RequestFacts(
-            key=None if identity is ANONYMOUS else identity.key_id, team=identity.team,
-            user=identity.user, agent=self.request.headers.get("x-hookgate-agent"), route="mcp",
-        )  # fmt: skip
-        chosen = runtime.selector.select(
-            facts,
-            key_set=self.caller.key_grants.policy_set,
-            team_set=self.caller.team_grants.policy_set,
-        )
+        agent = label_header(self.request.headers, "x-hookgate-agent")
+        chosen = select_set(runtime, self.caller, route="mcp", agent=agent)
         self.policy_set = chosen.name
         return runtime.pipelines[chosen.name].policies
 
@@ -581,14 +571,15 @@ async def _reply_context(
     only when a policy may use it: ``stateful``)."""
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, Mapping) else None
-    reply_id = request.headers.get("x-hookgate-reply-id") or (
+    headers = request.headers
+    reply_id = label_header(headers, "x-hookgate-reply-id") or (
         str(meta[REPLY_META]) if isinstance(meta, Mapping) and REPLY_META in meta else None
     )
-    session_id = request.headers.get("x-hookgate-session-id") or request.headers.get(
-        "mcp-session-id"
+    session_id = label_header(headers, "x-hookgate-session-id") or label_header(
+        headers, "mcp-session-id"
     )
     ctx = ReplyContext(
-        agent=request.headers.get("x-hookgate-agent") or "mcp",
+        agent=label_header(headers, "x-hookgate-agent") or "mcp",
         reply_id=reply_id or f"mcp-{_reply_ids.next()}",
         session_id=session_id,
         key_id=caller.identity.key_id,

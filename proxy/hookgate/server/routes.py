@@ -78,7 +78,7 @@ def add_ops_routes(app: web.Application) -> None:
 MAX_LABEL_CHARS = 256
 
 
-def _label_header(headers: Mapping[str, str], name: str) -> str | None:
+def label_header(headers: Mapping[str, str], name: str) -> str | None:
     """A client-chosen id header (agent, session, reply). It lands in the store, the audit
     log and spans: printable text of at most :data:`MAX_LABEL_CHARS` characters, else 400
     (aiohttp hands bytes that are not UTF-8 on as surrogates, which no encoder takes)."""
@@ -109,9 +109,9 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     ctx = Context(
         request_id=request[REQUEST_ID],
         api=api,
-        agent=_label_header(headers, "x-hookgate-agent"),
-        session_id=_label_header(headers, "x-hookgate-session-id"),
-        reply_id=_label_header(headers, "x-hookgate-reply-id"),
+        agent=label_header(headers, "x-hookgate-agent"),
+        session_id=label_header(headers, "x-hookgate-session-id"),
+        reply_id=label_header(headers, "x-hookgate-reply-id"),
     )
     outcome = Outcome(status=500, stream=False, target=None)
     model = ""
@@ -122,7 +122,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         call = await _read_call(request, runtime, api)
         model = call.model
         check_model(caller, model)
-        chosen = select_set(runtime, caller, ctx, model)
+        chosen = select_set(runtime, caller, route=api, agent=ctx.agent, model=model)
         ctx = dataclasses.replace(ctx, identity=caller.identity, policy_set=chosen.name)
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
         outcome.stream = call.stream
@@ -174,12 +174,15 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         )
 
 
-def select_set(runtime: Runtime, caller: Caller, ctx: Context, model: str) -> Selection:
-    """The policy set of a request (see :mod:`hookgate.config.policy_sets`)."""
+def select_set(
+    runtime: Runtime, caller: Caller, *, route: str, agent: str | None, model: str | None = None
+) -> Selection:
+    """The policy set of a request on ``route`` (an API, or ``mcp``) for ``caller`` (see
+    :mod:`hookgate.config.policy_sets`)."""
     identity = caller.identity
     facts = RequestFacts(
         key=None if identity is ANONYMOUS else identity.key_id, team=identity.team,
-        user=identity.user, model=model, agent=ctx.agent, route=ctx.api,
+        user=identity.user, model=model, agent=agent, route=route,
     )  # fmt: skip
     return runtime.selector.select(
         facts, key_set=caller.key_grants.policy_set, team_set=caller.team_grants.policy_set
