@@ -34,7 +34,7 @@ from hookgate.errors import InvalidRequest, NotFound
 from hookgate.server.appkeys import GRANTS, HOLDER, STORE
 from hookgate.server.auth import check_admin
 from hookgate.store import keys
-from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind
+from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind, Label
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
@@ -44,20 +44,10 @@ MAX_EXPIRY_S = 100 * 365 * 86400.0
 expires (an infinite or absurd number must not mean that by accident)."""
 
 
-def _printable(text: str) -> str:
-    if not text.isprintable():
-        raise ValueError("must be printable text, without control characters")
-    return text
-
-
 def _a_model_name(model: str) -> str:
     if model == "*":
         raise ValueError("'*' is not a model name: leave models out for a key that may call any")
     return model
-
-
-Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
-"""A team, user or key name: it reaches the audit log and, for teams, metric labels."""
 
 
 class NewKey(BaseModel):

@@ -42,7 +42,8 @@ def _printable(text: str) -> str:
 
 
 Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
-"""A name that reaches the audit log, spans and (opt-in) metric labels."""
+"""A team, user, key or model name, a set's name, a metadata key: it reaches the audit
+log, spans and (opt-in) metric labels."""
 
 
 MetadataValue = Annotated[str, Field(max_length=1024)]
