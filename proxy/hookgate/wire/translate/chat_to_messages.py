@@ -67,6 +67,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, is_anthropic_error
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
+from hookgate.wire.translate.fields import arguments_object
 
 THINKING_BUDGETS: Mapping[str, int] = {
     "minimal": 1024,
@@ -406,14 +407,8 @@ def _tool_use(call: Any, where: str) -> dict[str, Any]:
 
 
 def _arguments(arguments: Any, where: str) -> dict[str, Any]:
-    """A tool call's arguments as the object they encode ("" or None is ``{}``)."""
-    if not arguments:
-        return {}
-    try:
-        value = orjson.loads(arguments)
-    except (orjson.JSONDecodeError, TypeError):
-        value = None
-    if not isinstance(value, dict):
+    value = arguments_object(arguments)
+    if value is None:
         raise InvalidRequest(f"{where} must be a JSON object, as a string", param=where)
     return value
 

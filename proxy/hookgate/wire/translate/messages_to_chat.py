@@ -71,6 +71,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, anthropic_error
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
+from hookgate.wire.translate.fields import arguments_object, object_field
 
 MAX_USER_LENGTH = 64
 """The longest ``user`` sent as it is (OpenAI's limit); a longer id is hashed."""
@@ -158,13 +159,7 @@ def _check_fields(body: Mapping[str, Any]) -> None:
 
 
 def _object(body: Mapping[str, Any], field: str) -> Mapping[str, Any]:
-    """``body[field]`` when it is an object, ``{}`` when absent; else InvalidRequest."""
-    value = body.get(field)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidRequest(f"{field}: Input should be a valid dictionary", param=field)
-    return value
+    return object_field(body, field, f"{field}: Input should be a valid dictionary")
 
 
 def _short_user(user: str) -> str:
@@ -442,14 +437,8 @@ def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _arguments(arguments: Any) -> dict[str, Any]:
-    """A tool call's arguments as the object they encode ("" or None is ``{}``)."""
-    if not arguments:
-        return {}
-    try:
-        value = orjson.loads(arguments)
-    except (orjson.JSONDecodeError, TypeError):
-        value = None
-    if not isinstance(value, dict):
+    value = arguments_object(arguments)
+    if value is None:
         raise UpstreamBadResponse("a tool call's arguments are not a JSON object")
     return value
 

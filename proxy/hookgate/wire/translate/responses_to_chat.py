@@ -91,6 +91,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
+from hookgate.wire.translate.fields import object_field
 
 THINKING_PREFIX = "hookgate.thinking."
 """How a reasoning item's ``encrypted_content`` that hookgate wrote begins. What follows
@@ -192,13 +193,7 @@ def _refuse_field(name: str, why: str) -> None:
 
 
 def _object(body: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """``body[name]`` when it is an object, ``{}`` when absent; else InvalidRequest."""
-    value = body.get(name)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidRequest(f"'{name}' must be an object", param=name)
-    return value
+    return object_field(body, name, f"'{name}' must be an object")
 
 
 def _check_keys(config: Mapping[str, Any], name: str, known: frozenset[str]) -> None:
