@@ -278,7 +278,9 @@ class Gateway:
         async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:
             final = await self.exchange(jsonrpc.with_arguments(message, call.arguments))
             answered["final"] = final
-            return _tool_result(final)
+            found = _tool_result(final)
+            answered["seen"] = found.content
+            return found
 
         call = ToolCall(name, arguments, call_id=None if id is None else str(id))
         waiting = await _approval_needed(policies, call, reply)
@@ -308,7 +310,7 @@ class Gateway:
             error = error or "refused"
         elif "result" in final:
             value = final["result"]
-            if result.content != _seen(value):
+            if result.content != answered["seen"]:
                 value = _rewritten(value, result.content)
             out = {**final, "result": value}
             error = "tool_error" if value.get("isError") else None
@@ -550,12 +552,18 @@ async def _approval_needed(
     return None
 
 
+def _meta(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A request's ``params._meta`` (MCP's place for what is not an argument), or {}."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
 def _carrier(request: web.Request, message: Mapping[str, Any]) -> dict[str, str]:
     """W3C trace context: the request's ``params._meta`` (MCP's place for it), else its
     headers."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    if isinstance(meta, Mapping) and isinstance(meta.get("traceparent"), str):
+    meta = _meta(message)
+    if isinstance(meta.get("traceparent"), str):
         return {k: str(meta[k]) for k in ("traceparent", "tracestate") if k in meta}
     return {k: v for k in ("traceparent", "tracestate") if (v := request.headers.get(k))}
 
@@ -569,11 +577,10 @@ async def _reply_context(
 ) -> tuple[ReplyContext, Kept]:
     """The reply a tool call belongs to, with its and its session's policy state (read
     only when a policy may use it: ``stateful``)."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    meta = _meta(message)
     headers = request.headers
     reply_id = label_header(headers, "x-hookgate-reply-id") or (
-        str(meta[REPLY_META]) if isinstance(meta, Mapping) and REPLY_META in meta else None
+        str(meta[REPLY_META]) if REPLY_META in meta else None
     )
     session_id = label_header(headers, "x-hookgate-session-id") or label_header(
         headers, "mcp-session-id"
