@@ -198,6 +198,8 @@ def test_an_unknown_server_or_a_missing_key_is_refused_in_json_rpc_shape(
     assert unknown.status_code == 404 and "nope" in unknown.json()["error"]["message"]
     anonymous = post(base, None, ping)
     assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == -32000
+    probe = post(base, None, ping, path="/mcp/nope")  # no key: which servers exist is not said
+    assert probe.status_code == 401
 
 
 async def test_a_server_that_dies_mid_call_or_is_down_is_an_error_never_a_hang(

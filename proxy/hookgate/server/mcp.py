@@ -105,11 +105,11 @@ def add_routes(app: web.Application) -> None:
 async def handle(request: web.Request) -> web.StreamResponse:
     """Serve one MCP request for the server the path names."""
     runtime = request.app[HOLDER].current
+    caller = await authenticate(request, runtime, request.app[GRANTS])  # before naming servers
     name = request.match_info["name"]
     server = runtime.config.mcp_servers.get(name)
     if server is None:
         raise NotFound(f"no MCP server named {name!r} is configured", code="mcp_server_not_found")
-    caller = await authenticate(request, runtime, request.app[GRANTS])
     kind = Gateway if server.command is None else StdioGateway
     gateway = kind(request, name, server, caller)
     if request.method == "POST":
