@@ -239,20 +239,29 @@ def test_two_replicas_block_one_team_and_pseudonymize_another_from_one_yaml(
 
 
 async def fire(urls: list[str], key: str, n: int) -> int:
-    """``n`` concurrent requests spread over ``urls``; how many were served (the rest were
-    refused with 429)."""
+    """``n`` concurrent requests spread over ``urls``; how many were served.
+
+    A refusal that says only reservations in flight fill the budget (it carries
+    ``Retry-After``) is retried, as a client honouring the header would; a refusal without
+    it (the window is spent) is final. So when ``fire`` returns, the budget is spent to
+    within one reservation of its limit, whatever the timing of the burst was.
+    """
     clients = [openai.AsyncOpenAI(base_url=u, api_key=key, max_retries=0) for u in urls]
 
     async def one(i: int) -> bool:
-        try:
-            await clients[i % len(clients)].chat.completions.create(
-                model="cheap",
-                messages=[{"role": "user", "content": f"Question {i}, briefly."}],
-                max_tokens=5,
-            )
-        except openai.RateLimitError:
-            return False
-        return True
+        while True:
+            try:
+                await clients[i % len(clients)].chat.completions.create(
+                    model="cheap",
+                    messages=[{"role": "user", "content": f"Question {i}, briefly."}],
+                    max_tokens=5,
+                )
+            except openai.RateLimitError as refused:
+                if "retry-after" not in refused.response.headers:
+                    return False
+                await asyncio.sleep(0.05)
+            else:
+                return True
 
     served = sum(await asyncio.gather(*[one(i) for i in range(n)]))
     for client in clients:
@@ -284,7 +293,7 @@ def test_grants_and_the_admin_log_are_shared_by_replicas_on_redis(replicas: list
 def test_a_set_s_own_budget_holds_across_replicas(replicas: list[str]) -> None:
     secret, _ = new_key(replicas[0], "payments")
     served = asyncio.run(fire(replicas, secret, 200))
-    assert 0.2 <= served * PER_REQUEST_USD <= 0.3 + 1e-9, f"{served} served of a $0.30 budget"
+    assert 0.3 - 2 * PER_REQUEST_USD < served * PER_REQUEST_USD <= 0.3 + 1e-9, f"{served} served"
 
 
 @pytest.mark.slow
@@ -297,7 +306,7 @@ def test_a_budget_changed_through_the_admin_api_holds_on_both_replicas(
 
     served = asyncio.run(fire(replicas, secret, 200))
     assert served * PER_REQUEST_USD <= 0.3 + 1e-9, f"overspent: {served} served"
-    assert served * PER_REQUEST_USD >= 0.2, f"only {served} served of a $0.30 budget"
+    assert served * PER_REQUEST_USD > 0.3 - 2 * PER_REQUEST_USD, f"only {served} served"
 
     raised = time.monotonic()
     admin(first, "PATCH", "/teams/search", json={"budgets": [{"usd": 0.6}]})
@@ -311,7 +320,7 @@ def test_a_budget_changed_through_the_admin_api_holds_on_both_replicas(
     before = len(upstream.requests)
     more = asyncio.run(fire(replicas, secret, 200))
     assert (before + more) * PER_REQUEST_USD <= 0.6 + 1e-9, "overspent after the raise"
-    assert (before + more) * PER_REQUEST_USD >= 0.5
+    assert (before + more) * PER_REQUEST_USD > 0.6 - 2 * PER_REQUEST_USD, "the raise went unused"
 
 
 # -- signed tokens -----------------------------------------------------------------------
