@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from httpx_sse import aconnect_sse
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -332,3 +333,63 @@ async def test_idle_and_unconfigured_stdio_sessions_are_reaped(tmp_path: Path) -
     assert sessions.get("quick", fresh.id) is fresh and sessions.get("quick", idle.id) is None
     await sessions.close()
     assert not fresh.alive
+
+
+async def test_a_stdio_session_s_stream_resumes_after_the_last_event_the_client_got(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """What the server sends unasked (here a log line per call) goes on the session's GET
+    stream as numbered events; a client whose stream dropped reconnects with Last-Event-ID
+    and gets the rest, each message once."""
+    base = stdio_gateway(make_proxy, upstream, tmp_path / "g.db", [sys.executable, str(WEATHER)])
+    auth = {"authorization": f"Bearer {new_key(base)}"}
+    url = f"{base}/mcp/weather"
+    async with httpx.AsyncClient(timeout=10) as http:
+        started = await http.post(url, json=rpc(1, "initialize", INIT), headers=auth)
+        assert started.status_code == 200, started.text
+        ours = {**auth, "mcp-session-id": started.headers["mcp-session-id"]}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=initialized, headers=ours)).status_code == 202
+        for number, city in enumerate(["Paris", "Rome", "Oslo"], start=2):
+            call = rpc(number, "tools/call", {"name": "get_forecast", "arguments": {"city": city}})
+            assert (await http.post(url, json=call, headers=ours)).status_code == 200
+
+        async def logged(headers: dict[str, str], count: int) -> list[tuple[str, str]]:
+            """The ids and log lines of the first ``count`` events of a GET stream."""
+            got: list[tuple[str, str]] = []
+            async with asyncio.timeout(5), aconnect_sse(http, "GET", url, headers=headers) as s:
+                async for event in s.aiter_sse():
+                    got.append((event.id, event.json()["params"]["data"]))
+                    if len(got) == count:
+                        return got
+            return got
+
+        first = await logged(ours, 1)
+        assert first == [("1", "forecast asked for Paris")]
+        rest = await logged({**ours, "last-event-id": "1"}, 2)
+        assert rest == [("2", "forecast asked for Rome"), ("3", "forecast asked for Oslo")]
+
+
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "raw-http", "version": "1"},
+}
+
+
+def rpc(id: int, method: str, params: dict[str, object]) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+
+
+async def test_an_outbox_sends_each_message_on_one_stream_and_replays_only_what_was_taken() -> None:
+    from hookgate.server.mcp_stdio import Outbox
+
+    outbox = Outbox(keep=3)
+    for n in range(1, 5):
+        outbox.put({"n": n})  # 4 messages, 3 kept: the first is dropped undelivered
+    one, two = outbox.stream(), outbox.stream()
+    assert [await anext(one), await anext(two)] == [(2, {"n": 2}), (3, {"n": 3})]
+    resumed = outbox.stream(after=2)  # replays 3 (taken by ``two``), then takes 4
+    outbox.close()
+    assert [pair async for pair in resumed] == [(3, {"n": 3}), (4, {"n": 4})]
+    assert [pair async for pair in one] == [] and [pair async for pair in two] == []

@@ -431,10 +431,11 @@ class StdioGateway(Gateway):
         if self.request.method == "DELETE":
             await self.request.app[MCP_SESSIONS].end(session)
             return web.Response(status=200)
+        last = self.request.headers.get("last-event-id", "")
         out = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await out.prepare(self.request)
-        while (message := await session.inbox.get()) is not None:
-            await out.write(sse.encode(message, event="message"))
+        async for number, message in session.outbox.stream(int(last) if last.isdigit() else None):
+            await out.write(sse.encode(message, event="message", id=str(number)))
         await out.write_eof()
         return out
 

@@ -8,10 +8,12 @@ on. The process is the session: when it exits (a crash, a kill), the session is 
 and the client's next request gets 404, which tells an MCP client to start a new one.
 
 Per session, requests wait for the response with their id; everything else the server
-writes (notifications, its own requests) is queued for the session's ``GET`` stream. That
-stream's events carry no ids, so a client that reconnects is not replayed what it missed
-(resumption is optional in the transport; servers reached by ``url`` resume as they
-implement it, since hookgate relays ``Last-Event-ID``).
+writes (notifications, its own requests) goes to the session's :class:`Outbox`, which the
+session's ``GET`` streams read: each message is sent on one stream, as an event numbered
+within the session, and a client that reconnects with ``Last-Event-ID`` is first replayed
+what was sent after that event (the last :data:`REPLAY_EVENTS` are kept), as the
+transport's resumability asks. Servers reached by ``url`` resume as they implement it,
+since hookgate relays ``Last-Event-ID`` to them.
 Its stderr is logged at debug level, never sent to a client. Sessions idle for
 ``idle_timeout_s`` are closed (checked every half minute, and when a session starts), and
 at most ``max_sessions`` run per server (the least recently used one is closed to make
@@ -28,7 +30,8 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import orjson
@@ -40,6 +43,62 @@ log = logging.getLogger("hookgate")
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest message a server may write (one line)."""
 STOP_GRACE_S = 5.0
+REPLAY_EVENTS = 1024
+"""Messages an :class:`Outbox` keeps for replay; past that many undelivered ones, the
+oldest are dropped (with a warning)."""
+
+
+class Outbox:
+    """A session's messages for its ``GET`` streams, numbered from 1.
+
+    Any number of streams may read at once: each message is taken by exactly one
+    (:meth:`stream` without ``after``). A stream that resumes after event ``n`` first gets
+    the kept messages numbered above ``n`` that were already taken (by the stream that
+    dropped), then takes new ones like the others. Single-threaded: asyncio only.
+    """
+
+    def __init__(self, keep: int = REPLAY_EVENTS) -> None:
+        self._kept: deque[tuple[int, dict[str, Any]]] = deque(maxlen=keep)
+        self._last = 0  # the number of the newest message
+        self._taken = 0  # every message up to this number has been taken by a stream
+        self._closed = False
+        self._wake = asyncio.Event()
+
+    def put(self, message: dict[str, Any]) -> None:
+        self._last += 1
+        self._kept.append((self._last, message))
+        self._notify()
+
+    def close(self) -> None:
+        """No more messages: the streams end once they have sent what they took."""
+        self._closed = True
+        self._notify()
+
+    def _notify(self) -> None:
+        self._wake.set()
+        self._wake = asyncio.Event()
+
+    async def stream(self, after: int | None = None) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        """``(number, message)`` pairs until the outbox closes: the replay after event
+        ``after`` if given, then each new message this stream is first to take."""
+        if after is not None:
+            for number, message in list(self._kept):
+                if after < number <= self._taken:
+                    yield number, message
+        while True:
+            wake = self._wake
+            if self._taken < self._last:
+                first = self._last - len(self._kept) + 1
+                if self._taken + 1 < first:
+                    log.warning("MCP stream: %d undelivered messages were dropped",
+                                first - self._taken - 1)  # fmt: skip
+                    self._taken = first - 1
+                self._taken += 1
+                yield self._kept[self._taken - first]
+            elif self._closed:
+                return
+            else:
+                await wake.wait()
 
 
 class SessionGone(Exception):
@@ -54,7 +113,7 @@ class StdioSession:
         self.name = name
         self.process = process
         self.used = time.monotonic()
-        self.inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.outbox = Outbox()
         self._waiting: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._tasks = (
             asyncio.create_task(self._read(), name=f"mcp-{name}-stdout"),
@@ -106,7 +165,7 @@ class StdioSession:
                 if "method" not in message and waiting is not None and not waiting.done():
                     waiting.set_result(message)
                 else:
-                    self.inbox.put_nowait(message)
+                    self.outbox.put(message)
         except (ValueError, OSError) as exc:  # a line over the limit, a broken pipe
             log.warning("MCP server %r: reading its output failed: %s", self.name, exc)
         finally:
@@ -117,7 +176,7 @@ class StdioSession:
             for waiting in self._waiting.values():
                 if not waiting.done():
                     waiting.set_exception(gone)
-            self.inbox.put_nowait(None)  # ends the session's GET stream
+            self.outbox.close()  # ends the session's GET streams
 
     async def _drain_stderr(self) -> None:
         stderr = self.process.stderr

@@ -170,9 +170,11 @@ def data_is_json(block: bytes) -> bool:
     return True
 
 
-def encode(data: object, event: str | None = None) -> bytes:
-    """One event block carrying ``data`` as JSON."""
+def encode(data: object, event: str | None = None, id: str | None = None) -> bytes:
+    """One event block carrying ``data`` as JSON (``event`` and ``id`` printable, no newline)."""
     head = b"event: " + event.encode() + b"\n" if event else b""
+    if id is not None:
+        head = b"id: " + id.encode() + b"\n" + head
     return head + b"data: " + orjson.dumps(data) + b"\n\n"
 
 
