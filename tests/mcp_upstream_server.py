@@ -92,6 +92,14 @@ async def slow(seconds: float, ctx: Ctx) -> str:
     return "done"
 
 
+@server.tool(structured_output=False)
+async def slow_contact(name: str, seconds: float, ctx: Ctx) -> str:
+    """``name``'s email address (``name@example.com``), after ``seconds``."""
+    record("slow_contact", {"name": name, "seconds": seconds}, ctx)
+    await asyncio.sleep(seconds)
+    return f"{name}: {name}@example.com"
+
+
 class RequireToken:
     """ASGI middleware: 401 for any HTTP request without ``Authorization: Bearer <token>``."""
 

@@ -27,6 +27,7 @@ TOOLS = {
     "structured_contact",
     "crash",
     "slow",
+    "slow_contact",
 }
 
 

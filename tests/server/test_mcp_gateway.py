@@ -122,6 +122,27 @@ async def test_pii_from_a_tool_result_reaches_the_agent_as_a_placeholder_and_com
     assert last["tool"] == "send_email" and last["arguments"]["to"] == EMAIL
 
 
+async def test_parallel_calls_of_one_session_keep_each_other_s_placeholders_and_counts(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    """Two calls at once (an agent's parallel tool calls) each read the session's state
+    before the other wrote it: both placeholders still come back, and both calls count."""
+    policies = f"  - pii: {{secret: '{SECRET}'}}\n  - tool_guard: {{max_per_session: 3}}\n"
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", policies)
+    ann, bob = (placeholder(SECRET.encode(), "EMAIL_ADDRESS", f"{n}@example.com") for n in "ab")
+    async with session(f"{base}/mcp/crm", new_key(base)) as client:
+        found = await asyncio.gather(
+            *(client.call_tool("slow_contact", {"name": n, "seconds": 0.3}) for n in "ab")
+        )
+        assert [r.content[0].text for r in found] == [f"a: {ann}", f"b: {bob}"]  # type: ignore[union-attr]
+        sent = await client.call_tool("send_email", {"to": f"{ann}, {bob}", "body": "Hi"})
+        assert not sent.isError
+        over = await client.call_tool("get_weather", {"city": "Oslo"})
+        assert over.isError  # the fourth call of a session allowed three
+    assert [c["tool"] for c in mcp_server.calls()][-1] == "send_email"
+    assert mcp_server.calls()[-1]["arguments"]["to"] == "a@example.com, b@example.com"
+
+
 async def test_a_call_is_a_span_of_the_agent_s_trace_and_a_row_of_the_audit_log(
     make_proxy: ProxyFactory,
     upstream: FakeUpstream,

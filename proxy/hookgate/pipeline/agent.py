@@ -246,3 +246,38 @@ def json_safe(state: dict[str, Any]) -> dict[str, Any]:
             continue
         kept[name] = value
     return kept
+
+
+_ABSENT: Any = object()
+
+
+def merge_state(base: Any, ours: Any, theirs: Any) -> Any:
+    """Three-way merge of policy state two tool calls changed at once: both read ``base``;
+    ``ours`` is this call's result, ``theirs`` what the other call wrote meanwhile.
+
+    What only one side changed is taken from it; objects are merged key by key (so two
+    calls' placeholders are both kept, and a key one side removed stays removed); a number
+    both changed gets both changes (policy state's numbers are counts, so two calls that
+    each counted one leave two); any other value both changed is ours.
+    """
+    if ours == base:
+        return theirs
+    if theirs == base:
+        return ours
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        before = base if isinstance(base, dict) else {}
+        merged = {}
+        for key in {**theirs, **ours}:
+            value = merge_state(
+                before.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
+            )
+            if value is not _ABSENT:
+                merged[key] = value
+        return merged
+    if all(_is_count(v) for v in (ours, theirs)) and (base is _ABSENT or _is_count(base)):
+        return theirs + ours - (0 if base is _ABSENT else base)
+    return ours
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -51,6 +51,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -64,7 +65,14 @@ from opentelemetry import propagate
 from hookgate.config.schema import McpServerConfig
 from hookgate.errors import HookgateError, NotFound
 from hookgate.ids import UniqueIds
-from hookgate.pipeline.agent import STATE_TTL_S, ReplyContext, ToolCall, ToolResult, json_safe
+from hookgate.pipeline.agent import (
+    STATE_TTL_S,
+    ReplyContext,
+    ToolCall,
+    ToolResult,
+    json_safe,
+    merge_state,
+)
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Policy, implements
 from hookgate.server.appkeys import (
@@ -609,7 +617,9 @@ async def _reply_context(
 @dataclass
 class Kept:
     """Where a tool call's policy state is kept, and what it was when read: only what a
-    call changed is written back."""
+    call changed is written back, merged with what calls of the same session or reply
+    wrote while it ran (:func:`merge_state`), so parallel tool calls keep each other's
+    placeholders and counts."""
 
     session_key: str | None
     reply_key: str | None
@@ -618,14 +628,28 @@ class Kept:
 
     async def save(self, store: Store, ctx: ReplyContext) -> None:
         """Keep what the policies counted and mapped, for the next call."""
-        writes = []
-        session = orjson.dumps(json_safe(ctx.session))
-        if self.session_key is not None and session != self.session:
-            writes.append(store.save_state(self.session_key, session, STATE_TTL_S))
-        reply = orjson.dumps({"state": json_safe(ctx.state), "tool_calls": ctx.tool_calls})
-        if self.reply_key is not None and reply != self.reply:
-            writes.append(store.save_state(self.reply_key, reply, STATE_TTL_S))
-        await asyncio.gather(*writes)
+        reply = {"state": json_safe(ctx.state), "tool_calls": ctx.tool_calls}
+        await asyncio.gather(
+            _save_merged(store, self.session_key, self.session, json_safe(ctx.session)),
+            _save_merged(store, self.reply_key, self.reply, reply),
+        )
+
+
+_saving: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+async def _save_merged(store: Store, key: str | None, read: bytes, state: dict[str, Any]) -> None:
+    """Write ``state`` under ``key`` if it differs from what was ``read``; when another
+    call wrote the key since, write the merge. One write per key at a time in this
+    process (replicas may still interleave between the re-read and the write)."""
+    if key is None or orjson.dumps(state) == read:
+        return
+    lock = _saving.setdefault(key, asyncio.Lock())
+    async with lock:
+        now = await store.load_state(key) or b"{}"
+        if now != read:
+            state = merge_state(_object(read), state, _object(now))
+        await store.save_state(key, orjson.dumps(state), STATE_TTL_S)
 
 
 def _object(raw: bytes) -> dict[str, Any]:
