@@ -35,6 +35,7 @@ from hookgate.server import exposure, mcp, routes
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
+    JSONRPC_ID,
     LISTEN_HOST,
     MCP_SESSIONS,
     METRICS,
@@ -236,21 +237,25 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
     request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
     request[REQUEST_ID] = request_id
     shape = _error_shape(request.path)
+
+    def answer(exc: HookgateError) -> web.Response:
+        return error_response(exc, request_id, shape=shape, rpc_id=request.get(JSONRPC_ID))
+
     try:
         return await handler(request)
     except HookgateError as exc:
-        return error_response(exc, request_id, shape=shape)
+        return answer(exc)
     except web.HTTPException as exc:
-        return error_response(_from_http(request, exc), request_id, shape=shape)
+        return answer(_from_http(request, exc))
     except RequestPayloadError as exc:  # a body cut short, or not in its Content-Encoding
-        unreadable = InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
-        return error_response(unreadable, request_id, shape=shape)
+        return answer(
+            InvalidRequest(f"The request body could not be read: {exc}.", code="bad_body")
+        )
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
         log.exception("internal error in request %s", request_id)
-        error = HookgateError(f"internal error (request {request_id})")
-        return error_response(error, request_id, shape=shape)
+        return answer(HookgateError(f"internal error (request {request_id})"))
 
 
 ErrorShape = Literal["openai", "anthropic", "jsonrpc"]
@@ -276,16 +281,17 @@ def make_runner(app: web.Application, *, shutdown_timeout: float = 30.0) -> web.
 
 
 def error_response(
-    exc: HookgateError, request_id: str, *, shape: ErrorShape = "openai"
+    exc: HookgateError, request_id: str, *, shape: ErrorShape = "openai", rpc_id: object = None
 ) -> web.Response:
     """The error response for ``exc``: OpenAI's format; Anthropic's on its routes (with
     ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's clients,
-    Claude Code among them, would otherwise retry with backoff); a JSON-RPC error (id
-    null, the HTTP status kept) on the MCP gateway's."""
+    Claude Code among them, would otherwise retry with backoff); a JSON-RPC error on the
+    MCP gateway's (the HTTP status kept; ``rpc_id`` the id of the message it answers, null
+    when it was not read)."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
     if shape == "jsonrpc":
         headers["content-type"] = "application/json"
-        body = orjson.dumps(jsonrpc.error(None, jsonrpc.SERVER_ERROR, exc.message))
+        body = orjson.dumps(jsonrpc.error(rpc_id, jsonrpc.SERVER_ERROR, exc.message))
     elif shape == "anthropic":
         headers["content-type"] = "application/json"
         body = exc.to_anthropic_bytes()

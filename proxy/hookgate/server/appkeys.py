@@ -34,3 +34,7 @@ LISTEN_HOST = web.AppKey("hookgate.listen_host", str)
 
 REQUEST_ID = web.RequestKey("hookgate.request_id", str)
 """Request key holding the id reported in ``x-hookgate-request-id``."""
+
+JSONRPC_ID = web.RequestKey("hookgate.jsonrpc_id", object)
+"""Request key holding the id of the JSON-RPC message an MCP request carried (its error
+response answers that id)."""

@@ -63,7 +63,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate
 
 from hookgate.config.schema import McpServerConfig
-from hookgate.errors import HookgateError, NotFound
+from hookgate.errors import HookgateError, InvalidRequest, NotFound
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.agent import (
     STATE_TTL_S,
@@ -78,6 +78,7 @@ from hookgate.pipeline.hooks import Policy, implements
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
+    JSONRPC_ID,
     MCP_SESSIONS,
     METRICS,
     REQUEST_ID,
@@ -85,7 +86,7 @@ from hookgate.server.appkeys import (
     STORE,
 )
 from hookgate.server.auth import Caller, authenticate
-from hookgate.server.mcp_stdio import SessionGone, StdioSession
+from hookgate.server.mcp_stdio import RequestCancelled, SessionGone, StdioSession
 from hookgate.server.routes import label_header, read_body, select_set
 from hookgate.store.base import AuditRecord, Store
 from hookgate.wire import jsonrpc, sse
@@ -149,11 +150,11 @@ class Gateway:
         limit = self.request.app[HOLDER].current.config.server.max_body_bytes
         raw = await read_body(self.request, limit)
         try:
-            message = jsonrpc.parse(raw)
+            message = _parsed(self.request, raw)
         except JsonRpcError as exc:
             return _json(exc.to_message(), status=400)
         method = message.get("method")
-        if method == "tools/call" and jsonrpc.is_request(message):
+        if method == "tools/call":
             return await self.tool_call(message)
         if method == "tools/list" and jsonrpc.is_request(message):
             return await self.relay(raw, message.get("id"))
@@ -196,7 +197,12 @@ class Gateway:
             if listing is None or answer.status >= 300:
                 return await self._stream(answer)
             policies = [p for p in self.policies() if implements(p, "tool_offered")]
-            return await self._answer(answer, listing, lambda m: _listed(m, policies))
+            try:
+                return await self._answer(answer, listing, lambda m: _listed(m, policies))
+            except McpError as exc:
+                if self.response is None:  # nothing sent yet: an error response
+                    raise
+                return await self.respond(jsonrpc.error(listing, jsonrpc.SERVER_ERROR, exc.message))
 
     async def _stream(self, answer: aiohttp.ClientResponse) -> web.StreamResponse:
         out = await self._start(answer)
@@ -271,6 +277,10 @@ class Gateway:
     async def tool_call(self, message: dict[str, Any]) -> web.StreamResponse:
         id = message.get("id")
         try:
+            if not jsonrpc.is_request(message):  # else it would reach the server unguarded
+                raise JsonRpcError(
+                    jsonrpc.INVALID_REQUEST, "Invalid Request: tools/call needs an id"
+                )
             name, arguments = jsonrpc.tool_call(message)
         except JsonRpcError as exc:
             return _json(exc.to_message(), status=400)
@@ -316,12 +326,15 @@ class Gateway:
         if result.blocked or final is None:
             out = jsonrpc.result(id, jsonrpc.refused_tool_result(result.content))
             error = error or "refused"
-        elif "result" in final:
+        elif isinstance(final.get("result"), dict):
             value = final["result"]
             if result.content != answered["seen"]:
                 value = _rewritten(value, result.content)
             out = {**final, "result": value}
             error = "tool_error" if value.get("isError") else None
+        elif "result" in final:
+            problem = f"{self.label} answered tools/call with a result that is not an object"
+            out, error = jsonrpc.error(id, jsonrpc.SERVER_ERROR, problem), "mcp_bad_answer"
         else:
             out, error = final, "jsonrpc_error"
         self._record(name, reply, started, status, error, policies)
@@ -330,6 +343,8 @@ class Gateway:
     async def exchange(self, sent: Mapping[str, Any]) -> dict[str, Any]:
         """Send a request to the server; its response (events before it are relayed)."""
         async with self.upstream(orjson.dumps(sent)) as answer:
+            if answer.status == 404 and "mcp-session-id" in self.request.headers:
+                raise _session_gone(self.name, self.request.headers["mcp-session-id"])
             if answer.status >= 300:
                 text = (await answer.read()).decode("utf-8", "replace")[:500]
                 raise McpBadAnswer(f"{self.label} answered HTTP {answer.status}: {text}")
@@ -381,17 +396,12 @@ class StdioGateway(Gateway):
     async def post(self) -> web.StreamResponse:
         limit = self.request.app[HOLDER].current.config.server.max_body_bytes
         try:
-            message = jsonrpc.parse(await read_body(self.request, limit))
+            message = _parsed(self.request, await read_body(self.request, limit))
         except JsonRpcError as exc:
             return _json(exc.to_message(), status=400)
-        sessions = self.request.app[MCP_SESSIONS]
         if message.get("method") == "initialize":
-            try:
-                self.session = await sessions.start(self.name, self.server)
-            except SessionGone as exc:
-                raise McpUnreachable(str(exc)) from None
-        else:
-            self.session = self._session()
+            return await self._initialize(message)
+        self.session = self._session()
         if not jsonrpc.is_request(message):  # a notification, or an answer to the server
             await self._guarded(self.session.send(message))
             return web.Response(status=202, headers=self._headers())
@@ -403,14 +413,34 @@ class StdioGateway(Gateway):
             answer = _listed(answer, policies)
         return await self.respond(answer)
 
+    async def _initialize(self, message: dict[str, Any]) -> web.StreamResponse:
+        """A new session: its process started, and stopped again unless it initializes
+        (the client, never told its id, could not end it)."""
+        sessions = self.request.app[MCP_SESSIONS]
+        try:
+            self.session = await sessions.start(self.name, self.server)
+        except SessionGone as exc:
+            raise McpUnreachable(str(exc)) from None
+        try:
+            answer = await self.exchange(message)
+        except BaseException:
+            await sessions.end(self.session)
+            raise
+        if "result" not in answer:
+            await sessions.end(self.session)
+            return _json(answer)
+        return await self.respond(answer)
+
     def _session(self) -> StdioSession:
-        session_id = self.request.headers.get("mcp-session-id", "")
+        session_id = self.request.headers.get("mcp-session-id")
+        if not session_id:
+            raise InvalidRequest(
+                f"MCP server {self.name!r}: send the Mcp-Session-Id header, or initialize",
+                code="mcp_session_required",
+            )
         session = self.request.app[MCP_SESSIONS].get(self.name, session_id)
         if session is None:
-            raise NotFound(
-                f"no live session {session_id!r} of MCP server {self.name!r}: initialize one",
-                code="mcp_session_not_found",
-            )
+            raise _session_gone(self.name, session_id)
         return session
 
     def _headers(self) -> dict[str, str]:
@@ -421,6 +451,8 @@ class StdioGateway(Gateway):
             return await work
         except SessionGone as exc:
             raise McpUnreachable(str(exc)) from None
+        except RequestCancelled as exc:
+            raise McpError(str(exc), code="mcp_cancelled") from None
         except TimeoutError:
             raise McpUnreachable(
                 f"{self.label} did not answer within {self.server.timeout.read_s:g}s"
@@ -466,6 +498,21 @@ class McpBadAnswer(McpError):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _parsed(request: web.Request, raw: bytes) -> dict[str, Any]:
+    """The POSTed message; its id is kept on the request for an error response."""
+    message = jsonrpc.parse(raw)
+    request[JSONRPC_ID] = message.get("id")
+    return message
+
+
+def _session_gone(name: str, session_id: str) -> NotFound:
+    """404: the session is unknown or over (an MCP client then initializes anew)."""
+    return NotFound(
+        f"no live session {session_id!r} of MCP server {name!r}: initialize one",
+        code="mcp_session_not_found",
+    )
 
 
 def _json(

@@ -105,6 +105,10 @@ class SessionGone(Exception):
     """The session's process exited (or never started): the client must start anew."""
 
 
+class RequestCancelled(Exception):
+    """The client cancelled the request (``notifications/cancelled``): no answer will come."""
+
+
 class StdioSession:
     """One client session: one server process."""
 
@@ -125,7 +129,15 @@ class StdioSession:
         return self.process.returncode is None
 
     async def send(self, message: Mapping[str, Any]) -> None:
-        """Write one message (a notification, or a response to the server's request)."""
+        """Write one message (a notification, or a response to the server's request). A
+        ``notifications/cancelled`` also ends the wait for the request it names, which the
+        server will not answer."""
+        if message.get("method") == "notifications/cancelled":
+            params = message.get("params")
+            cancelled = params.get("requestId") if isinstance(params, dict) else None
+            waiting = self._waiting.get(cancelled)
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(RequestCancelled(f"request {cancelled!r} was cancelled"))
         if not self.alive or self.process.stdin is None:
             raise SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited")
         self.used = time.monotonic()
@@ -154,29 +166,49 @@ class StdioSession:
         assert stdout is not None
         try:
             while line := await stdout.readline():
-                try:
-                    message = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    log.warning("MCP server %r wrote a line that is not JSON", self.name)
-                    continue
-                if not isinstance(message, dict):
-                    continue
-                waiting = self._waiting.get(message.get("id"))
-                if "method" not in message and waiting is not None and not waiting.done():
-                    waiting.set_result(message)
-                else:
-                    self.outbox.put(message)
+                self._route(line)
         except (ValueError, OSError) as exc:  # a line over the limit, a broken pipe
-            log.warning("MCP server %r: reading its output failed: %s", self.name, exc)
-        finally:
-            await self.process.wait()
-            gone = SessionGone(
-                f"MCP server {self.name!r} exited (status {self.process.returncode})"
+            log.warning(
+                "MCP server %r: reading its output failed (%s); stopping it", self.name, exc
             )
-            for waiting in self._waiting.values():
-                if not waiting.done():
-                    waiting.set_exception(gone)
-            self.outbox.close()  # ends the session's GET streams
+            self.process.kill()  # the session cannot go on without its output
+        finally:
+            try:
+                await self.process.wait()
+            finally:  # also when close() cancels this task while it waits
+                self._end()
+
+    def _route(self, line: bytes) -> None:
+        """A response to the request waiting for it; the server's own requests and
+        notifications to the outbox; anything else (a late answer, a line that is not a
+        message) is dropped, since the ``GET`` stream must not carry responses."""
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            log.warning("MCP server %r wrote a line that is not JSON", self.name)
+            return
+        if not isinstance(message, dict):
+            return
+        if "method" in message:
+            self.outbox.put(message)
+            return
+        waiting = self._waiting.get(message.get("id"))
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
+        else:
+            log.debug("MCP server %r: an answer nobody waits for was dropped", self.name)
+
+    def _end(self) -> None:
+        """The process is gone: every waiting request fails, the GET streams end."""
+        status = self.process.returncode
+        gone = SessionGone(
+            f"MCP server {self.name!r} exited"
+            + (f" (status {status})" if status is not None else "")
+        )
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(gone)
+        self.outbox.close()
 
     async def _drain_stderr(self) -> None:
         stderr = self.process.stderr
@@ -200,6 +232,7 @@ class StdioSession:
         if self.alive:
             self.process.kill()
             await self.process.wait()
+        self._end()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -210,11 +243,17 @@ class StdioSessions:
 
     def __init__(self) -> None:
         self._sessions: dict[str, StdioSession] = {}
+        self._starting: dict[str, asyncio.Lock] = {}
 
     async def start(self, name: str, server: McpServerConfig) -> StdioSession:
-        """A new session of server ``name``: its process started."""
+        """A new session of server ``name``: its process started. Starts of one server
+        take turns, so concurrent ones cannot all see room and exceed ``max_sessions``."""
+        async with self._starting.setdefault(name, asyncio.Lock()):
+            await self._make_room(name, server)
+            return await self._spawn(name, server)
+
+    async def _spawn(self, name: str, server: McpServerConfig) -> StdioSession:
         assert server.command is not None
-        await self._make_room(name, server)
         env = {"PATH": os.environ.get("PATH", ""), **server.env}
         try:
             process = await asyncio.create_subprocess_exec(
