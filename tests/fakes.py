@@ -8,7 +8,9 @@ quoting that result ("The tool said: ..."); without tools it says "Hello from th
 upstream.". Tests push scripted steps (``Status``, ``Raw``, ``Events``, ``Hang``, ``Reset``,
 ``Echo``, ``synth.Reply``) to override the next answers. Every request is recorded.
 
-It serves OpenAI's APIs under ``base_url`` (``.../v1``) and Anthropic's Messages API,
+It serves OpenAI's APIs under ``base_url`` (``.../v1``), Gemini's ``generateContent`` and
+``streamGenerateContent`` under ``gemini_base_url`` (answers from ``tests/gemini_wire.py``;
+the recorded body is Gemini's, the model in the path) and Anthropic's Messages API,
 ``POST /v1/messages`` and ``POST /v1/messages/count_tokens``, under
 ``anthropic_base_url`` (the bare host: Anthropic's SDKs append ``/v1/messages``
 themselves). On Messages the default agent reads tools in Anthropic's shape (``name``,
@@ -39,6 +41,7 @@ from aiohttp import web
 
 from hookgate.server.app import make_runner
 from hookgate.wire import synth
+from tests import gemini_wire
 
 T = TypeVar("T")
 
@@ -186,6 +189,8 @@ class FakeUpstream:
             app.router.add_post(f"/openai/v1/{path}", self._model)
         for path in ("messages", "messages/count_tokens"):  # Anthropic's
             app.router.add_post(f"/v1/{path}", self._model)
+        app.router.add_post("/v1beta/models/{model}:{action}", self._model)  # Gemini's
+        app.router.add_get("/v1beta/models", self._gemini_models)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{id}", self._model_object)
         app.router.add_post("/v1/files", self._upload)
@@ -196,6 +201,11 @@ class FakeUpstream:
     @property
     def base_url(self) -> str:
         return f"{self.server.url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """The ``base_url`` of a ``type: gemini`` provider (Gemini's ``/v1beta``)."""
+        return f"{self.server.url}/v1beta"
 
     @property
     def anthropic_base_url(self) -> str:
@@ -227,6 +237,9 @@ class FakeUpstream:
         api = request.path.removeprefix("/openai").removeprefix("/v1/")
         if "deployment" in request.match_info:
             api = api.removeprefix(f"/deployments/{request.match_info['deployment']}/")
+        if "action" in request.match_info:  # Gemini: the model is in the path, not the body
+            api = request.match_info["action"]
+            body = {**body, "model": request.match_info["model"]}
         step = self.script.popleft() if self.script else _default_reply(api, body)
         try:
             return await self._answer(request, api, body, step)
@@ -255,8 +268,9 @@ class FakeUpstream:
             return out
         if isinstance(step, Echo):
             step = _echo(api, body, step)
+        streamed = body.get("stream") or api == "streamGenerateContent"
         if isinstance(step, synth.Reply):
-            step = _as_events(api, body, step, self.stream_delay) if body.get("stream") else step
+            step = _as_events(api, body, step, self.stream_delay) if streamed else step
         if isinstance(step, synth.Reply):
             return web.json_response(_as_json(api, body, step), headers=self.headers)
         assert isinstance(step, Events)
@@ -270,6 +284,11 @@ class FakeUpstream:
             await asyncio.sleep(3600)
         await out.write_eof()
         return out
+
+    async def _gemini_models(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        models = self.models if isinstance(self.models, list) else []
+        return web.json_response({"models": [{"name": f"models/{m}"} for m in models]})
 
     async def _models(self, request: web.Request) -> web.Response:
         await self._record(request)
@@ -346,6 +365,8 @@ class FakeUpstream:
 
 def _as_json(api: str, body: dict[str, Any], reply: synth.Reply) -> dict[str, Any]:
     model = str(body.get("model"))
+    if api == "generateContent":
+        return gemini_wire.response(model, reply)
     if api == "messages":
         return synth.message_object(model, reply)
     if api == "messages/count_tokens":
@@ -363,6 +384,8 @@ def _as_json(api: str, body: dict[str, Any], reply: synth.Reply) -> dict[str, An
 
 def _as_events(api: str, body: dict[str, Any], reply: synth.Reply, delay: float) -> Events:
     model = str(body.get("model"))
+    if api == "streamGenerateContent":
+        return Events(gemini_wire.stream(model, reply), delay)
     if api == "responses":
         return Events(list(synth.response_stream(model, reply)), delay)
     if api == "completions":
@@ -381,6 +404,8 @@ def _default_reply(api: str, body: dict[str, Any]) -> synth.Reply:
         return synth.Reply(input_tokens=_anthropic_words(body))
     if api == "messages":
         return _anthropic_agent_reply(body)
+    if api in ("generateContent", "streamGenerateContent"):
+        return gemini_wire.agent_reply(body)
     return _agent_reply(api, body)
 
 
@@ -483,6 +508,8 @@ def _user_text(api: str, body: dict[str, Any], index: int) -> str:
         messages = body.get("messages")
         users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
         return _anthropic_text(users[index].get("content")) if users else ""
+    if api in ("generateContent", "streamGenerateContent"):
+        return gemini_wire.user_text(body, index)
     items = body.get("messages") if api == "chat/completions" else body.get("input")
     if isinstance(items, str):
         return items

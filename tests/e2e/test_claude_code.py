@@ -150,3 +150,44 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
         0,
         15_000,
     ]
+
+
+def test_claude_code_runs_on_a_gemini_model(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Messages → chat → generateContent: Claude Code's tool round trip on Gemini, the
+    address redacted on the way up and restored on the way down, and the thought signature
+    Gemini put on its function call sent back on it."""
+    config = (
+        "providers:\n"
+        f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-k'}}\n"
+        "models:\n"
+        '  "*": [{provider: google, model: gemini-2.5-flash}]\n'
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        f"policies:\n  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+    command = {"command": f"echo {stand_in}", "description": "Print the address"}
+    signature = "CiQB0e2Kb7Yv+thought/signature=="
+    upstream.push(
+        synth.Reply(
+            tool_calls=[synth.ToolCall("unused", "Bash", orjson.dumps(command).decode())],
+            thinking="I will print it with echo.", signature=signature,
+        ),
+        synth.Reply(f"Your address is {stand_in}.", pieces=5),
+    )  # fmt: skip
+
+    result = run_claude(url, tmp_path / "home", f"Print my e-mail address {EMAIL} with echo.")
+
+    assert result["is_error"] is False
+    assert result["result"] == f"Your address is {EMAIL}."
+    calls = upstream.requests
+    assert [c.path for c in calls] == ["/v1beta/models/gemini-2.5-flash:streamGenerateContent"] * 2
+    assert all(EMAIL.encode() not in c.body for c in calls)
+    parts = [p for turn in calls[1].json()["contents"] for p in turn["parts"]]
+    (called,) = [p for p in parts if "functionCall" in p]
+    assert called["functionCall"] == {"name": "Bash", "args": command}
+    assert called["thoughtSignature"] == signature
+    (answered,) = [p["functionResponse"] for p in parts if "functionResponse" in p]
+    assert answered["name"] == "Bash" and stand_in in orjson.dumps(answered).decode()

@@ -96,3 +96,34 @@ async def test_the_responses_model_runs_on_a_claude_model(
     assert first["system"] == [{"type": "text", "text": "Use tools."}]
     assert first["tools"][0]["name"] == "get_weather"
     assert second["messages"][-1]["content"][0]["content"] == "sunny, 21C in Paris"
+
+
+async def test_the_responses_model_runs_on_a_gemini_model(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """Responses → chat → generateContent, the tool loop through both translations."""
+    config = (
+        f"providers: {{google: {{type: gemini, base_url: '{upstream.gemini_base_url}',"
+        " api_key: 'AIza-upstream'}}\n"
+        "models: {gpt-4.1-mini: [{provider: google, model: gemini-2.5-flash}]}\n"
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    calls: list[str] = []
+    async with AsyncOpenAI(base_url=url, api_key="sk-client", max_retries=0) as client:
+        result = Runner.run_streamed(make_agent(client, "responses", calls), "Weather in Paris?")
+        events = [event async for event in result.stream_events()]
+    deltas = [
+        e.data.delta
+        for e in events
+        if e.type == "raw_response_event" and e.data.type == "response.output_text.delta"
+    ]
+    assert calls == ["Paris"] and "".join(deltas) == "The tool said: sunny, 21C in Paris"
+    assert [r.path for r in upstream.requests] == [
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    ] * 2
+    first, second = (r.json() for r in upstream.requests)
+    assert first["systemInstruction"] == {"parts": [{"text": "Use tools."}]}
+    assert first["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+    response = second["contents"][-1]["parts"][0]["functionResponse"]
+    assert response == {"name": "get_weather", "response": {"output": "sunny, 21C in Paris"}}

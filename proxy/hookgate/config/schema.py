@@ -54,13 +54,15 @@ class ProviderConfig(Strict):
     body's model); ``deployments`` maps a model name to its deployment (unmapped names are
     used as they are). ``type: anthropic`` speaks Anthropic's Messages API at ``base_url``
     (default ``https://api.anthropic.com/v1``): the key in ``x-api-key``, and
-    ``anthropic-version`` unless the client sent one. Calls in another provider's API are
-    translated (see ``hookgate.providers.translated``). ``type: echo`` is built in: it
-    answers every request locally by echoing the last user message, labelled as an echo,
+    ``anthropic-version`` unless the client sent one. ``type: gemini`` is Google's Gemini
+    API at ``base_url`` (default ``https://generativelanguage.googleapis.com/v1beta``): the
+    key in ``x-goog-api-key``. Calls in another provider's API are translated (see
+    ``hookgate.providers.translated``; every call to Gemini is). ``type: echo`` is built
+    in: it answers every request locally by echoing the last user message, labelled as an echo,
     and is meant for trying hookgate out and for users' own tests.
     """
 
-    type: Literal["openai", "azure", "anthropic", "echo"] = "openai"
+    type: Literal["openai", "azure", "anthropic", "gemini", "echo"] = "openai"
     base_url: str | None = None
     api_key: SecretStr | None = None
     missing_key: Literal["error", "echo"] = "error"

@@ -25,11 +25,13 @@ from hookgate.wire.sse import EventStream
 
 Api = Literal[
     "chat.completions", "responses", "completions", "embeddings", "messages",
-    "messages.count_tokens",
+    "messages.count_tokens", "generate_content",
 ]  # fmt: skip
 """The endpoint a model call is for; decides the body's shape. The first four are
 OpenAI's; ``messages`` and ``messages.count_tokens`` are Anthropic's Messages API
-(``POST /v1/messages`` and ``POST /v1/messages/count_tokens``)."""
+(``POST /v1/messages`` and ``POST /v1/messages/count_tokens``). ``generate_content`` is
+Gemini's (``models/{model}:generateContent``): no client calls it, a Gemini provider is
+sent calls translated to it."""
 
 
 class JsonBody:

@@ -6,6 +6,7 @@ This module is the boundary where aiohttp and timeout exceptions become
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import (
     AsyncGenerator,
@@ -41,6 +42,7 @@ from hookgate.providers.base import API_PATHS, OPENAI_APIS, json_object
 from hookgate.providers.scrub import Scrubber, credentials
 from hookgate.wire import sse
 from hookgate.wire.headers import response_headers
+from hookgate.wire.translate import chat_to_gemini
 
 
 def translate(exc: BaseException, target: str) -> UpstreamError:
@@ -247,7 +249,15 @@ class OpenAIProvider:
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         """Send ``call``: as it is in an API this provider speaks (:attr:`native`),
-        translated to one it speaks otherwise (:mod:`hookgate.providers.translated`)."""
+        translated to one it speaks otherwise (:mod:`hookgate.providers.translated`).
+        Tool call ids that carry a Gemini function call's id and signature (a conversation
+        Gemini took part in) are cut to their head first
+        (:func:`~hookgate.wire.translate.chat_to_gemini.portable_ids`)."""
+        portable = chat_to_gemini.portable_ids(call.payload.to_bytes())
+        if portable is not None:
+            call = dataclasses.replace(
+                call, payload=JsonBody.parsed(portable, orjson.loads(portable))
+            )
         if call.api in self.native:
             return await self.send_native(call, target)
         return await translation.send(self, call, target)

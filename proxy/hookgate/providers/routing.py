@@ -14,6 +14,7 @@ from hookgate.providers.anthropic import AnthropicProvider
 from hookgate.providers.azure import AzureProvider
 from hookgate.providers.base import Provider
 from hookgate.providers.echo import EchoProvider
+from hookgate.providers.gemini import GeminiProvider
 from hookgate.providers.openai import OpenAIProvider
 
 log = logging.getLogger("hookgate")
@@ -82,6 +83,8 @@ def build_providers(
             providers[name] = AzureProvider(name, settings, session)
         elif settings.type == "anthropic":
             providers[name] = AnthropicProvider(name, settings, session)
+        elif settings.type == "gemini":
+            providers[name] = GeminiProvider(name, settings, session)
         else:
             providers[name] = OpenAIProvider(name, settings, session)
     return providers

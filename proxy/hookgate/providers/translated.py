@@ -7,16 +7,19 @@ translated:
 
 * a Chat Completions call to an Anthropic provider is sent as a Messages call, and its
   answer (JSON, stream or error) comes back as Chat Completions
-  (:mod:`hookgate.wire.translate.chat_to_messages`);
-* a Messages call to an OpenAI-compatible provider is sent as a Chat Completions call
-  (with ``stream_options.include_usage``, so a stream reports usage), and its answer
+  (:mod:`hookgate.wire.translate.chat_to_messages`); to a Gemini provider, as a
+  ``generateContent`` call (:mod:`hookgate.wire.translate.chat_to_gemini`);
+* a Messages call to a provider without the Messages API is sent as a Chat Completions
+  call (with ``stream_options.include_usage``, so a stream reports usage), and its answer
   comes back as Messages (:mod:`hookgate.wire.translate.messages_to_chat`);
-* a Messages ``count_tokens`` call to an OpenAI-compatible provider, which has no such
-  endpoint, is answered here: the prompt's tokens as the budget counts them (tiktoken);
 * a Responses call to a provider without the Responses API is sent as a Chat Completions
-  call (:mod:`hookgate.wire.translate.responses_to_chat`), and to an Anthropic provider
-  that chat call is in turn sent as a Messages call: the two translations compose, the
-  answer and its stream going back through both;
+  call (:mod:`hookgate.wire.translate.responses_to_chat`);
+* those Chat Completions calls are in turn translated for a provider that does not speak
+  Chat Completions either (Responses → chat → Messages for Anthropic; Messages or
+  Responses → chat → ``generateContent`` for Gemini): the translations compose as
+  :class:`_Leg` steps, the answer, its stream and its errors going back through each;
+* a Messages ``count_tokens`` call to a provider without it is answered here: the
+  prompt's tokens as the budget counts them (tiktoken);
 * any other pair is a 400 that names both.
 
 What cannot be translated is refused with a 400 that names the field, never dropped; the
@@ -27,7 +30,8 @@ client's query string goes only to a provider of its own API.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable
+import functools
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol
 
 from hookgate.budgets import tokens
@@ -35,7 +39,12 @@ from hookgate.errors import InvalidRequest, UpstreamStatusError
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
-from hookgate.wire.translate import chat_to_messages, messages_to_chat, responses_to_chat
+from hookgate.wire.translate import (
+    chat_to_gemini,
+    chat_to_messages,
+    messages_to_chat,
+    responses_to_chat,
+)
 
 
 class NativeSender(Protocol):
@@ -62,22 +71,18 @@ class StreamTranslator(Protocol):
 
 async def send(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
     """Send ``call`` through ``provider`` in an API it speaks; see the module docstring."""
-    if call.api == "chat.completions" and "messages" in provider.native:
-        return await _to_messages(provider, call, target)
-    if call.api == "responses" and "chat.completions" in provider.native:
-        return await _responses_to_chat(provider, call, target)
-    if call.api == "responses" and "messages" in provider.native:
-        return await _responses_to_messages(provider, call, target)
-    if call.api in ("messages", "messages.count_tokens") and "chat.completions" in provider.native:
-        if call.api == "messages.count_tokens":
-            return _counted(call, target)
-        return await _to_chat(provider, call, target)
-    raise InvalidRequest(
-        f"the model '{call.model}' is served by provider '{provider.name}', which cannot take "
-        f"{_NAMES[call.api]} requests, and hookgate does not translate them to its API",
-        param="model",
-        code="unsupported_api",
-    )
+    legs = _legs(provider, call, target)
+    counting = call.api == "messages.count_tokens"
+    if legs is None and counting and _from_chat(provider, call, target) is not None:
+        return _counted(call, target)
+    if legs is None:
+        raise InvalidRequest(
+            f"the model '{call.model}' is served by provider '{provider.name}', which cannot "
+            f"take {_NAMES[call.api]} requests, and hookgate does not translate them to its API",
+            param="model",
+            code="unsupported_api",
+        )
+    return await _through(provider, call, target, legs)
 
 
 _NAMES: dict[Api, str] = {
@@ -87,59 +92,130 @@ _NAMES: dict[Api, str] = {
     "embeddings": "Embeddings",
     "messages": "Anthropic Messages",
     "messages.count_tokens": "Anthropic token counting",
+    "generate_content": "Gemini generateContent",
 }
 
 
-async def _to_messages(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
-    body = chat_to_messages.request(call.body, default_max_tokens=provider.max_tokens)
-    response = await _sent_as(provider, call, target, "messages", body, chat_to_messages.error)
-    if response.stream is not None:
-        options = call.body.get("stream_options")
-        usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        translator = chat_to_messages.StreamTranslator(model=call.model, include_usage=usage)
-        return dataclasses.replace(response, stream=_translated(response.stream, translator))
-    return response.with_body(chat_to_messages.response(response.body))
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Leg:
+    """One translation: a body in one API becomes a body in ``to``; the answer, its
+    stream and its errors come back the other way."""
+
+    to: Api
+    request: Callable[[Mapping[str, Any]], dict[str, Any]]
+    response: Callable[[Mapping[str, Any]], dict[str, Any]]
+    stream: Callable[[Mapping[str, Any]], StreamTranslator]
+    """The stream's translator, given the body this leg translated (its
+    ``stream_options.include_usage`` says whether the client side wants usage)."""
+    error: Callable[[int, bytes], bytes] | None = None
+    """An upstream error body in ``to``'s shape → one in the leg's client API's shape."""
 
 
-async def _responses_to_chat(
-    provider: NativeSender, call: ModelCall, target: Target
-) -> ModelResponse:
-    body = responses_to_chat.request(call.body, keep_thinking=False)
-    response = await _sent_as(provider, call, target, "chat.completions", body)
-    if response.stream is not None:
-        translator = responses_to_chat.StreamTranslator(request=call.body)
-        return dataclasses.replace(response, stream=_translated(response.stream, translator))
-    return response.with_body(responses_to_chat.response(response.body, request=call.body))
+def _legs(provider: NativeSender, call: ModelCall, target: Target) -> list[_Leg] | None:
+    """The translations from the call's API to one ``provider`` speaks, client side
+    first: every path goes through Chat Completions. None when there is none."""
+    tail = _from_chat(provider, call, target)
+    if tail is None:
+        return None
+    if call.api == "chat.completions" and tail:
+        return tail
+    if call.api == "responses":
+        keep_thinking = bool(tail) and tail[0].to == "messages"
+        return [_responses_to_chat(call, keep_thinking), *tail]
+    if call.api == "messages":
+        return [_messages_to_chat(call, target), *tail]
+    return None
 
 
-async def _responses_to_messages(
-    provider: NativeSender, call: ModelCall, target: Target
-) -> ModelResponse:
-    """Responses → chat → Messages, and the answer back through both translations. The
-    thinking blocks a Responses client got back (in reasoning items) are sent again."""
-    chat = responses_to_chat.request(call.body, keep_thinking=True)
-    body = chat_to_messages.request(chat, default_max_tokens=provider.max_tokens)
-    response = await _sent_as(provider, call, target, "messages", body, chat_to_messages.error)
-    if response.stream is not None:
-        translator = _Chain(
-            chat_to_messages.StreamTranslator(model=call.model, include_usage=True),
-            responses_to_chat.StreamTranslator(request=call.body),
-        )
-        return dataclasses.replace(response, stream=_translated(response.stream, translator))
-    answer = chat_to_messages.response(response.body)
-    return response.with_body(responses_to_chat.response(answer, request=call.body))
+def _from_chat(provider: NativeSender, call: ModelCall, target: Target) -> list[_Leg] | None:
+    """How a Chat Completions body reaches ``provider``: as it is (``[]``), through one
+    translation, or not at all (None)."""
+    if "chat.completions" in provider.native:
+        return []
+    if "messages" in provider.native:
+        return [_chat_to_messages(provider, call)]
+    if "generate_content" in provider.native:
+        return [_chat_to_gemini(call, target)]
+    return None
 
 
-async def _to_chat(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
-    body = messages_to_chat.request(call.body)
-    response = await _sent_as(
-        provider, call, target, "chat.completions", body, messages_to_chat.error
+def _include_usage(body: Mapping[str, Any]) -> bool:
+    options = body.get("stream_options")
+    return isinstance(options, dict) and bool(options.get("include_usage"))
+
+
+def _chat_to_messages(provider: NativeSender, call: ModelCall) -> _Leg:
+    return _Leg(
+        to="messages",
+        request=lambda body: chat_to_messages.request(body, default_max_tokens=provider.max_tokens),
+        response=chat_to_messages.response,
+        stream=lambda body: chat_to_messages.StreamTranslator(
+            model=call.model, include_usage=_include_usage(body)
+        ),
+        error=chat_to_messages.error,
     )
+
+
+def _chat_to_gemini(call: ModelCall, target: Target) -> _Leg:
+    """The upstream model rides in the body for the provider to put in the URL."""
     model = target.model or call.model
+    return _Leg(
+        to="generate_content",
+        request=lambda body: {**chat_to_gemini.request(body), "model": body.get("model", model)},
+        response=lambda answer: chat_to_gemini.response(answer, model=model),
+        stream=lambda body: chat_to_gemini.StreamTranslator(
+            model=model, include_usage=_include_usage(body)
+        ),
+        error=chat_to_gemini.error,
+    )
+
+
+def _responses_to_chat(call: ModelCall, keep_thinking: bool) -> _Leg:
+    """``keep_thinking``: the thinking blocks a Responses client got back (in reasoning
+    items) are sent again, for an Anthropic model."""
+    return _Leg(
+        to="chat.completions",
+        request=lambda body: responses_to_chat.request(body, keep_thinking=keep_thinking),
+        response=lambda answer: responses_to_chat.response(answer, request=call.body),
+        stream=lambda _: responses_to_chat.StreamTranslator(request=call.body),
+    )
+
+
+def _messages_to_chat(call: ModelCall, target: Target) -> _Leg:
+    model = target.model or call.model
+    return _Leg(
+        to="chat.completions",
+        request=messages_to_chat.request,
+        response=lambda answer: messages_to_chat.response(answer, model=model),
+        stream=lambda _: messages_to_chat.StreamTranslator(model=model),
+        error=messages_to_chat.error,
+    )
+
+
+async def _through(
+    provider: NativeSender, call: ModelCall, target: Target, legs: list[_Leg]
+) -> ModelResponse:
+    """``call`` sent through ``legs`` in turn, and its answer back through them all."""
+    bodies: list[Mapping[str, Any]] = [call.body]
+    for leg in legs:
+        bodies.append(leg.request(bodies[-1]))
+    errors = [leg.error for leg in reversed(legs) if leg.error is not None]
+    error = functools.reduce(_then, errors) if errors else None
+    response = await _sent_as(provider, call, target, legs[-1].to, dict(bodies[-1]), error)
     if response.stream is not None:
-        translator = messages_to_chat.StreamTranslator(model=model)
+        translators = [leg.stream(body) for leg, body in zip(legs, bodies, strict=False)]
+        translator = functools.reduce(_Chain, reversed(translators))
         return dataclasses.replace(response, stream=_translated(response.stream, translator))
-    return response.with_body(messages_to_chat.response(response.body, model=model))
+    answer = response.body
+    for leg in reversed(legs):
+        answer = leg.response(answer)
+    return response.with_body(answer)
+
+
+def _then(
+    first: Callable[[int, bytes], bytes], then: Callable[[int, bytes], bytes]
+) -> Callable[[int, bytes], bytes]:
+    return lambda status, body: then(status, first(status, body))
 
 
 async def _sent_as(

@@ -66,6 +66,7 @@ OPERATIONS: Mapping[str, str] = {
     "embeddings": "embeddings",
     "messages": "chat",
     "messages.count_tokens": "count_tokens",
+    "generate_content": "chat",
 }
 
 _NUMERIC = {

@@ -238,12 +238,35 @@ def is_messages_terminal(block: bytes) -> bool:
     return _typed(block, MESSAGES_TERMINAL)
 
 
+def is_gemini_terminal(block: bytes) -> bool:
+    """True for the event that ends a Gemini ``streamGenerateContent`` stream, which has
+    no end marker: the chunk whose candidate has a ``finishReason``, or whose
+    ``promptFeedback`` has a ``blockReason`` (the prompt was refused), or an ``error``."""
+    if b"finishReason" not in block and b"blockReason" not in block and b"error" not in block:
+        return False
+    data = json_of(block)
+    if not isinstance(data, dict):
+        return False
+    if isinstance(data.get("error"), dict):
+        return True
+    candidates = data.get("candidates")
+    if isinstance(candidates, list) and any(
+        isinstance(c, dict) and isinstance(c.get("finishReason"), str) and c["finishReason"]
+        for c in candidates
+    ):
+        return True
+    feedback = data.get("promptFeedback")
+    return isinstance(feedback, dict) and bool(feedback.get("blockReason"))
+
+
 def terminal_check(api: str) -> Callable[[bytes], bool]:
     """The test for the event that ends a stream of ``api``."""
     if api == "responses":
         return is_responses_terminal
     if api == "messages":
         return is_messages_terminal
+    if api == "generate_content":
+        return is_gemini_terminal
     return is_done
 
 

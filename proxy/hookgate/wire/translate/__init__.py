@@ -1,4 +1,4 @@
-"""Translations between the OpenAI APIs and Anthropic's Messages API.
+"""Translations between the OpenAI APIs, Anthropic's Messages API and Gemini's API.
 
 Pure functions over decoded JSON bodies and SSE event blocks (no I/O), used at the
 provider boundary when a client's API differs from its target provider's:
@@ -8,7 +8,9 @@ provider boundary when a client's API differs from its target provider's:
 * :mod:`.messages_to_chat`: an Anthropic Messages client (Claude Code, the ``anthropic``
   SDK) whose alias targets an OpenAI-compatible provider;
 * :mod:`.responses_to_chat`: a Responses API client whose target has no Responses API
-  (chat-only servers; and, composed with :mod:`.chat_to_messages`, Anthropic).
+  (chat-only servers; and, composed with :mod:`.chat_to_messages`, Anthropic);
+* :mod:`.chat_to_gemini`: a chat-completions client whose alias targets a Gemini provider
+  (and, composed with the two above, a Responses or Messages client).
 
 Each module's docstring lists what it translates, what it drops on purpose and why, and
 what it refuses with :class:`~hookgate.errors.InvalidRequest` (a request field the target

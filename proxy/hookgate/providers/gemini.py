@@ -1,0 +1,92 @@
+"""Google's Gemini API as a provider (``type: gemini``).
+
+Gemini speaks none of the client APIs, so every call is translated
+(:mod:`hookgate.providers.translated`): a Chat Completions call becomes a
+``generateContent`` call (:mod:`hookgate.wire.translate.chat_to_gemini`), and Responses and
+Messages calls become Chat Completions ones first, the answers going back through both
+translations. A call is sent to ``{base_url}/models/{model}:generateContent``, or to
+``:streamGenerateContent?alt=sse`` when streamed, ``base_url`` defaulting to
+``https://generativelanguage.googleapis.com/v1beta``; the key goes in ``x-goog-api-key``.
+A stream ends at the chunk that carries a ``finishReason`` (Gemini sends no end marker);
+one that stops before it is a cut stream. ``GET /v1/models`` lists the provider's models
+from Gemini's ``models`` list. Everything else — timeouts, redirects refused, the key
+scrubbed from what comes back — is the OpenAI provider's transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+from yarl import URL
+
+from hookgate.config.schema import ProviderConfig
+from hookgate.errors import UpstreamBadResponse, UpstreamStatusError
+from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
+from hookgate.providers import translated as translation
+from hookgate.providers.openai import MODEL_LIST_LIMIT, OpenAIProvider
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+
+class GeminiProvider(OpenAIProvider):
+    """See the module docstring."""
+
+    kind = "gcp.gemini"
+    """``gen_ai.provider.name`` of the Gemini API (OpenTelemetry GenAI conventions)."""
+    native: frozenset[Api] = frozenset({"generate_content"})
+
+    def __init__(
+        self,
+        name: str,
+        config: ProviderConfig,
+        session: Callable[[], aiohttp.ClientSession],
+    ) -> None:
+        if config.base_url is None:
+            config = config.model_copy(update={"base_url": DEFAULT_BASE_URL})
+        super().__init__(name, config, session)
+
+    @staticmethod
+    def key_headers(key: str) -> dict[str, str]:
+        return {"x-goog-api-key": key}
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Every call is translated, with the tool call ids as they are: they carry what
+        Gemini needs back (the base class cuts them for other providers)."""
+        return await translation.send(self, call, target)
+
+    def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
+        """The model named in the path (taken out of the body, where the translation left
+        it), the action by whether the call streams."""
+        body = dict(call.body)
+        model = str(body.pop("model", None) or call.model)
+        action = "streamGenerateContent" if call.stream else "generateContent"
+        path = f"/models/{quote(model, safe='')}:{action}"
+        return self.url(path, "alt=sse" if call.stream else ""), call.with_body(body)
+
+    async def models(self) -> list[dict[str, Any]]:
+        """The first page of ``GET {base_url}/models`` as OpenAI model objects (``id``
+        without the ``models/`` prefix)."""
+        label = f"{self.name}/models"
+        async with self.relay("GET", "/models", "pageSize=1000", {}, None) as got:
+            if got.error is not None:
+                raise UpstreamStatusError(got.status, got.error, {}, target=label)
+            body = b""
+            async for chunk in got.chunks:
+                body += chunk
+                if len(body) > MODEL_LIST_LIMIT:
+                    raise UpstreamBadResponse(f"{label}: a list over {MODEL_LIST_LIMIT} bytes")
+        try:
+            listed = orjson.loads(body).get("models")
+        except (orjson.JSONDecodeError, AttributeError):
+            listed = None
+        if not isinstance(listed, list):
+            raise UpstreamBadResponse(f"{label} did not answer with a model list", target=label)
+        return [
+            {"id": name.removeprefix("models/"), "object": "model", "owned_by": "google"}
+            for model in listed
+            if isinstance(model, dict) and isinstance(name := model.get("name"), str)
+        ]
