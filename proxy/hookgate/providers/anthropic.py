@@ -29,6 +29,7 @@ class AnthropicProvider(OpenAIProvider):
     kind = "anthropic"
     """``gen_ai.provider.name`` of Anthropic (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"messages", "messages.count_tokens"})
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -36,8 +37,6 @@ class AnthropicProvider(OpenAIProvider):
         config: ProviderConfig,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
-        if config.base_url is None:
-            config = config.model_copy(update={"base_url": DEFAULT_BASE_URL})
         super().__init__(name, config, session)
         self._version = config.anthropic_version
 

@@ -15,19 +15,14 @@ scrubbed from what comes back — is the OpenAI provider's transport.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
-import orjson
 from yarl import URL
 
-from hookgate.config.schema import ProviderConfig
-from hookgate.errors import UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
 from hookgate.providers import translated as translation
-from hookgate.providers.openai import MODEL_LIST_LIMIT, OpenAIProvider
+from hookgate.providers.openai import OpenAIProvider
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -38,16 +33,7 @@ class GeminiProvider(OpenAIProvider):
     kind = "gcp.gemini"
     """``gen_ai.provider.name`` of the Gemini API (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"generate_content"})
-
-    def __init__(
-        self,
-        name: str,
-        config: ProviderConfig,
-        session: Callable[[], aiohttp.ClientSession],
-    ) -> None:
-        if config.base_url is None:
-            config = config.model_copy(update={"base_url": DEFAULT_BASE_URL})
-        super().__init__(name, config, session)
+    default_base_url = DEFAULT_BASE_URL
 
     @staticmethod
     def key_headers(key: str) -> dict[str, str]:
@@ -70,21 +56,7 @@ class GeminiProvider(OpenAIProvider):
     async def models(self) -> list[dict[str, Any]]:
         """The first page of ``GET {base_url}/models`` as OpenAI model objects (``id``
         without the ``models/`` prefix)."""
-        label = f"{self.name}/models"
-        async with self.relay("GET", "/models", "pageSize=1000", {}, None) as got:
-            if got.error is not None:
-                raise UpstreamStatusError(got.status, got.error, {}, target=label)
-            body = b""
-            async for chunk in got.chunks:
-                body += chunk
-                if len(body) > MODEL_LIST_LIMIT:
-                    raise UpstreamBadResponse(f"{label}: a list over {MODEL_LIST_LIMIT} bytes")
-        try:
-            listed = orjson.loads(body).get("models")
-        except (orjson.JSONDecodeError, AttributeError):
-            listed = None
-        if not isinstance(listed, list):
-            raise UpstreamBadResponse(f"{label} did not answer with a model list", target=label)
+        listed = await self.listed("/models", "pageSize=1000", "models")
         return [
             {"id": name.removeprefix("models/"), "object": "model", "owned_by": "google"}
             for model in listed

@@ -135,6 +135,8 @@ class OpenAIProvider:
     """``gen_ai.provider.name`` of the calls it sends."""
     native: frozenset[Api] = frozenset(OPENAI_APIS)
     """The APIs it sends as they are; calls in others are translated."""
+    default_base_url: str | None = None
+    """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
 
     def __init__(
         self,
@@ -142,9 +144,10 @@ class OpenAIProvider:
         config: ProviderConfig,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
-        assert config.base_url is not None
+        base_url = config.base_url or self.default_base_url
+        assert base_url is not None
         self.name = name
-        self.base_url = URL(config.base_url.rstrip("/"))
+        self.base_url = URL(base_url.rstrip("/"))
         self.address = UpstreamAddress(self.kind, self.base_url.host, self.base_url.port)
         self._session = session
         self._headers = dict(config.headers)
@@ -225,8 +228,15 @@ class OpenAIProvider:
         """The provider's own model objects (``GET {base_url}/models``), each with a string
         ``id``. Raises :class:`UpstreamError` kinds: a non-2xx answer, a body over
         :data:`MODEL_LIST_LIMIT` bytes, or one that is not an OpenAI model list."""
-        label = f"{self.name}/models"
-        async with self.relay("GET", "/models", "", {"accept": "application/json"}, None) as got:
+        data = await self.listed("/models", "", "data")
+        return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+    async def listed(self, path: str, query: str, field: str) -> list[Any]:
+        """The array in ``field`` of the JSON object ``GET path?query`` answers (a model
+        list). Raises :class:`UpstreamError` kinds: a non-2xx answer, a body over
+        :data:`MODEL_LIST_LIMIT` bytes, or one without that array."""
+        label = f"{self.name}{path}"
+        async with self.relay("GET", path, query, {"accept": "application/json"}, None) as got:
             if got.error is not None:
                 raise UpstreamStatusError(got.status, got.error, {}, target=label)
             body = b""
@@ -235,12 +245,12 @@ class OpenAIProvider:
                 if len(body) > MODEL_LIST_LIMIT:
                     raise UpstreamBadResponse(f"{label}: a list over {MODEL_LIST_LIMIT} bytes")
         try:
-            data = orjson.loads(body).get("data")
+            data = orjson.loads(body).get(field)
         except (orjson.JSONDecodeError, AttributeError):
             data = None
         if not isinstance(data, list):
             raise UpstreamBadResponse(f"{label} did not answer with a model list", target=label)
-        return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        return data
 
     def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
         """Where ``call`` goes, and the call as sent there (a provider whose URL names the

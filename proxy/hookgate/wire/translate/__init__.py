@@ -10,7 +10,8 @@ provider boundary when a client's API differs from its target provider's:
 * :mod:`.responses_to_chat`: a Responses API client whose target has no Responses API
   (chat-only servers; and, composed with :mod:`.chat_to_messages`, Anthropic);
 * :mod:`.chat_to_gemini`: a chat-completions client whose alias targets a Gemini provider
-  (and, composed with the two above, a Responses or Messages client).
+  (and, composed with the two above, a Responses or Messages client);
+* :mod:`.fields` and :mod:`.chat_chunks`: what they read and write alike.
 
 Each module's docstring lists what it translates, what it drops on purpose and why, and
 what it refuses with :class:`~hookgate.errors.InvalidRequest` (a request field the target

@@ -102,7 +102,13 @@ import orjson
 
 from hookgate.errors import InvalidRequest, UpstreamBadResponse
 from hookgate.wire import sse
-from hookgate.wire.translate.fields import arguments_object, object_field
+from hookgate.wire.translate.chat_chunks import ChatChunks
+from hookgate.wire.translate.fields import (
+    arguments_object,
+    check_chat_fields,
+    first_given,
+    object_field,
+)
 
 SIGNATURE_MARK = "~ts~"
 """In a tool call id, what precedes the ``thoughtSignature`` of its ``functionCall``
@@ -152,7 +158,8 @@ _REFUSED: Mapping[str, str] = {
     "functions": "use 'tools'",
     "function_call": "use 'tool_choice'",
 }
-"""Fields refused when set to a value that has an effect (see :func:`_is_neutral`), and
+"""Fields refused when set to a value that has an effect (see
+:func:`~hookgate.wire.translate.fields.check_chat_fields`), and
 why they cannot be honoured."""
 
 _CONTENT_FILTER = frozenset(
@@ -202,7 +209,9 @@ def request(body: Mapping[str, Any], *, default_max_tokens: int | None = None) -
     ``default_max_tokens`` is used when the body sets no limit (None: none is sent).
     Raises :class:`InvalidRequest` for a field or content the model cannot take.
     """
-    _check_fields(body)
+    check_chat_fields(
+        body, target="a Gemini model", translated=_TRANSLATED, dropped=_DROPPED, refused=_REFUSED
+    )
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise InvalidRequest("'messages' must be an array", param="messages")
@@ -217,44 +226,9 @@ def request(body: Mapping[str, Any], *, default_max_tokens: int | None = None) -
     return out
 
 
-def _check_fields(body: Mapping[str, Any]) -> None:
-    for field, value in body.items():
-        if field in _TRANSLATED or field in _DROPPED:
-            continue
-        if field not in _REFUSED:
-            raise InvalidRequest(
-                f"unknown parameter '{field}': hookgate cannot translate it for a Gemini model",
-                param=field,
-                code="unknown_parameter",
-            )
-        if not _is_neutral(field, value):
-            raise InvalidRequest(
-                f"'{field}' cannot be sent to a Gemini model: {_REFUSED[field]}",
-                param=field,
-                code="unsupported_parameter",
-            )
-
-
-def _is_neutral(field: str, value: Any) -> bool:
-    """Whether a refusable field's value asks for nothing (its default, or no effect)."""
-    if value is None or value is False or value == {} or value == []:
-        return True
-    if field == "n":
-        return bool(value == 1)
-    if field == "top_logprobs":
-        return bool(value == 0)
-    if field == "modalities":
-        return isinstance(value, list) and "audio" not in value
-    return False
-
-
-def _first_given(body: Mapping[str, Any], *fields: str) -> Any:
-    return next((body[f] for f in fields if body.get(f) is not None), None)
-
-
 def _generation_config(body: Mapping[str, Any], default_max_tokens: int | None) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    max_tokens = _first_given(body, "max_completion_tokens", "max_tokens")
+    max_tokens = first_given(body, "max_completion_tokens", "max_tokens")
     if max_tokens is None:
         max_tokens = default_max_tokens
     if max_tokens is not None:
@@ -835,10 +809,9 @@ class StreamTranslator:
 
     def __init__(self, *, model: str, include_usage: bool) -> None:
         self._finished = False
-        self._model = model
+        self._chunks = ChatChunks(model)
         self._include_usage = include_usage
-        self._id: str | None = None
-        self._created = int(time.time())
+        self._started = False
         self._usage: Mapping[str, Any] = {}
         self._tool_calls = 0
 
@@ -864,9 +837,10 @@ class StreamTranslator:
             code = error.get("code")
             return [sse.encode(_openai_error(error, code if isinstance(code, int) else 500))]
         out: list[bytes] = []
-        if self._id is None:
-            self._id = _completion_id(data.get("responseId"))
-            out.append(self._delta({"role": "assistant", "content": ""}))
+        if not self._started:
+            self._started = True
+            self._chunks.id = _completion_id(data.get("responseId"))
+            out.append(self._chunks.delta({"role": "assistant", "content": ""}))
         if isinstance(data.get("usageMetadata"), Mapping):
             self._usage = data["usageMetadata"]
         candidate = _first_candidate(data)
@@ -881,37 +855,21 @@ class StreamTranslator:
             out += self._stop(_finish_reason(reason, self._tool_calls > 0))
         return out
 
-    def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
-        return sse.encode(
-            {
-                "id": self._id,
-                "object": "chat.completion.chunk",
-                "created": self._created,
-                "model": self._model,
-                "choices": choices,
-                **extra,
-            }
-        )
-
-    def _delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
-        return self._chunk([choice])
-
     def _part(self, part: Mapping[str, Any]) -> list[bytes]:
         text = part.get("text")
         if isinstance(text, str) and text:
             field = "reasoning_content" if part.get("thought") else "content"
-            return [self._delta({field: text})]
+            return [self._chunks.delta({field: text})]
         if isinstance(part.get("functionCall"), Mapping):
             call = {"index": self._tool_calls, **_tool_call(part)}
             self._tool_calls += 1
-            return [self._delta({"tool_calls": [call]})]
+            return [self._chunks.delta({"tool_calls": [call]})]
         return []
 
     def _stop(self, finish_reason: str) -> list[bytes]:
         self._finished = True
-        out = [self._delta({}, finish_reason)]
+        out = [self._chunks.delta({}, finish_reason)]
         if self._include_usage:
-            out.append(self._chunk([], usage=_chat_usage(self._usage)))
+            out.append(self._chunks.chunk([], usage=_chat_usage(self._usage)))
         out.append(sse.DONE)
         return out

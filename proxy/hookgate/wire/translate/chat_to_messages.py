@@ -67,7 +67,8 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, is_anthropic_error
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
-from hookgate.wire.translate.fields import arguments_object
+from hookgate.wire.translate.chat_chunks import ChatChunks
+from hookgate.wire.translate.fields import arguments_object, check_chat_fields, first_given
 
 THINKING_BUDGETS: Mapping[str, int] = {
     "minimal": 1024,
@@ -112,7 +113,8 @@ _REFUSED: Mapping[str, str] = {
     "functions": "use 'tools'",
     "function_call": "use 'tool_choice'",
 }
-"""Fields refused when set to a value that has an effect (see :func:`_is_neutral`), and
+"""Fields refused when set to a value that has an effect (see
+:func:`~hookgate.wire.translate.fields.check_chat_fields`), and
 why the model cannot honour them."""
 
 _FINISH_REASONS: Mapping[str, str] = {
@@ -147,7 +149,13 @@ def request(body: Mapping[str, Any], *, default_max_tokens: int) -> dict[str, An
     ``default_max_tokens`` is used when the body sets no limit (Anthropic requires one).
     Raises :class:`InvalidRequest` for a field or content the model cannot take.
     """
-    _check_fields(body)
+    check_chat_fields(
+        body,
+        target="an Anthropic model",
+        translated=_TRANSLATED,
+        dropped=_DROPPED,
+        refused=_REFUSED,
+    )
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise InvalidRequest("'messages' must be an array", param="messages")
@@ -155,49 +163,12 @@ def request(body: Mapping[str, Any], *, default_max_tokens: int) -> dict[str, An
     out: dict[str, Any] = {"model": body.get("model"), "messages": turns}
     if system:
         out["system"] = system
-    max_tokens = _first_given(body, "max_completion_tokens", "max_tokens")
+    max_tokens = first_given(body, "max_completion_tokens", "max_tokens")
     out["max_tokens"] = default_max_tokens if max_tokens is None else max_tokens
     _translate_sampling(body, out)
     _translate_tools(body, out)
     _translate_reasoning(body.get("reasoning_effort"), out)
     return out
-
-
-def _check_fields(body: Mapping[str, Any]) -> None:
-    for field, value in body.items():
-        if field in _TRANSLATED or field in _DROPPED:
-            continue
-        if field not in _REFUSED:
-            raise InvalidRequest(
-                f"unknown parameter '{field}': hookgate cannot translate it for an Anthropic model",
-                param=field,
-                code="unknown_parameter",
-            )
-        if not _is_neutral(field, value):
-            raise InvalidRequest(
-                f"'{field}' cannot be sent to an Anthropic model: {_REFUSED[field]}",
-                param=field,
-                code="unsupported_parameter",
-            )
-
-
-def _is_neutral(field: str, value: Any) -> bool:
-    """Whether a refusable field's value asks for nothing (its default, or no effect)."""
-    if value is None or value is False or value == {} or value == []:
-        return True
-    if field == "n":
-        return bool(value == 1)
-    if field in ("top_logprobs", "presence_penalty", "frequency_penalty"):
-        return bool(value == 0)
-    if field == "modalities":
-        return isinstance(value, list) and "audio" not in value
-    if field == "response_format":
-        return isinstance(value, Mapping) and value.get("type") == "text"
-    return False
-
-
-def _first_given(body: Mapping[str, Any], *fields: str) -> Any:
-    return next((body[f] for f in fields if body.get(f) is not None), None)
 
 
 def _translate_sampling(body: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -215,7 +186,7 @@ def _translate_sampling(body: Mapping[str, Any], out: dict[str, Any]) -> None:
     stop = body.get("stop")
     if stop is not None:
         out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    user = _first_given(body, "safety_identifier", "user")
+    user = first_given(body, "safety_identifier", "user")
     if user is not None:
         out["metadata"] = {"user_id": user}
 
@@ -606,10 +577,8 @@ class StreamTranslator:
 
     def __init__(self, *, model: str, include_usage: bool) -> None:
         self.finished = False
-        self._model = model
+        self._chunks = ChatChunks(model)
         self._include_usage = include_usage
-        self._id = "chatcmpl-"
-        self._created = int(time.time())
         self._usage: dict[str, Any] = {}
         self._stop_reason: Any = None
         # Anthropic block index → chat tool call index, and → the thinking block so far.
@@ -646,36 +615,20 @@ class StreamTranslator:
             return [sse.encode(_openai_error(data.get("error") or {}, 500))]
         return []
 
-    def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
-        return sse.encode(
-            {
-                "id": self._id,
-                "object": "chat.completion.chunk",
-                "created": self._created,
-                "model": self._model,
-                "choices": choices,
-                **extra,
-            }
-        )
-
-    def _delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
-        return self._chunk([choice])
-
     def _start(self, message: Mapping[str, Any]) -> list[bytes]:
-        self._id = f"chatcmpl-{message.get('id', '')}"
+        self._chunks.id = f"chatcmpl-{message.get('id', '')}"
         self._usage = dict(message.get("usage") or {})
-        return [self._delta({"role": "assistant", "content": ""})]
+        return [self._chunks.delta({"role": "assistant", "content": ""})]
 
     def _block_start(self, index: Any, block: Mapping[str, Any]) -> list[bytes]:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            return [self._delta({"content": block["text"]})]
+            return [self._chunks.delta({"content": block["text"]})]
         if kind == "tool_use":
             call = self._tool_calls[index] = len(self._tool_calls)
             function = {"name": block.get("name"), "arguments": ""}
             delta = {"index": call, "id": block.get("id"), "type": "function", "function": function}
-            return [self._delta({"tool_calls": [delta]})]
+            return [self._chunks.delta({"tool_calls": [delta]})]
         if kind in SIGNED_BLOCKS:
             self._thinking[index] = dict(block)
         return []
@@ -683,11 +636,11 @@ class StreamTranslator:
     def _block_delta(self, index: Any, delta: Mapping[str, Any]) -> list[bytes]:
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
-            return [self._delta({"content": delta["text"]})]
+            return [self._chunks.delta({"content": delta["text"]})]
         if kind == "input_json_delta" and delta.get("partial_json") and index in self._tool_calls:
             arguments = {"arguments": delta["partial_json"]}
             call = {"index": self._tool_calls[index], "function": arguments}
-            return [self._delta({"tool_calls": [call]})]
+            return [self._chunks.delta({"tool_calls": [call]})]
         thinking = self._thinking.get(index)
         if thinking is None:
             return []
@@ -695,14 +648,14 @@ class StreamTranslator:
             thinking["signature"] = delta.get("signature")
         elif kind == "thinking_delta" and delta.get("thinking"):
             thinking["thinking"] = thinking.get("thinking", "") + delta["thinking"]
-            return [self._delta({"reasoning_content": delta["thinking"]})]
+            return [self._chunks.delta({"reasoning_content": delta["thinking"]})]
         return []
 
     def _stop(self) -> list[bytes]:
         self.finished = True
         delta = {"thinking_blocks": list(self._thinking.values())} if self._thinking else {}
-        out = [self._delta(delta, _finish_reason(self._stop_reason))]
+        out = [self._chunks.delta(delta, _finish_reason(self._stop_reason))]
         if self._include_usage:
-            out.append(self._chunk([], usage=_chat_usage(self._usage)))
+            out.append(self._chunks.chunk([], usage=_chat_usage(self._usage)))
         out.append(sse.DONE)
         return out

@@ -1,6 +1,7 @@
 """What every translation reads alike: an optional object field, a tool call's JSON
-arguments. Pure. Each translator keeps its own wording of a refusal (Anthropic's or
-OpenAI's), so these return what they found and the caller says what is wrong."""
+arguments, and the fields of a chat-completions request a translation refuses. Pure.
+Each translator keeps its own wording of a refusal (Anthropic's or OpenAI's), so the
+readers return what they found and the caller says what is wrong."""
 
 from __future__ import annotations
 
@@ -33,3 +34,53 @@ def arguments_object(arguments: Any) -> dict[str, Any] | None:
     except (orjson.JSONDecodeError, TypeError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def first_given(body: Mapping[str, Any], *fields: str) -> Any:
+    """The value of the first of ``fields`` that ``body`` sets (not None), else None."""
+    return next((body[f] for f in fields if body.get(f) is not None), None)
+
+
+def check_chat_fields(
+    body: Mapping[str, Any],
+    *,
+    target: str,
+    translated: frozenset[str],
+    dropped: frozenset[str],
+    refused: Mapping[str, str],
+) -> None:
+    """Refuse a chat-completions ``body`` a translation for ``target`` ("an Anthropic
+    model") cannot carry: a field in none of ``translated``, ``dropped`` and ``refused`` is
+    unknown (code ``unknown_parameter``); one in ``refused`` set to a value with an effect
+    (:func:`_is_neutral`) is unsupported (code ``unsupported_parameter``, the message
+    saying ``refused[field]``, why)."""
+    for field, value in body.items():
+        if field in translated or field in dropped:
+            continue
+        if field not in refused:
+            raise InvalidRequest(
+                f"unknown parameter '{field}': hookgate cannot translate it for {target}",
+                param=field,
+                code="unknown_parameter",
+            )
+        if not _is_neutral(field, value):
+            raise InvalidRequest(
+                f"'{field}' cannot be sent to {target}: {refused[field]}",
+                param=field,
+                code="unsupported_parameter",
+            )
+
+
+def _is_neutral(field: str, value: Any) -> bool:
+    """Whether a chat field's value asks for nothing (its default, or no effect)."""
+    if value is None or value is False or value == {} or value == []:
+        return True
+    if field == "n":
+        return bool(value == 1)
+    if field in ("top_logprobs", "presence_penalty", "frequency_penalty"):
+        return bool(value == 0)
+    if field == "modalities":
+        return isinstance(value, list) and "audio" not in value
+    if field == "response_format":
+        return isinstance(value, Mapping) and value.get("type") == "text"
+    return False
