@@ -27,9 +27,12 @@ class McpServer:
     text and, FastMCP's default for a ``str`` tool, as ``structuredContent``),
     ``send_email(to, body)``, ``delete_files(path)``, ``get_weather(city)``,
     ``structured_contact(name)`` (``structuredContent`` and an ``outputSchema``), ``crash()``
-    (the process exits mid-call) and ``slow(seconds)``.
+    (the process exits mid-call), ``slow(seconds)``, ``slow_contact(name, seconds)`` and
+    ``paused_answer()``.
 
     With ``token``, every HTTP request without ``Authorization: Bearer <token>`` gets 401.
+    With ``resumable``, the server stores its events, and ``paused_answer`` closes its
+    call's stream before answering, so the client must resume it with ``Last-Event-ID``.
     ``calls()`` is every tool call so far, each ``{"tool", "arguments", "headers"}`` with the
     call's HTTP request headers (lowercased names); it survives ``restart()``.
 
@@ -44,9 +47,10 @@ class McpServer:
     again on the same port (after ``crash`` too). Sessions do not survive a restart.
     """
 
-    def __init__(self, directory: Path, token: str | None = None) -> None:
+    def __init__(self, directory: Path, token: str | None = None, resumable: bool = False) -> None:
         self.directory = directory
         self.token = token
+        self.resumable = resumable
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = directory / f"mcp-{self.port}.jsonl"
@@ -86,6 +90,8 @@ class McpServer:
         command = [sys.executable, str(SCRIPT), "--port", str(self.port), "--log", str(self.log)]
         if self.token is not None:
             command += ["--token", self.token]
+        if self.resumable:
+            command.append("--resumable")
         with self.stderr.open("ab") as stderr:
             process = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True

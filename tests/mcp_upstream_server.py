@@ -1,6 +1,6 @@
 """An upstream MCP server over Streamable HTTP, for the MCP gateway's tests (run as a script).
 
-    python tests/mcp_upstream_server.py --port N --log FILE [--token T]
+    python tests/mcp_upstream_server.py --port N --log FILE [--token T] [--resumable]
 
 serves ``http://127.0.0.1:N/mcp`` (stateful sessions) with the tools below: only
 ``structured_contact`` has an ``outputSchema`` and answers ``structuredContent`` (FastMCP would
@@ -16,11 +16,20 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 from typing import Any
 
 import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import (
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamId,
+)
+from mcp.types import JSONRPCMessage
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,7 +37,35 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 # request_context.request is the Starlette request of the POST that carried the call).
 Ctx = Context[ServerSession, Any, Request]
 
-server = FastMCP("upstream", host="127.0.0.1", log_level="WARNING")
+
+class MemoryEvents(EventStore):
+    """Every event of every stream, kept in memory, so a client can resume a stream."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[StreamId, JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        self.events.append((stream_id, message))
+        return str(len(self.events))
+
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
+        after = int(last_event_id)
+        stream_id = self.events[after - 1][0]
+        for number, (stream, message) in enumerate(self.events[after:], start=after + 1):
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, str(number)))
+        return stream_id
+
+
+# --resumable: events are stored (and numbered), so a tool may close its call's stream
+# and the client resumes it with Last-Event-ID (the protocol's polling style).
+RESUMABLE = "--resumable" in sys.argv
+server = FastMCP(
+    "upstream", host="127.0.0.1", log_level="WARNING",
+    event_store=MemoryEvents() if RESUMABLE else None, retry_interval=50 if RESUMABLE else None,
+)  # fmt: skip
 log_path = ""
 
 
@@ -100,6 +137,16 @@ async def slow_contact(name: str, seconds: float, ctx: Ctx) -> str:
     return f"{name}: {name}@example.com"
 
 
+@server.tool(structured_output=False)
+async def paused_answer(ctx: Ctx) -> str:
+    """Close this call's stream (with --resumable), then answer: the client must resume."""
+    record("paused_answer", {}, ctx)
+    await ctx.report_progress(1, 2)
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.2)
+    return "answered after a pause"
+
+
 class RequireToken:
     """ASGI middleware: 401 for any HTTP request without ``Authorization: Bearer <token>``."""
 
@@ -134,6 +181,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--token")
+    parser.add_argument("--resumable", action="store_true")
     args = parser.parse_args()
     log_path = args.log
     server.settings.port = args.port

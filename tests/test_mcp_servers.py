@@ -28,6 +28,7 @@ TOOLS = {
     "crash",
     "slow",
     "slow_contact",
+    "paused_answer",
 }
 
 

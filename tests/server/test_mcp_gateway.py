@@ -414,3 +414,24 @@ async def test_an_outbox_sends_each_message_on_one_stream_and_replays_only_what_
     outbox.close()
     assert [pair async for pair in resumed] == [(3, {"n": 3}), (4, {"n": 4})]
     assert [pair async for pair in one] == [] and [pair async for pair in two] == []
+
+
+async def test_a_call_whose_stream_the_server_closes_is_resumed_with_last_event_id(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """The protocol's polling style: the server numbers its events, closes the call's
+    stream midway and answers on the stream the client resumes with Last-Event-ID. The
+    gateway, which holds the call for its policies, resumes it itself."""
+    with McpServer(tmp_path, token=SERVER_TOKEN, resumable=True) as server:
+        base = gateway(make_proxy, upstream, server, tmp_path / "g.db", GUARD)
+        progress: list[float] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append(done)
+
+        async with session(f"{base}/mcp/crm", new_key(base)) as client:
+            result = await client.call_tool("paused_answer", {}, progress_callback=on_progress)
+        assert not result.isError
+        assert result.content[0].text == "answered after a pause"  # type: ignore[union-attr]
+        assert progress == [1.0]  # relayed before the stream closed
+        assert [c["tool"] for c in server.calls()] == ["paused_answer"]

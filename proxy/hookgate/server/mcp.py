@@ -5,8 +5,12 @@ servers it reaches over HTTP. Each server of ``mcp_servers`` is served at
 ``/mcp/{name}`` over Streamable HTTP, relayed message by message to the server's ``url``
 with the server's own ``headers`` (its credentials), so sessions (``Mcp-Session-Id``),
 server streams (``GET``) and their resumption (``Last-Event-ID``) work as the server
-implements them. The caller authenticates as on the model routes (virtual keys, JWT,
-static keys), and its policy set is chosen as there, with route ``mcp``.
+implements them. A ``tools/call``, whose answer the gateway holds for its policies, is
+resumed by the gateway itself when the server closes its stream after numbered events
+(the protocol's polling style): a ``GET`` with ``Last-Event-ID`` after the server's
+``retry:`` delay, its events relayed on. The caller authenticates as on the model
+routes (virtual keys, JWT, static keys), and its policy set is chosen as there, with
+route ``mcp``.
 
 Two methods run through the policies of that set:
 
@@ -102,6 +106,11 @@ hookgate key)."""
 RETURNED = ("content-type", "mcp-session-id", "cache-control")
 """Server headers a client sees."""
 REPLY_META = "hookgate/reply_id"
+RESUME_DELAY_S = 1.0
+"""How long to wait before resuming a call's stream the server closed, unless its
+events said (``retry:``, at most ten times this)."""
+RESUMES_WITHOUT_EVENTS = 2
+"""Resumptions in a row that bring no event before the call is given up."""
 
 _reply_ids = UniqueIds()
 
@@ -171,9 +180,16 @@ class Gateway:
     # -- relaying ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def upstream(self, body: bytes | None) -> AsyncIterator[aiohttp.ClientResponse]:
-        """The server's answer to the client's request (``body`` for a POST)."""
+    async def upstream(
+        self, body: bytes | None, *, resume_after: str | None = None
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The server's answer to the client's request (``body`` for a POST); with
+        ``resume_after``, to a ``GET`` resuming the stream after that event id instead."""
         headers = {k: v for k in FORWARDED if (v := self.request.headers.get(k)) is not None}
+        method = self.request.method
+        if resume_after is not None:
+            method = "GET"
+            headers.update({"last-event-id": resume_after, "accept": "text/event-stream"})
         headers.update(self.server.headers)
         timeout = aiohttp.ClientTimeout(
             total=None,
@@ -183,7 +199,7 @@ class Gateway:
         session = self.request.app[SESSION]
         try:
             async with session.request(
-                self.request.method, str(self.server.url), data=body, headers=headers,
+                method, str(self.server.url), data=body, headers=headers,
                 timeout=timeout, allow_redirects=False,
             ) as answer:  # fmt: skip
                 yield answer
@@ -246,18 +262,40 @@ class Gateway:
             return message
         if kind != "text/event-stream":
             raise McpBadAnswer(f"{self.label} answered with content-type {kind or 'none'!r}")
-        decoder = sse.SSEDecoder()
-        try:
-            async for chunk in answer.content.iter_any():
-                for block in decoder.feed(chunk):
-                    message = _message(block)
-                    if message is not None and message.get("id") == id and "method" not in message:
-                        return message
-                    out = await self._start(answer)
-                    await out.write(block)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise McpUnreachable(f"{self.label} broke off its answer: {_why(exc)}") from None
-        raise McpUnreachable(f"{self.label} ended its stream without answering")
+        async with contextlib.AsyncExitStack() as resumed:
+            stream, last, delay_s, idle = answer, None, RESUME_DELAY_S, 0
+            while True:
+                events = 0
+                try:
+                    async for block in _blocks(stream):
+                        events += 1
+                        event = sse.parse(block)
+                        last = event.id or last
+                        if event.retry is not None:
+                            delay_s = min(event.retry / 1000, RESUME_DELAY_S * 10)
+                        message = _message(block)
+                        if (
+                            message is not None
+                            and message.get("id") == id
+                            and "method" not in message
+                        ):
+                            return message
+                        out = await self._start(answer)
+                        await out.write(block)
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    if last is None:
+                        raise McpUnreachable(
+                            f"{self.label} broke off its answer: {_why(exc)}"
+                        ) from None
+                idle = 0 if events else idle + 1
+                if last is None or idle > RESUMES_WITHOUT_EVENTS:
+                    raise McpUnreachable(f"{self.label} ended its stream without answering")
+                await asyncio.sleep(delay_s)  # the server's retry: its answer may be pending
+                stream = await resumed.enter_async_context(self.upstream(None, resume_after=last))
+                if stream.status >= 300:
+                    raise McpBadAnswer(
+                        f"{self.label} refused to resume its stream (HTTP {stream.status})"
+                    )
 
     async def finish(
         self, answer: aiohttp.ClientResponse, message: Mapping[str, Any]
@@ -526,6 +564,14 @@ def _json(
 
 def _returned(answer: aiohttp.ClientResponse) -> dict[str, str]:
     return {k: v for k in RETURNED if k != "content-type" and (v := answer.headers.get(k))}
+
+
+async def _blocks(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The event blocks of an event stream, as they arrive."""
+    decoder = sse.SSEDecoder()
+    async for chunk in answer.content.iter_any():
+        for block in decoder.feed(chunk):
+            yield block
 
 
 def _message(block: bytes) -> dict[str, Any] | None:

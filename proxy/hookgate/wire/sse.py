@@ -98,10 +98,13 @@ def split(events: bytes) -> list[bytes]:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One parsed event: its ``event:`` name (or None) and its joined ``data:`` lines."""
+    """One parsed event: its ``event:`` name (or None), its joined ``data:`` lines, and
+    its ``id:`` and ``retry:`` (milliseconds) when it has them."""
 
     event: str | None
     data: str
+    id: str | None = None
+    retry: int | None = None
 
     def json(self) -> object:
         """The data parsed as JSON (raises ``orjson.JSONDecodeError``)."""
@@ -112,6 +115,8 @@ def parse(block: bytes) -> Event:
     """Parse one event block. Comment lines and unknown fields are ignored."""
     name: str | None = None
     data: list[str] = []
+    id: str | None = None
+    retry: int | None = None
     for raw_line in block.decode("utf-8", "replace").splitlines():
         if not raw_line or raw_line.startswith(":"):
             continue
@@ -121,7 +126,11 @@ def parse(block: bytes) -> Event:
             data.append(value)
         elif field == "event":
             name = value
-    return Event(name, "\n".join(data))
+        elif field == "id" and "\0" not in value:
+            id = value
+        elif field == "retry" and value.isdigit():
+            retry = int(value)
+    return Event(name, "\n".join(data), id, retry)
 
 
 def object_of(block: bytes) -> dict[str, Any] | None:
