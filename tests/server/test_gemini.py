@@ -267,3 +267,20 @@ def test_the_model_list_of_a_gemini_provider_behind_the_wildcard(
     assert {"fake-model-a", "fake-model-b", "smart"} <= listed  # Gemini's, without "models/"
     assert upstream.last.path == "/v1beta/models"
     assert upstream.last.headers["x-goog-api-key"] == KEY
+
+
+def test_thinking_is_asked_only_of_a_gemini_model_that_thinks(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    text = config(upstream, backup).replace(
+        "models:\n", "models:\n  gemini-2.0-flash: [{provider: google}]\n"
+    )
+    client = openai_client(make_proxy(loaded=load_text(text)))
+    asked: dict[str, Any] = {"messages": [{"role": "user", "content": "Hi"}],
+                             "reasoning_effort": "high", "max_tokens": 20_000}  # fmt: skip
+    client.chat.completions.create(model="gemini-2.5-flash", **asked)
+    thinking = {"thinkingBudget": 24_576, "includeThoughts": True}
+    thinks = upstream.last.json()["generationConfig"]
+    assert thinks == {"maxOutputTokens": 20_000, "thinkingConfig": thinking}
+    client.chat.completions.create(model="gemini-2.0-flash", **asked)
+    assert upstream.last.json()["generationConfig"] == {"maxOutputTokens": 8_192}

@@ -335,3 +335,60 @@ def test_a_stored_conversation_cannot_be_continued_on_a_translated_provider(
         )
     assert refused.value.param == "previous_response_id"
     assert not upstream.requests
+
+
+CLAUDE_CODE_ASKS: dict[str, Any] = {
+    "max_tokens": 32_000,
+    "thinking": {"type": "enabled", "budget_tokens": 31_999},
+    "messages": [{"role": "user", "content": "Hi"}],
+}
+"""What Claude Code asks of every model: thinking, and 32,000 output tokens."""
+
+
+@pytest.mark.parametrize(
+    ("model", "sent"),
+    [
+        ("gpt-4o", {"max_tokens": 16_384}),  # writes at most 16,384; does not reason
+        ("o4-mini", {"max_completion_tokens": 32_000, "reasoning_effort": "high"}),
+        ("local", {"max_tokens": 1_000}),  # the target's own settings
+    ],
+)
+def test_claude_code_s_request_is_fitted_to_the_gpt_model_it_reaches(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, model: str,
+    sent: dict[str, Any],
+) -> None:  # fmt: skip
+    """Sent as asked, GPT-4o and o4-mini would each refuse the call with a 400."""
+    extra = (
+        "  o4-mini: [{provider: gpt}]\n"
+        "  local: [{provider: gpt, model: llama3.1, max_output_tokens: 1000, reasoning: false}]\n"
+    )
+    text = two_providers(upstream, backup).replace(
+        "  gpt-4o: [{provider: gpt}]\n", f"  gpt-4o: [{{provider: gpt}}]\n{extra}"
+    )
+    url = make_proxy(loaded=load_text(text))
+    with anthropic_client(url).messages.stream(model=model, **CLAUDE_CODE_ASKS) as events:
+        events.get_final_message()
+    body = backup.last.json()
+    fields = ("max_tokens", "max_completion_tokens", "reasoning_effort")
+    assert {k: body[k] for k in fields if k in body} == sent
+
+
+def test_an_openai_client_s_reasoning_is_fitted_to_the_claude_model_it_reaches(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    """Opus 4 writes at most 32,000 tokens, so the thinking budget goes under that; Claude
+    3.5 Haiku does not think at all."""
+    extra = "  claude-opus-4: [{provider: claude}]\n  claude-3-5-haiku: [{provider: claude}]\n"
+    text = two_providers(upstream, backup).replace("models:\n", f"models:\n{extra}")
+    client = openai_client(make_proxy(loaded=load_text(text)))
+    asked: dict[str, Any] = {
+        "messages": [{"role": "user", "content": "Hi"}],
+        "reasoning_effort": "high",
+        "max_completion_tokens": 40_000,
+    }
+    client.chat.completions.create(model="claude-opus-4", **asked)
+    opus = upstream.last.json()
+    assert opus["max_tokens"] == 32_000 and opus["thinking"]["budget_tokens"] == 24_576
+    client.chat.completions.create(model="claude-3-5-haiku", **asked)
+    haiku = upstream.last.json()
+    assert haiku["max_tokens"] == 8_192 and "thinking" not in haiku

@@ -12,10 +12,10 @@ silently free; the budget refuses it unless ``unpriced: allow``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hookgate.wire.models import lookup
 from hookgate.wire.usage import Usage
 
 
@@ -81,10 +81,6 @@ SHIPPED: Mapping[str, Price] = {
     "codestral": Price(0.30, 0.90),
 }
 
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4}|latest)$")
-"""A snapshot of a priced model: a date (``-2024-08-06``, ``-20250514``), a version
-(``-2411``, ``-001``) or ``-latest``."""
-
 
 class Pricing:
     """Looks up prices; built once per config."""
@@ -97,10 +93,7 @@ class Pricing:
         """The price of ``model``, or None when it is not priced."""
         if model in self._cache:
             return self._cache[model]
-        found = self._table.get(model)
-        if found is None:
-            name = model.rsplit("/", 1)[-1]
-            found = self._table.get(name) or self._table.get(_SNAPSHOT.sub("", name))
+        found = lookup(self._table, model)
         if len(self._cache) < 10_000:
             self._cache[model] = found
         return found

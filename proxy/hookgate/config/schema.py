@@ -162,6 +162,12 @@ class TargetConfig(Strict):
     """Share of load among targets of equal priority (``balance: weighted``)."""
     context_window: Annotated[int, Field(gt=0)] | None = None
     """Tokens the model accepts; a context-length error moves only to a larger window."""
+    max_output_tokens: Annotated[int, Field(gt=0)] | None = None
+    """The most tokens the model writes in one answer (default: the shipped table's, for
+    well-known models): a call translated for it asks for no more."""
+    reasoning: bool | None = None
+    """Whether the model reasons (default: the shipped table's): a call translated for a
+    model that does not is sent without reasoning or thinking."""
 
 
 class OpsListenerConfig(Strict):

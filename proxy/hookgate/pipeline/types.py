@@ -75,6 +75,10 @@ class Target:
     priority: int = 0
     weight: float = 1.0
     context_window: int | None = None
+    max_output_tokens: int | None = None
+    """The model's most output tokens, when the config says (else the shipped table's)."""
+    reasoning: bool | None = None
+    """Whether the model reasons, when the config says (else the shipped table's)."""
 
     def label(self, requested: str) -> str:
         """``provider/model`` as reported in headers, spans and metrics."""

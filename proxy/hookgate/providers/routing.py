@@ -34,6 +34,8 @@ class Router:
                     i if t.priority is None else t.priority,
                     t.weight,
                     t.context_window,
+                    t.max_output_tokens,
+                    t.reasoning,
                 )
                 for i, t in enumerate(targets)
             )

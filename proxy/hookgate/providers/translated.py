@@ -22,6 +22,10 @@ translated:
   prompt's tokens as the budget counts them (tiktoken);
 * any other pair is a 400 that names both.
 
+The translated call is then fitted to its model (:mod:`hookgate.wire.translate.fit`):
+a client written for one provider asks what its models take (Claude Code asks every
+model for thinking and 32,000 output tokens), which another model may refuse outright.
+
 What cannot be translated is refused with a 400 that names the field, never dropped; the
 translation modules list what they translate, refuse and leave out on purpose. The
 client's query string goes only to a provider of its own API.
@@ -31,20 +35,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Protocol
 
 from hookgate.budgets import tokens
 from hookgate.errors import InvalidRequest, UpstreamStatusError
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.wire import sse
+from hookgate.wire import models, sse
 from hookgate.wire.sse import EventStream
 from hookgate.wire.translate import (
     chat_to_gemini,
     chat_to_messages,
+    fit,
     messages_to_chat,
     responses_to_chat,
 )
+
+log = logging.getLogger("hookgate")
 
 
 class NativeSender(Protocol):
@@ -199,9 +207,16 @@ async def _through(
     bodies: list[Mapping[str, Any]] = [call.body]
     for leg in legs:
         bodies.append(leg.request(bodies[-1]))
+    model = target.model or call.model
+    limits = models.limits_of(
+        model, max_output_tokens=target.max_output_tokens, reasoning=target.reasoning
+    )
+    sent, changed = fit.fit(legs[-1].to, bodies[-1], limits)
+    if changed:
+        log.debug("%s: fitted %s to what %s can do", call.model, ", ".join(changed), model)
     errors = [leg.error for leg in reversed(legs) if leg.error is not None]
     error = functools.reduce(_then, errors) if errors else None
-    response = await _sent_as(provider, call, target, legs[-1].to, dict(bodies[-1]), error)
+    response = await _sent_as(provider, call, target, legs[-1].to, sent, error)
     if response.stream is not None:
         translators = [leg.stream(body) for leg, body in zip(legs, bodies, strict=False)]
         translator = functools.reduce(_Chain, reversed(translators))

@@ -6,7 +6,8 @@ Request (:func:`request`), field by field:
 
 * translated: ``model`` (copied); ``system`` and ``messages`` (below); ``max_tokens`` →
   ``max_tokens`` (not ``max_completion_tokens``: every OpenAI-compatible server takes
-  ``max_tokens``, while OpenAI's own reasoning models want the other name);
+  ``max_tokens``; OpenAI's own reasoning models, which want the other name, get it when
+  the call is fitted to its model, :mod:`hookgate.wire.translate.fit`);
   ``stop_sequences`` → ``stop``; ``temperature`` and ``top_p``, copied;
   ``metadata.user_id`` → ``user`` (an id longer than :data:`MAX_USER_LENGTH`, like Claude
   Code's JSON one, is sent as its SHA-256 hex digest: stable, opaque and short enough);

@@ -1,0 +1,99 @@
+"""What hookgate knows of well-known models besides their price: the most output tokens
+each writes, and whether it reasons (takes ``reasoning_effort``, extended thinking or a
+thinking budget). Pure.
+
+Models are looked up as prices are (:func:`lookup`): by exact name (after any
+``provider/`` prefix), then without a snapshot suffix — a date or version
+(``gpt-4o-2024-08-06``, ``claude-sonnet-4-20250514``, ``gemini-2.0-flash-001``) or
+``-latest``; never by prefix. A target's own ``max_output_tokens`` and ``reasoning``
+(YAML ``models:``) override the table, and cover models it does not know. A model known
+to no one is left alone (:attr:`Limits.max_output_tokens` and :attr:`Limits.reasoning`
+None): nothing about its calls is adapted (:mod:`hookgate.wire.translate.fit`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4}|latest)$")
+"""A snapshot of a known model: a date (``-2024-08-06``, ``-20250514``), a version
+(``-2411``, ``-001``) or ``-latest``."""
+
+
+def lookup(table: Mapping[str, T], model: str) -> T | None:
+    """``table``'s entry for ``model``: its exact name, else the name after any
+    ``provider/`` prefix, else that name without a snapshot suffix; None when none is."""
+    found = table.get(model)
+    if found is None:
+        name = model.rsplit("/", 1)[-1]
+        found = table.get(name) or table.get(SNAPSHOT.sub("", name))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a model can do; None where it is not known."""
+
+    max_output_tokens: int | None = None
+    """The most tokens it writes in one answer (thinking included where it counts)."""
+    reasoning: bool | None = None
+    """Whether it reasons: True takes ``reasoning_effort`` (and, among OpenAI's models,
+    wants ``max_completion_tokens``), False refuses both reasoning and thinking."""
+
+
+SHIPPED: Mapping[str, Limits] = {
+    # OpenAI
+    "gpt-5": Limits(128_000, True),
+    "gpt-5-mini": Limits(128_000, True),
+    "gpt-5-nano": Limits(128_000, True),
+    "gpt-5-codex": Limits(128_000, True),
+    "gpt-5-pro": Limits(272_000, True),
+    "gpt-5-chat-latest": Limits(16_384, False),
+    "gpt-4.1": Limits(32_768, False),
+    "gpt-4.1-mini": Limits(32_768, False),
+    "gpt-4.1-nano": Limits(32_768, False),
+    "gpt-4o": Limits(16_384, False),
+    "gpt-4o-mini": Limits(16_384, False),
+    "chatgpt-4o-latest": Limits(16_384, False),
+    "gpt-4-turbo": Limits(4_096, False),
+    "gpt-3.5-turbo": Limits(4_096, False),
+    "o1": Limits(100_000, True),
+    "o1-pro": Limits(100_000, True),
+    "o3": Limits(100_000, True),
+    "o3-mini": Limits(100_000, True),
+    "o3-pro": Limits(100_000, True),
+    "o4-mini": Limits(100_000, True),
+    # Anthropic
+    "claude-opus-4": Limits(32_000, True),
+    "claude-opus-4-1": Limits(32_000, True),
+    "claude-opus-4-5": Limits(64_000, True),
+    "claude-sonnet-4": Limits(64_000, True),
+    "claude-sonnet-4-5": Limits(64_000, True),
+    "claude-sonnet-4-6": Limits(64_000, True),
+    "claude-haiku-4-5": Limits(64_000, True),
+    "claude-3-7-sonnet": Limits(64_000, True),
+    "claude-3-5-haiku": Limits(8_192, False),
+    # Google
+    "gemini-2.5-pro": Limits(65_536, True),
+    "gemini-2.5-flash": Limits(65_536, True),
+    "gemini-2.5-flash-lite": Limits(65_536, True),
+    "gemini-2.0-flash": Limits(8_192, False),
+    "gemini-2.0-flash-lite": Limits(8_192, False),
+}
+
+
+def limits_of(
+    model: str, *, max_output_tokens: int | None = None, reasoning: bool | None = None
+) -> Limits:
+    """What ``model`` can do: the shipped table's entry, with a target's own settings
+    (not None) taking precedence."""
+    known = lookup(SHIPPED, model) or Limits()
+    return Limits(
+        max_output_tokens if max_output_tokens is not None else known.max_output_tokens,
+        reasoning if reasoning is not None else known.reasoning,
+    )
