@@ -300,3 +300,16 @@ def test_a_spent_budget_tells_anthropic_clients_not_to_retry(
     assert refused.value.response.headers["x-should-retry"] == "false"
     assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
     assert not upstream.requests
+
+
+def test_anthropic_beta_sent_on_several_lines_reaches_the_provider_whole(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(anthropic_config(upstream)))
+    headers = [("x-api-key", CLIENT_KEY), ("anthropic-version", "2023-06-01"),
+               ("anthropic-beta", "a-2025-01-01"), ("anthropic-beta", "b-2025-02-02")]  # fmt: skip
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8,
+            "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    answer = httpx.post(f"{url}/messages", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200
+    assert upstream.last.headers["anthropic-beta"] == "a-2025-01-01, b-2025-02-02"

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from hookgate.config.loader import load_text
-from hookgate.redaction.placeholders import PATTERN
+from hookgate.redaction.placeholders import PATTERN, placeholder
 from tests.conftest import TEST_STORE, ProxyFactory, anthropic_client
-from tests.fakes import Echo, FakeUpstream
+from tests.fakes import Echo, Events, FakeUpstream
 
 KEY = "sk-ant-upstream-secret-0123456789"
 EMAIL = "siobhan.obrien@example.org"
@@ -125,3 +125,70 @@ def test_placeholders_in_text_and_tool_input_come_back_as_the_values(
             assert block.text == f"You said: Mail {EMAIL} or call {PHONE}."
         elif block.type == "tool_use":
             assert block.input == {"text": f"You said: Mail {EMAIL} or call {PHONE}."}
+
+
+def test_a_token_count_sends_the_provider_what_the_call_would(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """count_tokens runs the prompt hooks too: the provider counts (and sees) the redacted
+    prompt, with the system prompt the call itself would carry."""
+    url = make_proxy(
+        loaded=load_text(
+            "providers:\n"
+            f"  claude: {{type: anthropic, base_url: '{upstream.base_url}', api_key: '{KEY}'}}\n"
+            'models:\n  "*": [{provider: claude}]\n'
+            f"store: 'sqlite:///{TEST_STORE}'\n"
+            "policies:\n  - system_prompt: {prepend: 'Org rules.'}\n"
+            "  - pii: {secret: 'test-secret-0123456789'}\n"
+        )
+    )
+    counted = anthropic_client(url).messages.count_tokens(
+        model="claude-sonnet-4-6",
+        system=f"Write as {PERSON}.",
+        messages=[{"role": "user", "content": f"Mail me at {EMAIL} please"}],
+    )
+    assert counted.input_tokens > 0
+    sent = upstream.last.json()
+    assert upstream.last.path == "/v1/messages/count_tokens"
+    assert EMAIL not in upstream.last.body.decode() and PERSON not in upstream.last.body.decode()
+    assert PATTERN.search(sent["messages"][0]["content"])
+    assert sent["system"].startswith("Org rules.")
+
+
+def test_a_streamed_citation_quotes_the_original_not_the_placeholder(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """A citations_delta arrives whole; its quoted text is restored like the text."""
+    stand_in = placeholder(b"test-secret-0123456789", "EMAIL_ADDRESS", EMAIL)
+    citation = {"type": "char_location", "cited_text": f"Mail {stand_in}", "document_index": 0,
+                "document_title": f"Notes for {stand_in}", "start_char_index": 0,
+                "end_char_index": 10}  # fmt: skip
+    events = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": "", "citations": []}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "citations_delta", "citation": citation}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": f"Write to {stand_in}."}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 9},
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    upstream.push(
+        Events([b"event: %s\ndata: %s\n\n" % (n.encode(), orjson.dumps(d)) for n, d in events])
+    )
+    with anthropic_client(pii_proxy(make_proxy, upstream)).messages.stream(
+        model="claude-sonnet-4-6", max_tokens=64,
+        messages=[{"role": "user", "content": f"Where do I write to {EMAIL}?"}],
+    ) as stream:  # fmt: skip
+        message = stream.get_final_message()
+    block = message.content[0]
+    assert block.type == "text" and block.text == f"Write to {EMAIL}."
+    (cited,) = block.citations or []
+    assert cited.cited_text == f"Mail {EMAIL}"
+    assert cited.document_title == f"Notes for {EMAIL}"  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ from hookgate.wire.deltas import StreamTransform
 
 T = TypeVar("T")
 
-_PROMPT_APIS = frozenset({"chat.completions", "responses", "messages"})
+_PROMPT_APIS = frozenset({"chat.completions", "responses", "messages", "messages.count_tokens"})
 
 
 class Pipeline:

@@ -66,14 +66,16 @@ class RequestHeaderFilter:
         self._prefixes = _FORWARD_PREFIXES + tuple(h[:-1] for h in extra_lower if h.endswith("*"))
 
     def __call__(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """The forwardable subset of ``headers`` (names lower-cased). A header the client
-        lists in ``Connection`` is hop-by-hop (RFC 9110 §7.6.1): never forwarded."""
+        """The forwardable subset of ``headers`` (names lower-cased; a header sent on
+        several lines is joined into one comma-separated value, as RFC 9110 §5.3 allows,
+        so two ``anthropic-beta`` lines both arrive). A header the client lists in
+        ``Connection`` is hop-by-hop (RFC 9110 §7.6.1): never forwarded."""
         hop = _connection_listed(headers)
         out: dict[str, str] = {}
         for name, value in headers.items():
             lower = name.lower()
             if (lower in self._exact or lower.startswith(self._prefixes)) and lower not in hop:
-                out[lower] = value
+                out[lower] = f"{out[lower]}, {value}" if lower in out else value
         return out
 
 

@@ -24,6 +24,9 @@ from typing import Any
 from hookgate.errors import InvalidRequest
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
+MESSAGES_APIS = frozenset({"messages", "messages.count_tokens"})
+"""The Messages API's two shapes of a prompt: a call, and the count of its tokens (which
+must count, and send the provider, what the call itself would)."""
 SIGNED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """Anthropic content blocks a ``signature`` covers: the model's thinking, which must go
 back to Anthropic byte for byte (never redacted, restored or rewritten)."""
@@ -41,7 +44,7 @@ def messages_of(api: str, body: Mapping[str, Any]) -> Sequence[Any] | None:
         if not isinstance(messages, list):
             raise InvalidRequest("'messages' must be an array", param="messages")
         return messages
-    if api == "messages":
+    if api in MESSAGES_APIS:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise InvalidRequest("messages: Input should be a valid list", param="messages")
@@ -67,7 +70,7 @@ def with_messages(api: str, body: Mapping[str, Any], messages: Sequence[Any]) ->
 def system_prompt_of(api: str, body: Mapping[str, Any]) -> str:
     """The system prompt text of a chat, Responses or Messages body ("" when there is
     none)."""
-    if api == "messages":
+    if api in MESSAGES_APIS:
         return _system_text(body.get("system"))
     if api == "responses" and isinstance(body.get("instructions"), str):
         return str(body["instructions"])
@@ -78,7 +81,7 @@ def system_prompt_of(api: str, body: Mapping[str, Any]) -> str:
 
 def with_system_prompt(api: str, body: Mapping[str, Any], prompt: str) -> dict[str, Any]:
     """A copy of ``body`` whose system prompt is ``prompt``."""
-    if api == "messages":
+    if api in MESSAGES_APIS:
         return {**body, "system": _with_system_blocks(body.get("system"), prompt)}
     if api == "responses" and (
         isinstance(body.get("instructions"), str) or not _has_system_item(body.get("input"))

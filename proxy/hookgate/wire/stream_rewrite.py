@@ -238,17 +238,24 @@ class ResponsesRewriter(StreamRewriter):
 
 class MessagesRewriter(StreamRewriter):
     """Anthropic Messages streaming events: each content block's text or tool input is one
-    growing string, keyed by the block's index (``DeltaKey(kind, 0, index)``)."""
+    growing string, keyed by the block's index (``DeltaKey(kind, 0, index)``). A
+    ``citations_delta`` arrives whole: each of its text fields (:data:`CITED`) goes through
+    the transform as a string of its own (``DeltaKey("text", n, index)``, ``n`` counting
+    from 1), so what it quotes is restored like the text around it."""
 
     _KINDS: ClassVar[dict[str, tuple[DeltaKind, str]]] = {
         "text_delta": ("text", "text"),
         "input_json_delta": ("tool_arguments", "partial_json"),
     }
 
+    CITED: ClassVar[tuple[str, ...]] = ("cited_text", "document_title", "title", "source")
+    """A citation's text fields (the others are indices, ids and opaque values)."""
+
     def __init__(self, transform: StreamTransform) -> None:
         super().__init__(transform)
         self._open: dict[int, tuple[DeltaKey, str, str]] = {}
         """Block index → its key, its delta type and the delta's text field."""
+        self._citations = 0
 
     async def feed(self, block: bytes) -> list[bytes]:
         event = sse.parse(block)
@@ -259,6 +266,10 @@ class MessagesRewriter(StreamRewriter):
         index = _int(data.get("index"))
         if kind == "content_block_delta" and isinstance(data.get("delta"), dict):
             delta = data["delta"]
+            if delta.get("type") == "citations_delta" and isinstance(delta.get("citation"), dict):
+                citation = await self._cited(delta["citation"], index)
+                changed = {**data, "delta": {**delta, "citation": citation}}
+                return [sse.encode(changed, event=event.event)]
             found = self._KINDS.get(str(delta.get("type")))
             if found is None or not isinstance(delta.get(found[1]), str):
                 return [block]
@@ -275,6 +286,16 @@ class MessagesRewriter(StreamRewriter):
                     "delta": {"type": delta_type, field: tail}}  # fmt: skip
             return [sse.encode(held, event="content_block_delta"), block]
         return [block]
+
+    async def _cited(self, citation: dict[str, Any], index: int) -> dict[str, Any]:
+        out = dict(citation)
+        for field in self.CITED:
+            value = citation.get(field)
+            if isinstance(value, str) and value:
+                self._citations += 1
+                key = DeltaKey("text", self._citations, index)
+                out[field] = await self.transform.delta(key, value) + await self.transform.end(key)
+        return out
 
 
 def _int(value: Any) -> int:
