@@ -346,9 +346,14 @@ def _budget(text: str) -> dict[str, Any]:
     budget: dict[str, Any] = {"window": window}
     for cap in caps.split(","):
         name, _, value = cap.partition("=")
-        if name not in ("usd", "tokens") or not value:
-            raise SystemExit(f"--budget {text!r}: write WINDOW:usd=N,tokens=N (e.g. day:usd=50)")
-        budget[name] = float(value) if name == "usd" else int(value)
+        try:
+            if name not in ("usd", "tokens"):
+                raise ValueError(name)
+            budget[name] = float(value) if name == "usd" else int(value)
+        except ValueError:
+            raise SystemExit(
+                f"--budget {text!r}: write WINDOW:usd=N,tokens=N (e.g. day:usd=50)"
+            ) from None
     return budget
 
 

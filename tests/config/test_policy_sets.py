@@ -186,5 +186,7 @@ def test_check_lists_sets_and_warns_and_explain_says_why(tmp_path: Path) -> None
     )
     changes = run_cli("teams", "changes", "--config", str(config))
     assert '"actor":"cli:' in changes.stdout and '"subject":"payments"' in changes.stdout
-    bad = run_cli("teams", "set", "payments", "--config", str(config), "--budget", "day:eur=5")
-    assert bad.returncode != 0 and "WINDOW:usd=N" in bad.stderr
+    for budget in ("day:eur=5", "day:usd=abc", "day:tokens=1.5"):
+        bad = run_cli("teams", "set", "payments", "--config", str(config), "--budget", budget)
+        assert bad.returncode != 0 and "WINDOW:usd=N" in bad.stderr
+        assert "Traceback" not in bad.stderr

@@ -228,6 +228,7 @@ FAILURES: list[tuple[str, Callable[[], str], str, str]] = [
     ("team too long", lambda: token(team="t" * 257), "invalid_claim", "at most 256"),
     ("user not a string", lambda: token(sub=None, email=5), "invalid_claim", "'email' claim"),
     ("no exp", lambda: token(exp=None), "missing_claim", "no 'exp' claim"),
+    ("exp past any time", lambda: token(exp=10**400), "invalid_claim", "'exp' claim"),
     ("no aud", lambda: token(aud=None), "missing_claim", "no 'aud' claim"),
     ("garbage", lambda: "garbage", "invalid_token", "malformed"),
     ("three dots", lambda: "a.b.c", "invalid_token", "malformed"),

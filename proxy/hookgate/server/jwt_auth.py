@@ -170,7 +170,7 @@ class JwtVerifier:
             user=_optional_text(payload, config.user_claim),
             subject=_optional_text(payload, "sub"),
             issuer=config.issuer,
-            expires_at=float(int(payload["exp"])),  # PyJWT required exp and read it so
+            expires_at=_expiry(payload["exp"]),  # PyJWT required exp and read it so
         )
 
 
@@ -259,6 +259,17 @@ def _optional_text(payload: Mapping[str, Any], name: str) -> str | None:
             f"The token's '{name}' claim is not a string.", code="invalid_claim"
         )
     return _printable(value, name)
+
+
+def _expiry(exp: Any) -> float:
+    """``exp`` (which PyJWT checked is a number in the future) as a float; a number too
+    large for one is not an expiry."""
+    try:
+        return float(int(exp))
+    except OverflowError:
+        raise AuthenticationFailed(
+            "The token's 'exp' claim is not a usable time.", code="invalid_claim"
+        ) from None
 
 
 def _printable(value: str, name: str) -> str:

@@ -131,9 +131,7 @@ class RedisStore:
 
     async def audit_records(self, since: float) -> list[dict[str, Any]]:
         await asyncio.gather(*self._writes, return_exceptions=True)
-        entries = await self.call(
-            self.client.xrange("hg:audit", min=f"{int(since * 1000)}", max="+")
-        )
+        entries = await self.call(self.client.xrange("hg:audit", min=_stream_id(since), max="+"))
         return [orjson.loads(fields["row"]) for _, fields in entries]
 
     async def prune_audit(self, before: float) -> int:
@@ -164,9 +162,7 @@ class RedisStore:
         return sorted(lines, key=lambda line: -line.usd)
 
     async def _rows(self, since: float) -> list[dict[str, Any]]:
-        entries = await self.call(
-            self.client.xrange("hg:usage", min=f"{int(since * 1000)}", max="+")
-        )
+        entries = await self.call(self.client.xrange("hg:usage", min=_stream_id(since), max="+"))
         return [orjson.loads(fields["row"]) for _, fields in entries]
 
     async def grants(self, kind: Kind, name: str) -> Grants | None:
@@ -187,7 +183,7 @@ class RedisStore:
         await self.call(pipe.execute())
 
     async def admin_changes(self, since: float) -> list[AdminChange]:
-        entries = await self.call(self.client.xrange("hg:admin", min=f"{int(since * 1000)}"))
+        entries = await self.call(self.client.xrange("hg:admin", min=_stream_id(since)))
         changes = [AdminChange.model_validate_json(fields["change"]) for _, fields in entries]
         return [c for c in changes if c.ts >= since]
 
@@ -234,3 +230,9 @@ def _key_dict(record: KeyRecord) -> dict[str, Any]:
 
 def _key_record(data: dict[str, Any]) -> KeyRecord:
     return KeyRecord(**{**data, "models": tuple(data.get("models") or ())})
+
+
+def _stream_id(since: float) -> str:
+    """The first stream id at or after ``since`` (seconds since the epoch; before the
+    epoch, a huge look-back, is the stream's start)."""
+    return str(max(0, int(since * 1000)))
