@@ -386,7 +386,7 @@ def test_spend_is_attributed_by_session_and_agent_and_labels_are_capped(
 ) -> None:
     extra = (
         "server: {metric_labels: [user, agent], metric_label_limit: 2}\n"
-        "policies:\n  - budget: {limits: [{scope: team, usd: 100}]}\n"
+        "policies:\n  - budget: {limits: [{scope: team, usd: 100}, {scope: user, usd: 100}]}\n"
     )
     url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'a.db'}", extra)))
     for user in ("u1", "u2", "u3"):
@@ -411,3 +411,9 @@ def test_spend_is_attributed_by_session_and_agent_and_labels_are_capped(
     }
     assert users == {"u1", "u2", "other"}  # two values, then the rest as "other"
     assert 'agent="planner"' in metrics
+    remaining = {
+        line.split('value="')[1].split('"')[0]
+        for line in metrics.splitlines()
+        if line.startswith('hookgate_budget_remaining_usd{scope="user"')
+    }
+    assert remaining == {"u1", "u2", "other"}  # a budget's counters are capped alike

@@ -238,6 +238,18 @@ class Metrics:
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             self._child(self.stream_errors, target_label, outcome.error_type).inc()
 
+    def _bounded(self, name: str, value: str, scope: str | None) -> str:
+        """A policy metric's label value, bounded like the app's own: ``model`` and
+        ``target`` labels, and a ``value`` label beside a ``scope`` label (a budget's
+        counter: a model, or a team, key, user or agent) as that scope's label."""
+        if name == "model" or (name == "value" and scope == "model"):
+            return self.model_label(value)
+        if name == "target":
+            return self.target_label(value)
+        if name == "value" and scope in IDENTITY_LABELS:
+            return self._identity_labels[IDENTITY_LABELS.index(scope)](value)
+        return value
+
     def declare(self, metrics: Iterable[Metric]) -> None:
         """Register policies' own metrics (once each: a reload keeps their series)."""
         for metric in metrics:
@@ -254,11 +266,8 @@ class Metrics:
     def _measure(self, measure: Measure) -> None:
         metric = measure.metric
         family = self._family(metric)
-        labels = [
-            self.model_label(value) if name == "model"
-            else self.target_label(value) if name == "target" else value
-            for name, value in zip(metric.labels, measure.labels, strict=True)
-        ]  # fmt: skip
+        named = dict(zip(metric.labels, measure.labels, strict=True))
+        labels = [self._bounded(name, value, named.get("scope")) for name, value in named.items()]
         child: Any = self._child(family, *labels) if labels else family
         if metric.kind == "counter":
             child.inc(measure.value)
