@@ -32,7 +32,14 @@ from hookgate.pipeline import registry
 from hookgate.server import exposure
 from hookgate.server.admin import SPEND_GROUPS
 from hookgate.store.base import SpendLine, Store
-from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind
+from hookgate.store.grants import (
+    NO_GRANTS,
+    Grants,
+    GrantsRefused,
+    Kind,
+    check_subject,
+    patching,
+)
 from hookgate.store.open import open_store
 from hookgate.version import __version__
 
@@ -300,7 +307,7 @@ async def _keys_command(args: argparse.Namespace, store: Store) -> int:
         if not any(r.id == args.id for r in await store.keys()):
             print(f"no key with id {args.id}", file=sys.stderr)
             return 1
-        after = await _change_grants(store, "key", args.id, _grant_patch(args))
+        after = await _change_grants(args, store, "key", args.id, _grant_patch(args))
         print(f"key {args.id}: {after} (applies on every replica within a second)")
         return 0
     if not await store.revoke_key(args.id, time.time()):
@@ -358,19 +365,18 @@ def _budget(text: str) -> dict[str, Any]:
 
 
 async def _change_grants(
-    store: Store, kind: Kind, subject: str, patch: dict[str, Any] | None
+    args: argparse.Namespace, store: Store, kind: Kind, subject: str, patch: dict[str, Any] | None
 ) -> Grants | None:
-    """Apply a change as the admin API does, recorded as made by ``cli:<OS user>``."""
-    before = await store.grants(kind, subject)
-    after = None if patch is None else (before or NO_GRANTS).changed(patch)
-    actor = f"cli:{getpass.getuser()}"
-    action = "delete" if after is None else "set"
-    change = AdminChange(
-        ts=time.time(), actor=actor, action=action, kind=kind, subject=subject, before=before,
-        after=after,
-    )  # fmt: skip
-    await store.change_grants(change)
-    return after
+    """Apply a change as the admin API does (the same checks, the same atomic change),
+    recorded as made by ``cli:<OS user>``; a refused one exits with why."""
+    change = patching(patch, replace=False, known_sets=frozenset(args.loaded.sets))
+    try:
+        made = await store.change_grants(
+            kind, check_subject(subject), change, f"cli:{getpass.getuser()}"
+        )
+    except GrantsRefused as exc:
+        raise SystemExit(f"hookgate: {kind} {subject}: {exc.message}") from None
+    return made.after
 
 
 async def _teams_command(args: argparse.Namespace, store: Store) -> int:
@@ -385,11 +391,8 @@ async def _teams_command(args: argparse.Namespace, store: Store) -> int:
         for change in await store.admin_changes(time.time() - _duration(args.since)):
             print(change.model_dump_json(exclude_none=True))
         return 0
-    if command == "delete" and await store.grants("team", args.team) is None:
-        print(f"team {args.team} has no grants", file=sys.stderr)
-        return 1
     patch = None if command == "delete" else _grant_patch(args)
-    after = await _change_grants(store, "team", args.team, patch)
+    after = await _change_grants(args, store, "team", args.team, patch)
     result = "deleted" if after is None else after.model_dump(exclude_none=True)
     print(f"team {args.team}: {result} (applies on every replica within a second)")
     return 0

@@ -186,6 +186,10 @@ def test_check_lists_sets_and_warns_and_explain_says_why(tmp_path: Path) -> None
     )
     changes = run_cli("teams", "changes", "--config", str(config))
     assert '"actor":"cli:' in changes.stdout and '"subject":"payments"' in changes.stdout
+    unknown = run_cli("teams", "set", "payments", "--config", str(config), "--policy-set", "nope")
+    assert unknown.returncode != 0 and "unknown policy set 'nope'" in unknown.stderr
+    odd = run_cli("teams", "set", "bl\x01ue", "--config", str(config), "--rpm", "5")
+    assert odd.returncode != 0 and "printable text" in odd.stderr
     for budget in ("day:eur=5", "day:usd=abc", "day:tokens=1.5"):
         bad = run_cli("teams", "set", "payments", "--config", str(config), "--budget", budget)
         assert bad.returncode != 0 and "WINDOW:usd=N" in bad.stderr

@@ -417,3 +417,42 @@ def test_spend_is_attributed_by_session_and_agent_and_labels_are_capped(
         if line.startswith('hookgate_budget_remaining_usd{scope="user"')
     }
     assert remaining == {"u1", "u2", "other"}  # a budget's counters are capped alike
+
+
+async def concurrent_patches(base: str, teams: int) -> list[dict[str, Any]]:
+    """Two PATCHes at once to each of ``teams`` teams, one setting rpm, one tpm; the
+    grants each team has afterwards."""
+    headers = {"authorization": f"Bearer {ADMIN}"}
+    async with httpx.AsyncClient(base_url=f"{base.removesuffix('/v1')}/admin", headers=headers,
+                                 timeout=30) as http:  # fmt: skip
+        await asyncio.gather(
+            *(http.patch(f"/teams/t{i}", json=patch)
+              for i in range(teams) for patch in ({"rpm": 10}, {"tpm": 1000}))
+        )  # fmt: skip
+        got = [await http.get(f"/teams/t{i}") for i in range(teams)]
+    return [answer.json()["grants"] for answer in got]
+
+
+def test_concurrent_changes_of_one_team_both_stand(proxy: str) -> None:
+    for grants in asyncio.run(concurrent_patches(proxy, 20)):
+        assert (grants.get("rpm"), grants.get("tpm")) == (10, 1000)
+
+
+def test_concurrent_changes_through_two_replicas_both_stand(replicas: list[str]) -> None:
+    first, second = replicas
+
+    async def both() -> list[list[dict[str, Any]]]:
+        return list(await asyncio.gather(concurrent_patches(first, 10),
+                                         concurrent_patches(second, 10)))  # fmt: skip
+
+    for grants in [g for replica in asyncio.run(both()) for g in replica]:
+        assert (grants.get("rpm"), grants.get("tpm")) == (10, 1000)
+
+
+def test_an_empty_model_list_is_refused_not_taken_as_any_model(proxy: str) -> None:
+    secret, key_id = new_key(proxy, "interns", models=["cheap"])
+    refused = admin(proxy, "PATCH", f"/keys/{key_id}", json={"models": []})
+    assert refused.status_code == 400 and "send null to clear" in refused.json()["error"]["message"]
+    with pytest.raises(openai.PermissionDeniedError):  # the key's own list still holds
+        ask(proxy, secret, "Hi", model="gpt-4o")
+    assert admin(proxy, "PATCH", f"/keys/{key_id}", json={"models": None}).status_code == 200

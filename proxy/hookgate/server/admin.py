@@ -34,7 +34,7 @@ from hookgate.errors import InvalidRequest, NotFound
 from hookgate.server.appkeys import GRANTS, HOLDER, STORE
 from hookgate.server.auth import check_admin
 from hookgate.store import keys
-from hookgate.store.grants import NO_GRANTS, AdminChange, Grants, Kind, Label
+from hookgate.store.grants import Grants, GrantsRefused, Kind, Label, check_subject, patching
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
@@ -152,44 +152,26 @@ async def get_team(request: web.Request) -> web.Response:
 async def change_team(request: web.Request) -> web.Response:
     """``PUT`` (replace), ``PATCH`` (change some fields) or ``DELETE`` a team's grants."""
     check_admin(request, request.app[HOLDER].current)
-    team = request.match_info["team"]
-    if not team.isprintable() or len(team) > 256:
-        raise InvalidRequest("a team name is printable text of at most 256 characters")
-    after = await _change(request, "team", team)
-    return _json({"team": team, "grants": _shown(after)})
+    after = await _change(request, "team", request.match_info["team"])
+    return _json({"team": request.match_info["team"], "grants": _shown(after)})
 
 
 async def _change(request: web.Request, kind: Kind, subject: str) -> Grants | None:
     """Apply the request's change to ``subject``'s grants; returns them after it."""
-    store = request.app[STORE]
-    before = await store.grants(kind, subject)
-    if request.method == "DELETE":
-        if before is None:
-            raise NotFound(f"{kind} {subject!r} has no grants", code=f"{kind}_not_found")
-        after = None
-    else:
-        patch = _object(await request.read())
-        base = before if request.method == "PATCH" and before is not None else NO_GRANTS
-        try:
-            after = base.changed(patch)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            raise InvalidRequest(f"invalid grants: {where}: {error['msg']}", param=where) from None
-        known = request.app[HOLDER].current.selector.known
-        if after.policy_set is not None and after.policy_set not in known:
-            raise InvalidRequest(
-                f"unknown policy set {after.policy_set!r} (known: {', '.join(sorted(known))})",
-                param="policy_set",
-            )
-    change = AdminChange(
-        ts=time.time(), actor=_actor(request), action="delete" if after is None else "set",
-        kind=kind, subject=subject, before=before, after=after,
-    )  # fmt: skip
-    await store.change_grants(change)
+    patch = None if request.method == "DELETE" else _object(await request.read())
+    known = request.app[HOLDER].current.selector.known
+    change = patching(patch, replace=request.method == "PUT", known_sets=known)
+    try:
+        made = await request.app[STORE].change_grants(
+            kind, check_subject(subject), change, _actor(request)
+        )
+    except GrantsRefused as exc:
+        if exc.missing:
+            raise NotFound(f"{kind} {subject!r} has no grants", code=f"{kind}_not_found") from None
+        raise InvalidRequest(exc.message, param=exc.param) from None
     request.app[GRANTS].forget(kind, subject)
-    log.info("admin: %s %s %s by %s", change.action, kind, subject, change.actor)
-    return after
+    log.info("admin: %s %s %s by %s", made.action, kind, subject, made.actor)
+    return made.after
 
 
 def _object(raw: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hookgate.budgets.ledger import UsageRow
-from hookgate.store.grants import AdminChange, Grants, Kind
+from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
 
@@ -136,9 +136,13 @@ class Store(Protocol):
         """Every key's or team's grants, by id or name."""
         ...
 
-    async def change_grants(self, change: AdminChange) -> None:
-        """Apply ``change`` (its ``after``; None deletes) and append it to the admin log,
-        both or neither."""
+    async def change_grants(
+        self, kind: Kind, subject: str, edit: GrantsEdit, actor: str
+    ) -> AdminChange:
+        """Change ``subject``'s grants by ``edit`` and append the change, made by
+        ``actor``, to the admin log: both or neither, and atomically, so two changes made
+        at once (from two admins, or two replicas) both stand. ``edit`` may run more than
+        once; what it raises is raised, with nothing written."""
         ...
 
     async def admin_changes(self, since: float) -> list[AdminChange]:

@@ -23,9 +23,18 @@ How they apply to a request from a key of a team:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from hookgate.budgets.limits import Limit, Scope, Window
 
@@ -65,6 +74,15 @@ class BudgetGrant(BaseModel):
         return self
 
 
+def _some_model(models: list[str]) -> list[str]:
+    if not models:
+        raise ValueError(
+            "an empty list would allow no model; send null to clear the list (then the key's "
+            "own list, or any model, applies)"
+        )
+    return models
+
+
 def _unique_windows(budgets: list[BudgetGrant]) -> list[BudgetGrant]:
     windows = [b.window for b in budgets]
     if len(set(windows)) != len(windows):
@@ -77,7 +95,9 @@ class Grants(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    models: Annotated[list[Label], Field(max_length=1000)] | None = None
+    models: Annotated[list[Label], Field(max_length=1000), AfterValidator(_some_model)] | None = (
+        None
+    )
     budgets: Annotated[list[BudgetGrant], AfterValidator(_unique_windows)] = Field(
         default_factory=list
     )
@@ -101,6 +121,60 @@ class Grants(BaseModel):
 NO_GRANTS = Grants()
 
 
+class GrantsRefused(ValueError):
+    """A change that cannot be made: it says why, and which field (``param``)."""
+
+    def __init__(self, message: str, param: str | None = None, *, missing: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.missing = missing
+        """The change deletes grants there are none of."""
+
+
+GrantsEdit = Callable[["Grants | None"], "Grants | None"]
+"""What a change does to a key's or team's grants (None: none): the grants after it, None
+to delete them. A store may run it more than once (when another change came first), so
+it must depend on nothing but its argument."""
+
+
+def patching(
+    patch: Mapping[str, Any] | None, *, replace: bool, known_sets: Collection[str]
+) -> GrantsEdit:
+    """The change the admin API and the CLI make: ``patch``'s fields set on the grants as
+    they are then (on none when ``replace``), ``None`` clearing a field; ``patch`` None
+    deletes them. Raises :class:`GrantsRefused` for grants that do not validate, a policy
+    set not in ``known_sets``, or a delete of grants that do not exist."""
+
+    def change(before: Grants | None) -> Grants | None:
+        if patch is None:
+            if before is None:
+                raise GrantsRefused("there are no grants to delete", missing=True)
+            return None
+        base = NO_GRANTS if replace or before is None else before
+        try:
+            after = base.changed(dict(patch))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise GrantsRefused(f"invalid grants: {where}: {error['msg']}", where) from None
+        if after.policy_set is not None and after.policy_set not in known_sets:
+            raise GrantsRefused(
+                f"unknown policy set {after.policy_set!r} (known: {', '.join(sorted(known_sets))})",
+                "policy_set",
+            )
+        return after
+
+    return change
+
+
+def check_subject(subject: str) -> str:
+    """A team name (or key id) fit to hold grants: printable, at most 256 characters."""
+    if not subject or len(subject) > 256 or not subject.isprintable():
+        raise GrantsRefused("a team name is printable text of at most 256 characters")
+    return subject
+
+
 class AdminChange(BaseModel):
     """One run-time change, as the admin log keeps it: who, when, what, before and after."""
 
@@ -116,3 +190,13 @@ class AdminChange(BaseModel):
     """The key id or team name."""
     before: Grants | None
     after: Grants | None
+
+    @classmethod
+    def made(
+        cls, kind: Kind, subject: str, before: Grants | None, after: Grants | None, actor: str
+    ) -> AdminChange:
+        """The record of a change made now (``after`` None: a delete)."""
+        return cls(
+            ts=time.time(), actor=actor, action="delete" if after is None else "set",
+            kind=kind, subject=subject, before=before, after=after,
+        )  # fmt: skip

@@ -24,12 +24,12 @@ import orjson
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ConnectionError, RedisError
+from redis.exceptions import ConnectionError, RedisError, WatchError
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
 from hookgate.store.base import AuditRecord, SpendLine, display_url
-from hookgate.store.grants import AdminChange, Grants, Kind
+from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
@@ -173,14 +173,32 @@ class RedisStore:
         docs = await self.call(self.client.hgetall(f"hg:grants:{kind}"))
         return {name: Grants.model_validate_json(docs[name]) for name in sorted(docs)}
 
-    async def change_grants(self, change: AdminChange) -> None:
-        pipe = self.client.pipeline(transaction=True)
-        if change.after is None:
-            pipe.hdel(f"hg:grants:{change.kind}", change.subject)
-        else:
-            pipe.hset(f"hg:grants:{change.kind}", change.subject, change.after.model_dump_json())
-        pipe.xadd("hg:admin", {"change": change.model_dump_json()})
-        await self.call(pipe.execute())
+    async def change_grants(
+        self, kind: Kind, subject: str, edit: GrantsEdit, actor: str
+    ) -> AdminChange:
+        key = f"hg:grants:{kind}"
+
+        async def attempt() -> AdminChange:
+            async with self.client.pipeline(transaction=True) as pipe:
+                while True:  # optimistic: redone when the hash changed since the read
+                    try:
+                        await pipe.watch(key)
+                        raw = await pipe.hget(key, subject)
+                        before = None if raw is None else Grants.model_validate_json(raw)
+                        change = AdminChange.made(kind, subject, before, edit(before), actor)
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        if change.after is None:
+                            pipe.hdel(key, subject)
+                        else:
+                            pipe.hset(key, subject, change.after.model_dump_json())
+                        pipe.xadd("hg:admin", {"change": change.model_dump_json()})
+                        await pipe.execute()
+                        return change
+                    except WatchError:
+                        continue
+
+        result: AdminChange = await self.call(attempt())
+        return result
 
     async def admin_changes(self, since: float) -> list[AdminChange]:
         entries = await self.call(self.client.xrange("hg:admin", min=_stream_id(since)))

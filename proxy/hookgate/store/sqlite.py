@@ -26,7 +26,7 @@ import orjson
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
 from hookgate.store.base import AuditRecord, SpendLine, display_url
-from hookgate.store.grants import AdminChange, Grants, Kind
+from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -351,19 +351,23 @@ class SQLiteStore:
 
         return await self._run(select)
 
-    async def change_grants(self, change: AdminChange) -> None:
-        def write(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN")
+    async def change_grants(
+        self, kind: Kind, subject: str, edit: GrantsEdit, actor: str
+    ) -> AdminChange:
+        def write(db: sqlite3.Connection) -> AdminChange:
+            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
             try:
+                row = db.execute(
+                    "SELECT doc FROM grants WHERE kind = ? AND name = ?", (kind, subject)
+                ).fetchone()
+                before = None if row is None else Grants.model_validate_json(row[0])
+                change = AdminChange.made(kind, subject, before, edit(before), actor)
                 if change.after is None:
-                    db.execute(
-                        "DELETE FROM grants WHERE kind = ? AND name = ?",
-                        (change.kind, change.subject),
-                    )
+                    db.execute("DELETE FROM grants WHERE kind = ? AND name = ?", (kind, subject))
                 else:
                     db.execute(
                         "INSERT OR REPLACE INTO grants (kind, name, doc) VALUES (?, ?, ?)",
-                        (change.kind, change.subject, change.after.model_dump_json()),
+                        (kind, subject, change.after.model_dump_json()),
                     )
                 db.execute(
                     "INSERT INTO admin_log (ts, change) VALUES (?, ?)",
@@ -373,8 +377,9 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            return change
 
-        await self._run(write)
+        return await self._run(write)
 
     async def admin_changes(self, since: float) -> list[AdminChange]:
         def select(db: sqlite3.Connection) -> list[AdminChange]:
