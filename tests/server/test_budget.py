@@ -409,3 +409,33 @@ def test_a_stream_that_produced_output_is_charged_however_it_ends(
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
     # the audit log (what `hookgate spend` reads) says what the budget charged
     assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
+
+
+def test_a_messages_stream_cut_before_its_final_usage_is_charged_for_what_it_streamed(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``message_start`` reports the input and one output token; the count of the output
+    comes only with ``message_delta``. Cut before it, the input is charged as reported and
+    the output by what was streamed, not as one token."""
+    from hookgate.budgets.tokens import count
+    from hookgate.wire import synth
+    from tests.fakes import Events
+
+    db = tmp_path / "spend.db"
+    config = (
+        f"providers: {{claude: {{type: anthropic, base_url: '{upstream.base_url}', api_key: k}}}}\n"
+        'models: {"*": [{provider: claude, model: fixed-model}]}\n'
+        f"store: 'sqlite:///{db}'\n{PRICE}"
+        "policies:\n  - budget: {limits: [{scope: model, usd: 10}]}\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    text = "A long answer, cut before the model said how long it was, " * 5
+    events = list(synth.message_stream("fixed-model", synth.Reply(text=text, input_tokens=40)))
+    cut = [e for e in events if b"message_delta" not in e and b"message_stop" not in e]
+    upstream.push(Events(cut))
+    body = {"model": "m", "max_tokens": 500, "stream": True,
+            "messages": [{"role": "user", "content": "Tell me."}]}  # fmt: skip
+    with httpx.stream("POST", f"{url}/messages", json=body, timeout=10) as response:
+        assert b"".join(response.iter_bytes()).count(b"text_delta") > 1
+    expected = 40 + count("m", text)
+    assert settled(db) == (pytest.approx(expected * 0.001), 1)

@@ -234,13 +234,18 @@ class BudgetPolicy(Policy):
         model: str,
         usage: Usage | None,
         text: str = "",
+        started: Usage | None = None,
     ) -> None:
         """Charge ``usage`` (the response's own), else an estimate: the prompt's tokens and
-        those of ``text``, the output seen."""
+        those of ``text``, the output seen; with ``started`` (the usage a stream's start
+        reported, when it was cut before its final one) its input counts as reported."""
         estimated = usage is None
         if usage is None:
             size = len(call.payload.to_bytes()) + len(text)
             usage = await token_estimates.off_loop(size, lambda: self._estimate_usage(call, text))
+            if started is not None:
+                output = max(started.output_tokens, usage.output_tokens)
+                usage = dataclasses.replace(started, output_tokens=output)
         priced = self.pricing.cost(model, usage)
         cost = priced or 0.0
         ctx.observation.charge = Charge(usage, priced, estimated)
@@ -343,13 +348,16 @@ async def _metered(
     async def settle() -> None:
         facts = ctx.observation.stream_facts
         usage = facts.usage if facts else None
+        started = None
+        if facts is not None and facts.usage_partial:  # cut before its final usage
+            started, usage = usage, None
         text = (
             ""
             if usage is not None
             else await token_estimates.off_loop(kept, lambda: _streamed_text(call.api, seen))
         )
         model = response.target.model or call.model
-        await policy._settle(reservation, call, ctx, model, usage, text)
+        await policy._settle(reservation, call, ctx, model, usage, text, started)
 
     try:
         async for events in stream:

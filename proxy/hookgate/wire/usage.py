@@ -70,6 +70,10 @@ class ResponseFacts:
     response_model: str | None = None
     finish_reasons: list[str] = field(default_factory=list)
     usage: Usage | None = None
+    usage_partial: bool = False
+    """True while :attr:`usage` is only what a stream's start said (a Messages stream
+    before its ``message_delta``): its input is known, its output count is not the
+    answer's (a stream cut there is charged by an estimate of what it streamed)."""
     text: list[str] = field(default_factory=list)
     hosted_tools: list[HostedToolCall] = field(default_factory=list)
 
@@ -246,6 +250,7 @@ class StreamFacts:
                 facts.text.append(delta["text"])
         if kind in ("message_start", "message_delta"):
             facts.usage = message_usage(self._message_usage)
+            facts.usage_partial = kind == "message_start"
         self._seen_first = True
 
 
