@@ -36,3 +36,20 @@ def test_cost_splits_cached_and_reasoning() -> None:
 
 def test_overrides_win() -> None:
     assert Pricing({"gpt-4o": Price(9.0, 9.0)}).price("gpt-4o") == Price(9.0, 9.0)
+
+
+def test_an_hour_s_cache_writes_cost_twice_the_input_price() -> None:
+    """Anthropic bills writes kept five minutes at 1.25 times the input price and writes
+    kept an hour at twice it; the usage says how many of each."""
+    from hookgate.wire.usage import message_usage
+
+    usage = message_usage({
+        "input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 3000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000},
+    })  # fmt: skip
+    assert (usage.cache_write_tokens, usage.cache_write_1h_tokens) == (3000, 2000)
+    # claude-sonnet-4-5: $3/M input, $3.75/M 5-minute writes, $6/M hour writes, $15/M output
+    expected = 100 * 3 + 1000 * 3.75 + 2000 * 6 + 10 * 15
+    assert Pricing().cost("claude-sonnet-4-5", usage) == pytest.approx(expected / 1_000_000)
+    priced = Pricing({"m": Price(1.0, 1.0, cache_write_1h=5.0)}).cost("m", usage)
+    assert priced == pytest.approx((100 + 1000 + 2000 * 5 + 10) / 1_000_000)

@@ -23,13 +23,15 @@ from hookgate.wire.usage import Usage
 class Price:
     """USD per 1M tokens. ``cached_input`` (prompt-cache reads), ``cache_write``
     (prompt-cache writes, Anthropic's ``cache_creation_input_tokens``) default to
-    ``input``, ``reasoning`` to ``output``."""
+    ``input``, ``reasoning`` to ``output``; ``cache_write_1h`` (writes kept an hour,
+    Anthropic's ``ephemeral_1h_input_tokens``) to twice ``input``, Anthropic's rate."""
 
     input: float
     output: float
     cached_input: float | None = None
     reasoning: float | None = None
     cache_write: float | None = None
+    cache_write_1h: float | None = None
 
 
 # USD per 1M tokens, list prices (standard tier). Override in YAML `pricing:`.
@@ -105,14 +107,17 @@ class Pricing:
             return None
         cached = min(usage.cached_input_tokens, usage.input_tokens)
         written = min(usage.cache_write_tokens, usage.input_tokens - cached)
+        hour = min(usage.cache_write_1h_tokens, written)
         reasoning = min(usage.reasoning_tokens, usage.output_tokens)
         cached_rate = price.input if price.cached_input is None else price.cached_input
         write_rate = price.input if price.cache_write is None else price.cache_write
+        hour_rate = 2 * price.input if price.cache_write_1h is None else price.cache_write_1h
         reasoning_rate = price.output if price.reasoning is None else price.reasoning
         total = (
             (usage.input_tokens - cached - written) * price.input
             + cached * cached_rate
-            + written * write_rate
+            + (written - hour) * write_rate
+            + hour * hour_rate
             + (usage.output_tokens - reasoning) * price.output
             + reasoning * reasoning_rate
         )

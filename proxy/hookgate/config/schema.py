@@ -330,6 +330,9 @@ class PriceConfig(Strict):
     cache_write: Annotated[float, Field(ge=0)] | None = None
     """Prompt-cache writes (Anthropic's ``cache_creation_input_tokens``). Default: the
     ``input`` price."""
+    cache_write_1h: Annotated[float, Field(ge=0)] | None = None
+    """Prompt-cache writes kept an hour (Anthropic's ``ephemeral_1h_input_tokens``).
+    Default: twice the ``input`` price."""
 
 
 def _one_key(entry: dict[str, Any]) -> dict[str, Any]:

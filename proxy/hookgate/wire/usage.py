@@ -21,14 +21,17 @@ from hookgate.wire.sse import EventStream
 class Usage:
     """Token counts as the provider reported them, normalised: ``input_tokens`` is every
     prompt token, of which ``cached_input_tokens`` were read from a prompt cache and
-    ``cache_write_tokens`` written to one (Anthropic's ``cache_creation_input_tokens``);
-    ``reasoning_tokens`` ⊆ ``output_tokens``."""
+    ``cache_write_tokens`` written to one (Anthropic's ``cache_creation_input_tokens``), of
+    which ``cache_write_1h_tokens`` for an hour (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``, priced apart); ``reasoning_tokens`` ⊆
+    ``output_tokens``."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +122,13 @@ def message_usage(data: Mapping[str, Any]) -> Usage:
     """Normalise an Anthropic Messages ``usage`` object (see :func:`usage_of`)."""
     read = _int(data.get("cache_read_input_tokens"))
     written = _int(data.get("cache_creation_input_tokens"))
+    hour = _int(_mapping(data.get("cache_creation")).get("ephemeral_1h_input_tokens"))
     return Usage(
         _int(data.get("input_tokens")) + read + written,
         _int(data.get("output_tokens")),
         cached_input_tokens=read,
         cache_write_tokens=written,
+        cache_write_1h_tokens=min(hour, written),
     )
 
 
