@@ -143,6 +143,22 @@ def test_lint_reports_unreachable_and_overlapping_sets() -> None:
     assert not any(name == "apart" for name, _ in found)
 
 
+def test_lint_compares_globs_as_globs_not_as_names() -> None:
+    """``a?`` does not cover ``a*`` (``abc`` matches only the second), and ``a*`` and
+    ``*b`` may both match (``ab``)."""
+    loaded = load_text(
+        BASE + "policy_sets:\n"
+        "  short: {match: {users: ['a?']}}\n"
+        "  long: {match: {users: ['a*']}}\n"
+        "  front: {match: {teams: ['x*']}}\n"
+        "  back: {match: {teams: ['*y']}}\n"
+    )
+    found = {(p.loc[1], p.message.split(" (")[0]) for p in lint(loaded.config.policy_sets)}
+    assert ("long", "unreachable by match") not in found
+    assert ("long", "overlaps 'short'") in found
+    assert ("back", "overlaps 'front'") in found
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hookgate", *args], capture_output=True, text=True, timeout=60

@@ -290,9 +290,21 @@ def _covers(wide: MatchConfig, narrow: MatchConfig) -> bool:
         if not globs:
             continue
         values: list[str] = getattr(narrow, field)
-        if not values or not all(any(fnmatch.fnmatchcase(v, g) for g in globs) for v in values):
+        if not values or not all(any(_within(v, g) for g in globs) for v in values):
             return False
     return True
+
+
+def _literal(pattern: str) -> bool:
+    return not any(c in pattern for c in "*?[")
+
+
+def _within(pattern: str, glob: str) -> bool:
+    """Whether every name ``pattern`` matches, ``glob`` matches too: a name matching it,
+    an identical pattern, or ``*`` (two other globs are not compared: no claim is made)."""
+    if glob == "*" or pattern == glob:
+        return True
+    return _literal(pattern) and fnmatch.fnmatchcase(pattern, glob)
 
 
 def _overlap(a: MatchConfig, b: MatchConfig) -> str | None:
@@ -314,4 +326,14 @@ def _overlap(a: MatchConfig, b: MatchConfig) -> str | None:
 
 
 def _meets(pattern: str, others: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(pattern, o) or fnmatch.fnmatchcase(o, pattern) for o in others)
+    return any(_may_share(pattern, other) for other in others)
+
+
+def _may_share(a: str, b: str) -> bool:
+    """Whether some name may match both patterns: a name matching the other pattern, or
+    two globs (assumed to, as a warning errs on that side)."""
+    if _literal(a):
+        return fnmatch.fnmatchcase(a, b)
+    if _literal(b):
+        return fnmatch.fnmatchcase(b, a)
+    return True
