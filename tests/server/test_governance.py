@@ -182,6 +182,20 @@ def test_a_rate_granted_at_run_time_replaces_the_yaml_one(
         ask(url, secret, "three")
 
 
+def test_a_granted_rate_replaces_only_the_field_it_grants(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """A granted tpm leaves the YAML rpm of its scope in force."""
+    extra = "policies:\n  - rate_limit: {limits: [{scope: team, rpm: 2, tpm: 100000}]}\n"
+    url = make_proxy(loaded=load_text(keyed(upstream, f"sqlite:///{tmp_path / 'r.db'}", extra)))
+    secret, _ = new_key(url, "payments")
+    admin(url, "PUT", "/teams/payments", json={"tpm": 200000})
+    ask(url, secret, "one")
+    ask(url, secret, "two")
+    with pytest.raises(openai.RateLimitError):
+        ask(url, secret, "three")
+
+
 def test_a_budget_granted_at_run_time_replaces_the_yaml_one_of_its_window(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:

@@ -72,7 +72,8 @@ class RateLimitConfig(BaseModel):
 
     limits: list[RateConfig] = Field(default_factory=list)
     """The YAML rates. Rates granted at run time (``/admin/keys``, ``/admin/teams``) apply
-    beside them, each replacing the YAML rate of its scope."""
+    beside them: a granted ``rpm`` (or ``tpm``) replaces the YAML ``rpm`` (or ``tpm``) of
+    its scope, and leaves the other field as the YAML says."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
     tool_limits: list[ToolRateConfig] = Field(default_factory=list)
     """Tool calls per minute (the MCP gateway's ``tools/call``)."""
@@ -103,9 +104,9 @@ class RateLimitPolicy(Policy):
         requests: list[RateCheck] = []
         token_checks: list[RateCheck] = []
         estimate: int | None = None
-        granted = ctx.identity.rates  # the admin API's replace the YAML rate of their scope
-        scopes = {rate.scope for rate in granted}
-        rates = [r for r in self.rates_configured if r.scope not in scopes] + list(granted)
+        granted = ctx.identity.rates  # the admin API's: each field replaces the YAML one
+        kept = (_beside(rate, granted) for rate in self.rates_configured)
+        rates = [rate for rate in kept if rate is not None] + list(granted)
         for limit in rates:
             value = values.get(limit.scope)
             if not value:
@@ -181,3 +182,13 @@ def _headers(kind: str, result: RateResult) -> dict[str, str]:
         f"x-ratelimit-remaining-{kind}": str(max(0, result.remaining)),
         f"x-ratelimit-reset-{kind}": f"{result.reset_s:.3f}s",
     }
+
+
+def _beside(rate: Rate, granted: tuple[Rate, ...]) -> Rate | None:
+    """``rate`` without the fields a granted rate of its scope replaces (None when it has
+    none left)."""
+    for grant in granted:
+        if grant.scope == rate.scope:
+            rpm = None if grant.rpm is not None else rate.rpm
+            rate = Rate(rate.scope, rpm, None if grant.tpm is not None else rate.tpm)
+    return rate if rate.rpm is not None or rate.tpm is not None else None

@@ -16,7 +16,8 @@ How they apply to a request from a key of a team:
   scope replaces it, so an administrator raises or lowers a budget without a redeploy.
   The spend already counted in the window stays counted.
 * ``rpm`` / ``tpm``: a per-minute rate of the key (or team), enforced by the
-  ``rate_limit`` policy of the request's set, replacing a YAML rate of that scope.
+  ``rate_limit`` policy of the request's set, each replacing that field of the YAML
+  rate of its scope (a granted ``rpm`` leaves the YAML ``tpm``).
 * ``policy_set``: the set the key's (else the team's) requests get, before any match.
 * ``metadata``: free labels, shown by the admin API.
 """
