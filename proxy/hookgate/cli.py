@@ -29,8 +29,10 @@ from hookgate.config.policy_sets import DEFAULT, RequestFacts, Selector
 from hookgate.config.schema import Config
 from hookgate.errors import StoreUnavailable
 from hookgate.pipeline import registry
+from hookgate.pipeline.types import Identity
 from hookgate.server import exposure
 from hookgate.server.admin import SPEND_GROUPS
+from hookgate.server.auth import Caller
 from hookgate.store.base import SpendLine, Store
 from hookgate.store.grants import (
     NO_GRANTS,
@@ -403,6 +405,7 @@ async def _explain(args: argparse.Namespace, store: Store) -> int:
     loaded: LoadedConfig = args.loaded
     team, user = args.team, args.user
     key_grants = team_grants = NO_GRANTS
+    record = None
     if args.key:
         record = next((r for r in await store.keys() if r.id == args.key), None)
         if record is None:
@@ -412,6 +415,11 @@ async def _explain(args: argparse.Namespace, store: Store) -> int:
         key_grants = await store.grants("key", args.key) or NO_GRANTS
     if team:
         team_grants = await store.grants("team", team) or NO_GRANTS
+    caller = Caller(Identity(team=team, user=user), record, key_grants, team_grants)
+    if args.model and not caller.allows(args.model):
+        print(f"refused: {args.model!r} is not among the models the key or team may use "
+              "(403 model_not_allowed)")  # fmt: skip
+        return 0
     selector = Selector(loaded.config.policy_sets, loaded.sets)
     facts = RequestFacts(key=args.key, team=team, user=user, model=args.model,
                          agent=args.agent, route=args.route)  # fmt: skip

@@ -202,6 +202,9 @@ def test_check_lists_sets_and_warns_and_explain_says_why(tmp_path: Path) -> None
     )
     changes = run_cli("teams", "changes", "--config", str(config))
     assert '"actor":"cli:' in changes.stdout and '"subject":"payments"' in changes.stdout
+    run_cli("teams", "set", "payments", "--config", str(config), "--models", "cheap")
+    outside = run_cli("explain", "--config", str(config), "--team", "payments", "--model", "big")
+    assert outside.stdout.startswith("refused: 'big' is not among the models")  # as the proxy
     unknown = run_cli("teams", "set", "payments", "--config", str(config), "--policy-set", "nope")
     assert unknown.returncode != 0 and "unknown policy set 'nope'" in unknown.stderr
     odd = run_cli("teams", "set", "bl\x01ue", "--config", str(config), "--rpm", "5")
