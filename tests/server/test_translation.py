@@ -13,13 +13,14 @@ from typing import Any
 
 import anthropic
 import openai
+import orjson
 import pytest
 from openai.types.responses import Response
 
 from hookgate.config.loader import load_text
 from hookgate.wire import synth
 from tests.conftest import TEST_STORE, ProxyFactory, anthropic_client, openai_client
-from tests.fakes import FakeUpstream, Status
+from tests.fakes import Events, FakeUpstream, Raw, Status
 from tests.spend import settled
 
 KEY = "sk-ant-upstream-secret-0123456789"
@@ -392,3 +393,37 @@ def test_an_openai_client_s_reasoning_is_fitted_to_the_claude_model_it_reaches(
     client.chat.completions.create(model="claude-3-5-haiku", **asked)
     haiku = upstream.last.json()
     assert haiku["max_tokens"] == 8_192 and "thinking" not in haiku
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_that_reports_no_usage_is_counted_not_charged_zero(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, stream: bool,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The Messages answer must state a usage; from a chat server that sent none it states
+    hookgate's count, and the budget charges that, not zero."""
+    from hookgate.budgets.tokens import count
+
+    db = tmp_path / "spend.db"
+    budget = "  - budget: {limits: [{scope: model, usd: 5}]}\n"
+    url = make_proxy(loaded=load_text(two_providers(upstream, backup, budget, store=db)))
+    text = "An answer from a server that keeps its usage to itself."
+    reply = synth.Reply(text)
+    if stream:
+        blocks = list(synth.chat_stream("gpt-4o", reply, include_usage=False))
+        backup.push(Events(blocks))
+    else:
+        answer = {k: v for k, v in synth.chat_completion("gpt-4o", reply).items() if k != "usage"}
+        backup.push(Raw(orjson.dumps(answer)))
+    asked: dict[str, Any] = {"model": "gpt-4o", "max_tokens": 64,
+                             "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+    client = anthropic_client(url)
+    if stream:
+        with client.messages.stream(**asked) as events:
+            message = events.get_final_message()
+    else:
+        message = client.messages.create(**asked)
+    assert message.usage.output_tokens == count("gpt-4o", text)
+    assert message.usage.input_tokens > 0
+    usd, rows = settled(db)
+    assert rows == 1 and usd > 0

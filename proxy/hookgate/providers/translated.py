@@ -22,6 +22,10 @@ translated:
   prompt's tokens as the budget counts them (tiktoken);
 * any other pair is a 400 that names both.
 
+A chat answer translated back that reports no usage (a server ignoring
+``include_usage``) is given hookgate's count of it: the other API must state a usage,
+and zero would spend nothing.
+
 The translated call is then fitted to its model (:mod:`hookgate.wire.translate.fit`):
 a client written for one provider asks what its models take (Claude Code asks every
 model for thinking and 32,000 output tokens), which another model may refuse outright.
@@ -217,6 +221,8 @@ async def _through(
     errors = [leg.error for leg in reversed(legs) if leg.error is not None]
     error = functools.reduce(_then, errors) if errors else None
     response = await _sent_as(provider, call, target, legs[-1].to, sent, error)
+    if legs[-1].to == "chat.completions":
+        response = await _with_usage(response, model, sent)
     if response.stream is not None:
         translators = [leg.stream(body) for leg, body in zip(legs, bodies, strict=False)]
         translator = functools.reduce(_Chain, reversed(translators))
@@ -225,6 +231,57 @@ async def _through(
     for leg in reversed(legs):
         answer = leg.response(answer)
     return response.with_body(answer)
+
+
+async def _with_usage(
+    response: ModelResponse, model: str, sent: Mapping[str, Any]
+) -> ModelResponse:
+    """A chat answer that reports no usage (a server ignoring ``include_usage``) given
+    hookgate's count of it (tiktoken: the prompt sent, the text answered), so the
+    translation back, which must state a usage, does not state zero and spend nothing."""
+    if response.stream is not None:
+        return dataclasses.replace(response, stream=_usage_kept(response.stream, model, sent))
+    if "usage" in response.body:
+        return response
+    text = tokens.output_text("chat.completions", response.body)
+    usage = await _counted_usage(model, sent, text)
+    return response.with_body({**response.body, "usage": usage})
+
+
+async def _usage_kept(
+    stream: EventStream, model: str, sent: Mapping[str, Any]
+) -> AsyncGenerator[bytes, None]:
+    """``stream``, with a usage chunk before ``[DONE]`` when it sent none."""
+    reported = False
+    text: list[str] = []
+    try:
+        async for events in stream:
+            out: list[bytes] = []
+            for block in sse.split(events):
+                data = sse.json_of(block)
+                if isinstance(data, dict):
+                    reported = reported or isinstance(data.get("usage"), dict)
+                    for choice in data.get("choices") or ():
+                        delta = choice.get("delta") if isinstance(choice, dict) else None
+                        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                            text.append(delta["content"])
+                elif sse.is_done(block) and not reported:
+                    usage = await _counted_usage(model, sent, "".join(text))
+                    out.append(sse.encode({"object": "chat.completion.chunk", "choices": [],
+                                           "usage": usage}))  # fmt: skip
+                out.append(block)
+            yield b"".join(out)
+    finally:
+        await stream.aclose()
+
+
+async def _counted_usage(model: str, sent: Mapping[str, Any], text: str) -> dict[str, int]:
+    size = len(text) + sum(len(str(m)) for m in sent.get("messages") or ())
+    prompt = await tokens.off_loop(
+        size, lambda: tokens.prompt_tokens("chat.completions", model, sent)
+    )
+    output = await tokens.off_loop(len(text), lambda: tokens.count(model, text))
+    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
 
 
 def _then(
