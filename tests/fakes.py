@@ -187,6 +187,7 @@ class FakeUpstream:
             # Azure OpenAI's two URL schemes
             app.router.add_post(f"/openai/deployments/{{deployment}}/{path}", self._model)
             app.router.add_post(f"/openai/v1/{path}", self._model)
+        app.router.add_post("/openai/responses", self._model)  # Azure's, beside deployments
         for path in ("messages", "messages/count_tokens"):  # Anthropic's
             app.router.add_post(f"/v1/{path}", self._model)
         app.router.add_post("/v1beta/models/{model}:{action}", self._model)  # Gemini's
@@ -234,7 +235,7 @@ class FakeUpstream:
     async def _model(self, request: web.Request) -> web.StreamResponse:
         recorded = await self._record(request)
         body = recorded.json()
-        api = request.path.removeprefix("/openai").removeprefix("/v1/")
+        api = request.path.removeprefix("/openai").removeprefix("/v1/").lstrip("/")
         if "deployment" in request.match_info:
             api = api.removeprefix(f"/deployments/{request.match_info['deployment']}/")
         if "action" in request.match_info:  # Gemini: the model is in the path, not the body

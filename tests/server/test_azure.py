@@ -56,6 +56,17 @@ def test_the_deployments_path_names_the_deployment_and_the_api_version(
     assert upstream.requests[0].json()["model"] == "gpt-4o"  # the body is the client's
 
 
+def test_the_responses_api_goes_beside_the_deployments_with_the_deployment_as_model(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(azure(upstream, ", api_version: 2025-04-01-preview")))
+    answer = openai_client(url).responses.create(model="gpt-4o", input="Hi")
+    assert answer.output_text
+    sent = upstream.last
+    assert (sent.path, sent.query) == ("/openai/responses", "api-version=2025-04-01-preview")
+    assert sent.json()["model"] == "prod-4o" and sent.headers["api-key"] == KEY
+
+
 def test_the_v1_path_sends_the_deployment_as_the_model(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:

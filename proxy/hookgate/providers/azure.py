@@ -4,8 +4,10 @@ Two schemes, chosen per provider (``azure_path``):
 
 * ``deployments`` (the default): ``{base_url}/openai/deployments/{deployment}/chat/completions
   ?api-version={api_version}``, the deployment named in the path (Azure ignores the body's
-  model); other paths (files, batches, the generic relay) are ``{base_url}/openai{path}``
-  with the same ``api-version``;
+  model); the Responses API is ``{base_url}/openai/responses?api-version=...`` with the
+  deployment as the body's model (Azure serves it only there, from api-version
+  ``2025-03-01-preview``); other paths (files, batches, the generic relay) are
+  ``{base_url}/openai{path}`` with the same ``api-version``;
 * ``v1``: ``{base_url}/openai/v1{path}``, no ``api-version``, the deployment as the body's
   ``model``.
 
@@ -59,6 +61,10 @@ class AzureProvider(OpenAIProvider):
         model = str(call.body.get("model") or call.model)  # the target's upstream name
         deployment = self._deployments.get(model, model)
         if self._v1:
+            if deployment != model:
+                call = call.with_body({**call.body, "model": deployment})
+            return self.url(API_PATHS[call.api], call.query), call
+        if call.api == "responses":  # served beside the deployments, the deployment as model
             if deployment != model:
                 call = call.with_body({**call.body, "model": deployment})
             return self.url(API_PATHS[call.api], call.query), call
