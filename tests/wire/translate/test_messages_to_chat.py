@@ -157,14 +157,15 @@ def test_images_and_text_documents_become_parts() -> None:
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
         {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}},
         {"type": "document", "source": {"type": "text", "media_type": "text/plain",
-                                        "data": "The report."}, "title": "r"},
+                                        "data": "The report."}, "title": "Q3",
+         "context": "From finance."},
         {"type": "text", "text": "Compare."},
     ]  # fmt: skip
     assert messages_to_chat.request(body({"role": "user", "content": content}))["messages"] == [
         {"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
             {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
-            {"type": "text", "text": "The report."},
+            {"type": "text", "text": "Q3\n\nFrom finance.\n\nThe report."},
             {"type": "text", "text": "Compare."},
         ]}
     ]  # fmt: skip

@@ -36,7 +36,8 @@ Messages: ``system`` (a string or text blocks, joined by a blank line) becomes o
 ``role: system`` message in ``messages`` (Claude Code sends one mid-conversation) becomes a
 ``system`` message at its place. User text blocks become text parts (one text block alone,
 a string); image blocks ``image_url`` parts (a base64 source as a ``data:`` URL); a
-``document`` with a plain-text source a text part; ``tool_result`` blocks ``role: tool``
+``document`` with a plain-text source a text part (its ``title`` and ``context``, when
+given, on lines of their own above the text); ``tool_result`` blocks ``role: tool``
 messages, placed before the rest of their user message (their text joined by a blank line;
 ``is_error`` has no OpenAI field: the result's text says what failed). Assistant text
 blocks become ``content`` (joined), ``tool_use`` blocks ``tool_calls`` (the input as
@@ -286,7 +287,7 @@ def _user_messages(content: Any, where: str) -> list[dict[str, Any]]:
         elif kind == "image":
             parts.append(_image_part(block, at))
         elif kind == "document" and (block.get("source") or {}).get("type") == "text":
-            parts.append({"type": "text", "text": block["source"].get("data", "")})
+            parts.append({"type": "text", "text": _document_text(block)})
         elif kind == "document":
             source = (block.get("source") or {}).get("type")
             raise _refuse(block, at, f" with a {source!r} source")
@@ -648,3 +649,9 @@ def _stream_error(error: Mapping[str, Any]) -> dict[str, Any]:
     message = error.get("message")
     text = message if isinstance(message, str) else "the upstream stream failed"
     return {"type": "error", "error": {"type": kind, "message": text}}
+
+
+def _document_text(block: Mapping[str, Any]) -> str:
+    """A plain-text document as one text: its title and context above its data."""
+    fields = (block.get("title"), block.get("context"), block["source"].get("data"))
+    return "\n\n".join(str(f) for f in fields if f)
