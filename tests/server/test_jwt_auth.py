@@ -308,7 +308,14 @@ async def test_a_broken_jwks_file_keeps_the_keys_read_before(
 
 
 @pytest.mark.parametrize(
-    "content", [None, "not json", '{"keys": []}', '{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}']
+    "content",
+    [
+        None,
+        "not json",
+        '{"keys": []}',
+        '{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
 )
 async def test_no_usable_jwks_file_is_a_503(tmp_path: Path, content: str | None) -> None:
     path = tmp_path / "jwks.json"
@@ -492,8 +499,9 @@ async def test_a_server_down_from_the_start_is_a_503(
         web.json_response([1, 2]),
         web.json_response({"keys": "none"}),
         web.Response(body=b" " * (1 << 20) + b"{}"),
+        web.Response(body=b"[" * 100_000 + b"]" * 100_000),
     ],
-    ids=["http 500", "not json", "not an object", "keys not a list", "too large"],
+    ids=["http 500", "not json", "not an object", "keys not a list", "too large", "too deep"],
 )
 async def test_an_unusable_answer_is_no_key_set(
     session: aiohttp.ClientSession, clock: Clock, answer: web.Response

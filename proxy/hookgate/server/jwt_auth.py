@@ -400,7 +400,7 @@ class _FileKeys:
             return
         try:
             keys = _KeySet(json.loads(_read(self._path)), self._algorithms)
-        except (OSError, ValueError, _JwksError) as exc:
+        except (OSError, ValueError, RecursionError, _JwksError) as exc:
             self._failed(stamp, str(exc) or type(exc).__name__)
         else:
             self._stamp, self._keys, self._error = stamp, keys, ""
@@ -496,7 +496,7 @@ class _UrlKeys:
             raise _JwksError(str(exc) or type(exc).__name__) from exc
         try:
             return json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # 1 MiB of nesting is within the cap
             raise _JwksError("the body is not JSON") from exc
 
     def _failed(self, why: str) -> None:
