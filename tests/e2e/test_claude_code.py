@@ -191,3 +191,39 @@ def test_claude_code_runs_on_a_gemini_model(
     assert called["thoughtSignature"] == signature
     (answered,) = [p["functionResponse"] for p in parts if "functionResponse" in p]
     assert answered["name"] == "Bash" and stand_in in orjson.dumps(answered).decode()
+
+
+def test_claude_code_runs_on_a_gpt_model(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Messages → Chat Completions: Claude Code's tool round trip on GPT-4o, with what it
+    asks of every model (thinking, 32,000 output tokens) fitted to what GPT-4o takes."""
+    config = (
+        f"providers:\n  gpt: {{base_url: '{upstream.base_url}', api_key: 'sk-openai-k'}}\n"
+        "models:\n"
+        '  "*": [{provider: gpt, model: gpt-4o}]\n'
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        f"policies:\n  - pii: {{secret: '{SECRET}'}}\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+    command = {"command": f"echo {stand_in}", "description": "Print the address"}
+    upstream.push(
+        synth.Reply(tool_calls=[synth.ToolCall("call_1", "Bash", orjson.dumps(command).decode())]),
+        synth.Reply(f"Your address is {stand_in}.", pieces=5),
+    )
+
+    result = run_claude(url, tmp_path / "home", f"Print my e-mail address {EMAIL} with echo.")
+
+    assert result["is_error"] is False
+    assert result["result"] == f"Your address is {EMAIL}."
+    calls = upstream.requests
+    assert [c.path for c in calls] == ["/v1/chat/completions"] * 2
+    for call in calls:
+        sent = call.json()
+        assert EMAIL.encode() not in call.body
+        assert sent["max_tokens"] <= 16_384 and "reasoning_effort" not in sent  # GPT-4o's
+        assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    answered = calls[1].json()["messages"]
+    assert answered[-1]["role"] == "tool" and stand_in in answered[-1]["content"]
+    assert answered[-2]["tool_calls"][0]["function"]["name"] == "Bash"
