@@ -7,7 +7,8 @@ It appends its pid to PIDFILE, then reads one JSON-RPC message per line and answ
 * ``silent``: never writes anything;
 * ``bigline``: tool ``big`` answers a line over hookgate's 64 MiB limit, other tools "small";
 * ``null``: every ``tools/call`` result is ``null`` (not an object);
-* ``stall``: ``tools/call`` is never answered (a client may cancel it).
+* ``stall``: ``tools/call`` is never answered (a client may cancel it);
+* ``oddid``: before each ``tools/call`` answer, a response whose id is a list.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def main() -> None:
             answer(id, None)
         elif method == "tools/call" and MODE == "bigline" and message["params"]["name"] == "big":
             answer(id, {"content": [{"type": "text", "text": "x" * (65 * 1024 * 1024)}]})
+        elif method == "tools/call" and MODE == "oddid":
+            answer([id], {})
+            answer(id, {"content": [{"type": "text", "text": "small"}]})
         elif method == "tools/call" and MODE != "stall":
             answer(id, {"content": [{"type": "text", "text": "small"}]})
         elif method == "ping":

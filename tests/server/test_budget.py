@@ -439,3 +439,26 @@ def test_a_messages_stream_cut_before_its_final_usage_is_charged_for_what_it_str
         assert b"".join(response.iter_bytes()).count(b"text_delta") > 1
     expected = 40 + count("m", text)
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
+
+
+def test_a_translated_stream_cut_before_its_usage_is_charged_its_prompt_too(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """A Messages client on a chat server: the translated message_start states no usage
+    (the chat stream has none yet), so a cut there is charged by estimate, prompt included."""
+    from hookgate.budgets.tokens import count
+    from hookgate.wire import synth
+    from tests.fakes import Events
+
+    db = tmp_path / "spend.db"
+    url = make_proxy(loaded=load_text(budget_config(upstream, db, "{scope: model, usd: 10}")))
+    text = "Half of an answer that never finishes, " * 4
+    events = list(synth.chat_stream("fixed-model", synth.Reply(text=text), include_usage=False))
+    upstream.push(Events([e for e in events if b'finish_reason":"stop' not in e][:-1]))
+    question = "Tell me a long story about " + "many things " * 50
+    body = {"model": "m", "max_tokens": 500, "stream": True,
+            "messages": [{"role": "user", "content": question}]}  # fmt: skip
+    with httpx.stream("POST", f"{url}/messages", json=body, timeout=10) as response:
+        b"".join(response.iter_bytes())
+    usd, rows = settled(db)
+    assert rows == 1 and usd * 1000 > count("m", question) + count("m", text) / 2

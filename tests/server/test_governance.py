@@ -470,3 +470,13 @@ def test_an_empty_model_list_is_refused_not_taken_as_any_model(proxy: str) -> No
     with pytest.raises(openai.PermissionDeniedError):  # the key's own list still holds
         ask(proxy, secret, "Hi", model="gpt-4o")
     assert admin(proxy, "PATCH", f"/keys/{key_id}", json={"models": None}).status_code == 200
+
+
+def test_grants_stored_with_an_empty_model_list_still_load(proxy: str, tmp_path: Path) -> None:
+    """An older version stored ``models: []``; such a document must stay readable (and
+    fixable), the refusal applies only to new changes."""
+    admin(proxy, "PUT", "/teams/legacy", json={"rpm": 5})
+    with sqlite3.connect(tmp_path / "gov.db") as db:
+        db.execute("UPDATE grants SET doc = ? WHERE name = 'legacy'", ('{"models": []}',))
+    assert admin(proxy, "GET", "/teams/legacy").status_code == 200
+    assert admin(proxy, "PATCH", "/teams/legacy", json={"models": None}).status_code == 200

@@ -405,14 +405,15 @@ def rpc(id: int, method: str, params: dict[str, object]) -> dict[str, object]:
 async def test_an_outbox_sends_each_message_on_one_stream_and_replays_only_what_was_taken() -> None:
     from hookgate.server.mcp_stdio import Outbox
 
-    outbox = Outbox(keep=3)
-    for n in range(1, 5):
-        outbox.put({"n": n})  # 4 messages, 3 kept: the first is dropped undelivered
+    outbox = Outbox(keep=4)
+    for n in range(1, 6):
+        outbox.put({"n": n})  # 5 messages, 4 kept: the first is dropped undelivered
     one, two = outbox.stream(), outbox.stream()
-    assert [await anext(one), await anext(two)] == [(2, {"n": 2}), (3, {"n": 3})]
-    resumed = outbox.stream(after=2)  # replays 3 (taken by ``two``), then takes 4
+    taken = [await anext(one), await anext(two), await anext(one)]
+    assert taken == [(2, {"n": 2}), (3, {"n": 3}), (4, {"n": 4})]
+    resumed = outbox.stream(after=2)  # one's: replays 4, never 3 (two delivered it)
     outbox.close()
-    assert [pair async for pair in resumed] == [(3, {"n": 3}), (4, {"n": 4})]
+    assert [pair async for pair in resumed] == [(4, {"n": 4}), (5, {"n": 5})]
     assert [pair async for pair in one] == [] and [pair async for pair in two] == []
 
 

@@ -234,3 +234,18 @@ async def test_a_tools_list_stream_cut_midway_ends_with_an_error_event(
     events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
     assert events[0]["method"] == "notifications/message"
     assert events[-1]["id"] == 3 and events[-1]["error"]["code"] == -32000
+
+
+def test_a_response_with_an_id_of_the_wrong_type_is_dropped_not_fatal(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """From the server (a list id before the real answer) or the client (a cancel naming
+    a list): the session goes on."""
+    url, _ = faulty(make_proxy, upstream, tmp_path, "oddid", timeout={"read_s": 10})
+    session = initialized(url, new_key(url.removesuffix("/mcp/faults")))
+    cancel = rpc(None, "notifications/cancelled", {"requestId": [1]})
+    assert httpx.post(url, json=cancel, headers=session, timeout=30).status_code == 202
+    for id in (2, 3):
+        call = rpc(id, "tools/call", {"name": "anything", "arguments": {}})
+        answer = httpx.post(url, json=call, headers=session, timeout=30).json()
+        assert answer["result"]["content"][0]["text"] == "small"

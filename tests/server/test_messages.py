@@ -306,10 +306,14 @@ def test_anthropic_beta_sent_on_several_lines_reaches_the_provider_whole(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:
     url = make_proxy(loaded=load_text(anthropic_config(upstream)))
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     headers = [("x-api-key", CLIENT_KEY), ("anthropic-version", "2023-06-01"),
-               ("anthropic-beta", "a-2025-01-01"), ("anthropic-beta", "b-2025-02-02")]  # fmt: skip
+               ("anthropic-beta", "a-2025-01-01"), ("anthropic-beta", "b-2025-02-02"),
+               ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"),
+               ("traceparent", parent)]  # fmt: skip
     body = {"model": "claude-sonnet-4-6", "max_tokens": 8,
             "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
     answer = httpx.post(f"{url}/messages", json=body, headers=headers, timeout=30)
     assert answer.status_code == 200
     assert upstream.last.headers["anthropic-beta"] == "a-2025-01-01, b-2025-02-02"
+    assert "," not in upstream.last.headers["traceparent"]  # single-valued: never joined

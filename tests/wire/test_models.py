@@ -15,7 +15,7 @@ from hookgate.wire.translate.fit import fit
     [
         ("gpt-4o", Limits(16_384, False)),
         ("gpt-4o-2024-08-06", Limits(16_384, False)),  # a dated snapshot
-        ("openai/o4-mini", Limits(100_000, True)),  # a provider prefix
+        ("openai/o4-mini", Limits(100_000, True, completion_tokens=True)),  # a provider prefix
         ("claude-sonnet-4-20250514", Limits(64_000, True)),
         ("gemini-2.0-flash-001", Limits(8_192, False)),
         ("gpt-4o-mini-tts", Limits()),  # never by prefix
@@ -42,7 +42,8 @@ O4_MINI = {"model": "m", "max_completion_tokens": 32_000, "reasoning_effort": "h
     ("limits", "sent", "changed"),
     [
         (Limits(16_384, False), GPT_4O, ["max_tokens", "reasoning_effort"]),
-        (Limits(100_000, True), O4_MINI, ["max_tokens"]),
+        (Limits(100_000, True, completion_tokens=True), O4_MINI, ["max_tokens"]),
+        (Limits(64_000, True), {**CLAUDE_CODE_AS_CHAT}, []),  # Claude via an OpenAI-compatible API
         (Limits(), CLAUDE_CODE_AS_CHAT, []),
     ],
 )

@@ -109,3 +109,11 @@ def test_data_is_json_says_whether_a_client_can_parse_an_event(
     block: bytes, parsable: bool
 ) -> None:
     assert sse.data_is_json(block) is parsable
+
+
+def test_an_event_s_id_and_retry_are_read_and_odd_numbers_are_not_numbers() -> None:
+    event = sse.parse(b"id: 42\nretry: 1500\ndata: {}\n\n")
+    assert (event.id, event.retry) == ("42", 1500)
+    assert sse.parse("retry: \u00b2\ndata: {}\n\n".encode()).retry is None  # a Unicode digit
+    for odd in ("\u00b2", "9" * 5000, "-1", "1.5", ""):
+        assert sse.event_number(odd) is None

@@ -243,9 +243,12 @@ class BudgetPolicy(Policy):
         if usage is None:
             size = len(call.payload.to_bytes()) + len(text)
             usage = await token_estimates.off_loop(size, lambda: self._estimate_usage(call, text))
-            if started is not None:
-                output = max(started.output_tokens, usage.output_tokens)
-                usage = dataclasses.replace(started, output_tokens=output)
+            if started is not None:  # (a translated stream's start reports zeros)
+                usage = dataclasses.replace(
+                    started,
+                    input_tokens=max(started.input_tokens, usage.input_tokens),
+                    output_tokens=max(started.output_tokens, usage.output_tokens),
+                )
         priced = self.pricing.cost(model, usage)
         cost = priced or 0.0
         ctx.observation.charge = Charge(usage, priced, estimated)

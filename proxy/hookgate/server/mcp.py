@@ -111,6 +111,8 @@ RESUME_DELAY_S = 1.0
 events said (``retry:``, at most ten times this)."""
 RESUMES_WITHOUT_EVENTS = 2
 """Resumptions in a row that bring no event before the call is given up."""
+MAX_RESUMES = 1000
+"""Resumptions of one call in all (a server polled that long is not answering)."""
 
 _reply_ids = UniqueIds()
 
@@ -263,7 +265,7 @@ class Gateway:
         if kind != "text/event-stream":
             raise McpBadAnswer(f"{self.label} answered with content-type {kind or 'none'!r}")
         async with contextlib.AsyncExitStack() as resumed:
-            stream, last, delay_s, idle = answer, None, RESUME_DELAY_S, 0
+            stream, last, delay_s, idle, resumes = answer, None, RESUME_DELAY_S, 0, 0
             while True:
                 events = 0
                 try:
@@ -287,8 +289,8 @@ class Gateway:
                         raise McpUnreachable(
                             f"{self.label} broke off its answer: {_why(exc)}"
                         ) from None
-                idle = 0 if events else idle + 1
-                if last is None or idle > RESUMES_WITHOUT_EVENTS:
+                idle, resumes = (0 if events else idle + 1), resumes + 1
+                if last is None or idle > RESUMES_WITHOUT_EVENTS or resumes > MAX_RESUMES:
                     raise McpUnreachable(f"{self.label} ended its stream without answering")
                 await asyncio.sleep(delay_s)  # the server's retry: its answer may be pending
                 stream = await resumed.enter_async_context(self.upstream(None, resume_after=last))
@@ -356,6 +358,7 @@ class Gateway:
             if isinstance(exc, McpError):
                 self._record(name, reply, started, 502, exc.code, policies)
                 return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
+            self._record(name, reply, started, exc.status, error, policies)
             raise
         finally:
             otel_context.detach(token)
@@ -455,15 +458,16 @@ class StdioGateway(Gateway):
         """A new session: its process started, and stopped again unless it initializes
         (the client, never told its id, could not end it)."""
         sessions = self.request.app[MCP_SESSIONS]
-        try:
-            self.session = await sessions.start(self.name, self.server)
-        except SessionGone as exc:
-            raise McpUnreachable(str(exc)) from None
-        try:
-            answer = await self.exchange(message)
-        except BaseException:
-            await sessions.end(self.session)
-            raise
+        async with sessions.starting(self.name):
+            try:
+                self.session = await sessions.start(self.name, self.server)
+            except SessionGone as exc:
+                raise McpUnreachable(str(exc)) from None
+            try:
+                answer = await self.exchange(message)
+            except BaseException:
+                await sessions.end(self.session)
+                raise
         if "result" not in answer:
             await sessions.end(self.session)
             return _json(answer)
@@ -509,10 +513,10 @@ class StdioGateway(Gateway):
         if self.request.method == "DELETE":
             await self.request.app[MCP_SESSIONS].end(session)
             return web.Response(status=200)
-        last = self.request.headers.get("last-event-id", "")
+        after = sse.event_number(self.request.headers.get("last-event-id", ""))
         out = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await out.prepare(self.request)
-        async for number, message in session.outbox.stream(int(last) if last.isdigit() else None):
+        async for number, message in session.outbox.stream(after):
             await out.write(sse.encode(message, event="message", id=str(number)))
         await out.write_eof()
         return out

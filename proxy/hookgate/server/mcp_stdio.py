@@ -52,21 +52,24 @@ class Outbox:
     """A session's messages for its ``GET`` streams, numbered from 1.
 
     Any number of streams may read at once: each message is taken by exactly one
-    (:meth:`stream` without ``after``). A stream that resumes after event ``n`` first gets
-    the kept messages numbered above ``n`` that were already taken (by the stream that
-    dropped), then takes new ones like the others. Single-threaded: asyncio only.
+    (:meth:`stream` without ``after``). A stream that resumes after event ``n`` is first
+    replayed the kept messages above ``n`` that the stream which took ``n`` took (a
+    message another stream delivered is never sent twice), then takes new ones like the
+    others. Single-threaded: asyncio only.
     """
 
     def __init__(self, keep: int = REPLAY_EVENTS) -> None:
-        self._kept: deque[tuple[int, dict[str, Any]]] = deque(maxlen=keep)
+        self._kept: deque[list[Any]] = deque(maxlen=keep)
+        """``[number, message, taker]``: the stream that took it (0: none yet)."""
         self._last = 0  # the number of the newest message
         self._taken = 0  # every message up to this number has been taken by a stream
+        self._streams = 0
         self._closed = False
         self._wake = asyncio.Event()
 
     def put(self, message: dict[str, Any]) -> None:
         self._last += 1
-        self._kept.append((self._last, message))
+        self._kept.append([self._last, message, 0])
         self._notify()
 
     def close(self) -> None:
@@ -81,10 +84,13 @@ class Outbox:
     async def stream(self, after: int | None = None) -> AsyncIterator[tuple[int, dict[str, Any]]]:
         """``(number, message)`` pairs until the outbox closes: the replay after event
         ``after`` if given, then each new message this stream is first to take."""
+        self._streams += 1
+        me = self._streams
         if after is not None:
-            for number, message in list(self._kept):
-                if after < number <= self._taken:
-                    yield number, message
+            dropped = next((e[2] for e in self._kept if e[0] == after), None)
+            for entry in [e for e in self._kept if e[0] > after and e[2] == dropped]:
+                entry[2] = me
+                yield entry[0], entry[1]
         while True:
             wake = self._wake
             if self._taken < self._last:
@@ -94,7 +100,9 @@ class Outbox:
                                 first - self._taken - 1)  # fmt: skip
                     self._taken = first - 1
                 self._taken += 1
-                yield self._kept[self._taken - first]
+                entry = self._kept[self._taken - first]
+                entry[2] = me
+                yield entry[0], entry[1]
             elif self._closed:
                 return
             else:
@@ -135,7 +143,7 @@ class StdioSession:
         if message.get("method") == "notifications/cancelled":
             params = message.get("params")
             cancelled = params.get("requestId") if isinstance(params, dict) else None
-            waiting = self._waiting.get(cancelled)
+            waiting = self._waiting.get(cancelled) if _is_id(cancelled) else None
             if waiting is not None and not waiting.done():
                 waiting.set_exception(RequestCancelled(f"request {cancelled!r} was cancelled"))
         if not self.alive or self.process.stdin is None:
@@ -166,7 +174,10 @@ class StdioSession:
         assert stdout is not None
         try:
             while line := await stdout.readline():
-                self._route(line)
+                try:
+                    self._route(line)
+                except Exception:  # one bad line must not stop the session's reader
+                    log.exception("MCP server %r: a line it wrote was dropped", self.name)
         except (ValueError, OSError) as exc:  # a line over the limit, a broken pipe
             log.warning(
                 "MCP server %r: reading its output failed (%s); stopping it", self.name, exc
@@ -192,7 +203,8 @@ class StdioSession:
         if "method" in message:
             self.outbox.put(message)
             return
-        waiting = self._waiting.get(message.get("id"))
+        id = message.get("id")
+        waiting = self._waiting.get(id) if _is_id(id) else None
         if waiting is not None and not waiting.done():
             waiting.set_result(message)
         else:
@@ -245,12 +257,19 @@ class StdioSessions:
         self._sessions: dict[str, StdioSession] = {}
         self._starting: dict[str, asyncio.Lock] = {}
 
+    def starting(self, name: str) -> asyncio.Lock:
+        """The lock new sessions of server ``name`` take turns on, held from
+        :meth:`start` until the session has initialized: concurrent starts can then
+        neither all see room (and exceed ``max_sessions``) nor close a session whose
+        client is still waiting for its ``initialize`` answer."""
+        return self._starting.setdefault(name, asyncio.Lock())
+
     async def start(self, name: str, server: McpServerConfig) -> StdioSession:
-        """A new session of server ``name``: its process started. Starts of one server
-        take turns, so concurrent ones cannot all see room and exceed ``max_sessions``."""
-        async with self._starting.setdefault(name, asyncio.Lock()):
-            await self._make_room(name, server)
-            return await self._spawn(name, server)
+        """A new session of server ``name``: its process started (call it holding
+        :meth:`starting`)."""
+        evicted = self._make_room(name, server)
+        await asyncio.gather(*(s.close() for s in evicted))
+        return await self._spawn(name, server)
 
     async def _spawn(self, name: str, server: McpServerConfig) -> StdioSession:
         assert server.command is not None
@@ -295,15 +314,24 @@ class StdioSessions:
         ]  # fmt: skip
         await asyncio.gather(*(self.end(s) for s in stale))
 
-    async def _make_room(self, name: str, server: McpServerConfig) -> None:
+    def _make_room(self, name: str, server: McpServerConfig) -> list[StdioSession]:
+        """Take out the sessions of ``name`` to close for a new one (idle, exited, and the
+        least recently used past ``max_sessions``); the caller closes them."""
         now = time.monotonic()
         mine = [s for s in self._sessions.values() if s.name == name]
         stale = [s for s in mine if not s.alive or now - s.used > server.idle_timeout_s]
         if len(mine) - len(stale) >= server.max_sessions:
             stale.append(min((s for s in mine if s not in stale), key=lambda s: s.used))
-        await asyncio.gather(*(self.end(s) for s in stale))
+        for session in stale:
+            self._sessions.pop(session.id, None)
+        return stale
 
     async def close(self) -> None:
         """Stop every process (the app is shutting down)."""
         sessions, self._sessions = list(self._sessions.values()), {}
         await asyncio.gather(*(s.close() for s in sessions))
+
+
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC id one can look up: a string or a number (not a bool, list or object)."""
+    return isinstance(value, str | int) and not isinstance(value, bool)

@@ -75,15 +75,6 @@ class BudgetGrant(BaseModel):
         return self
 
 
-def _some_model(models: list[str]) -> list[str]:
-    if not models:
-        raise ValueError(
-            "an empty list would allow no model; send null to clear the list (then the key's "
-            "own list, or any model, applies)"
-        )
-    return models
-
-
 def _unique_windows(budgets: list[BudgetGrant]) -> list[BudgetGrant]:
     windows = [b.window for b in budgets]
     if len(set(windows)) != len(windows):
@@ -96,9 +87,7 @@ class Grants(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    models: Annotated[list[Label], Field(max_length=1000), AfterValidator(_some_model)] | None = (
-        None
-    )
+    models: Annotated[list[Label], Field(max_length=1000)] | None = None
     budgets: Annotated[list[BudgetGrant], AfterValidator(_unique_windows)] = Field(
         default_factory=list
     )
@@ -152,6 +141,12 @@ def patching(
             if before is None:
                 raise GrantsRefused("there are no grants to delete", missing=True)
             return None
+        if patch.get("models") == []:  # checked here, not on read: stored grants load
+            raise GrantsRefused(
+                "invalid grants: models: an empty list would allow no model; send null to "
+                "clear the list (then the key's own list, or any model, applies)",
+                "models",
+            )
         base = NO_GRANTS if replace or before is None else before
         try:
             after = base.changed(dict(patch))

@@ -66,17 +66,24 @@ class RequestHeaderFilter:
         self._prefixes = _FORWARD_PREFIXES + tuple(h[:-1] for h in extra_lower if h.endswith("*"))
 
     def __call__(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """The forwardable subset of ``headers`` (names lower-cased; a header sent on
-        several lines is joined into one comma-separated value, as RFC 9110 §5.3 allows,
-        so two ``anthropic-beta`` lines both arrive). A header the client lists in
-        ``Connection`` is hop-by-hop (RFC 9110 §7.6.1): never forwarded."""
+        """The forwardable subset of ``headers`` (names lower-cased). A list-valued header
+        sent on several lines (:data:`LISTS`: two ``anthropic-beta`` lines) is joined into
+        one comma-separated value, as RFC 9110 §5.3 allows; of any other, the last line
+        is kept. A header the client lists in ``Connection`` is hop-by-hop (RFC 9110
+        §7.6.1): never forwarded."""
         hop = _connection_listed(headers)
         out: dict[str, str] = {}
         for name, value in headers.items():
             lower = name.lower()
             if (lower in self._exact or lower.startswith(self._prefixes)) and lower not in hop:
-                out[lower] = f"{out[lower]}, {value}" if lower in out else value
+                joined = lower in out and lower in LISTS
+                out[lower] = f"{out[lower]}, {value}" if joined else value
         return out
+
+
+LISTS = frozenset({"anthropic-beta"})
+"""Forwarded headers whose value is a comma-separated list (joined when sent twice);
+others (``traceparent``, ``idempotency-key``, ...) must stay single-valued."""
 
 
 def _connection_listed(headers: Mapping[str, str]) -> frozenset[str]:

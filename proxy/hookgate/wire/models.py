@@ -42,17 +42,20 @@ class Limits:
     max_output_tokens: int | None = None
     """The most tokens it writes in one answer (thinking included where it counts)."""
     reasoning: bool | None = None
-    """Whether it reasons: True takes ``reasoning_effort`` (and, among OpenAI's models,
-    wants ``max_completion_tokens``), False refuses both reasoning and thinking."""
+    """Whether it reasons: True takes ``reasoning_effort``, False refuses both reasoning
+    and thinking."""
+    completion_tokens: bool = False
+    """Whether it takes its output ceiling only as ``max_completion_tokens`` (OpenAI's
+    reasoning models refuse ``max_tokens``)."""
 
 
 SHIPPED: Mapping[str, Limits] = {
     # OpenAI
-    "gpt-5": Limits(128_000, True),
-    "gpt-5-mini": Limits(128_000, True),
-    "gpt-5-nano": Limits(128_000, True),
-    "gpt-5-codex": Limits(128_000, True),
-    "gpt-5-pro": Limits(272_000, True),
+    "gpt-5": Limits(128_000, True, completion_tokens=True),
+    "gpt-5-mini": Limits(128_000, True, completion_tokens=True),
+    "gpt-5-nano": Limits(128_000, True, completion_tokens=True),
+    "gpt-5-codex": Limits(128_000, True, completion_tokens=True),
+    "gpt-5-pro": Limits(272_000, True, completion_tokens=True),
     "gpt-5-chat-latest": Limits(16_384, False),
     "gpt-4.1": Limits(32_768, False),
     "gpt-4.1-mini": Limits(32_768, False),
@@ -62,12 +65,12 @@ SHIPPED: Mapping[str, Limits] = {
     "chatgpt-4o-latest": Limits(16_384, False),
     "gpt-4-turbo": Limits(4_096, False),
     "gpt-3.5-turbo": Limits(4_096, False),
-    "o1": Limits(100_000, True),
-    "o1-pro": Limits(100_000, True),
-    "o3": Limits(100_000, True),
-    "o3-mini": Limits(100_000, True),
-    "o3-pro": Limits(100_000, True),
-    "o4-mini": Limits(100_000, True),
+    "o1": Limits(100_000, True, completion_tokens=True),
+    "o1-pro": Limits(100_000, True, completion_tokens=True),
+    "o3": Limits(100_000, True, completion_tokens=True),
+    "o3-mini": Limits(100_000, True, completion_tokens=True),
+    "o3-pro": Limits(100_000, True, completion_tokens=True),
+    "o4-mini": Limits(100_000, True, completion_tokens=True),
     # Anthropic
     "claude-opus-4": Limits(32_000, True),
     "claude-opus-4-1": Limits(32_000, True),
@@ -96,4 +99,5 @@ def limits_of(
     return Limits(
         max_output_tokens if max_output_tokens is not None else known.max_output_tokens,
         reasoning if reasoning is not None else known.reasoning,
+        known.completion_tokens,
     )

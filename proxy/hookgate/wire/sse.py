@@ -128,9 +128,15 @@ def parse(block: bytes) -> Event:
             name = value
         elif field == "id" and "\0" not in value:
             id = value
-        elif field == "retry" and value.isdigit():
-            retry = int(value)
+        elif field == "retry":
+            retry = event_number(value)
     return Event(name, "\n".join(data), id, retry)
+
+
+def event_number(text: str) -> int | None:
+    """``text`` as a non-negative integer when it is one written in ASCII digits (at most
+    18: a ``retry:`` field, a numeric ``Last-Event-ID``), else None."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
 
 
 def object_of(block: bytes) -> dict[str, Any] | None:

@@ -903,3 +903,9 @@ def test_a_translated_error_is_raised_by_the_sdk_as_its_status_class() -> None:
 )
 def test_other_error_bodies_pass_unchanged(body: bytes) -> None:
     assert chat_to_gemini.error(502, body) == body
+
+
+def test_an_id_s_escaped_characters_are_cut_with_it() -> None:
+    """A client's JSON may escape ``/`` (``\\/``): the cut goes to the end of the string."""
+    raw = b'{"tool_call_id": "call_' + b"ab" * 12 + b'~ts~Cq+\\/sig=="}'
+    assert chat_to_gemini.portable_ids(raw) == b'{"tool_call_id": "call_' + b"ab" * 12 + b'"}'

@@ -309,9 +309,9 @@ def _call_id(gemini_id: Any, signature: Any) -> str:
     return out
 
 
-_CARRIED = re.compile(rb'(call_[0-9a-f]{24})(?:~id~|~ts~)[^"\\]*')
-"""A tool call id this module made, with what it carries after its ``call_<hex>`` head
-(inside a JSON string: base64 and Gemini's ids have no quote or backslash)."""
+_CARRIED = re.compile(rb'(call_[0-9a-f]{24})(?:~id~|~ts~)(?:[^"\\]|\\.)*')
+"""A tool call id this module made, with what it carries after its ``call_<hex>`` head,
+to the end of its JSON string (an escape such as ``\\/`` included)."""
 
 
 def portable_ids(raw: bytes) -> bytes | None:

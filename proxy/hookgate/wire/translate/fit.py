@@ -11,8 +11,8 @@ to its model's :class:`~hookgate.wire.models.Limits` by :func:`fit`:
 * the output ceiling is lowered to the model's most, which it could not exceed anyway;
 * reasoning is left out for a model known not to reason: its answer has no thinking, as
   when the client itself asks a model without it;
-* on Chat Completions, ``max_tokens`` becomes ``max_completion_tokens`` for a model known
-  to reason (OpenAI's reasoning models take only that name);
+* on Chat Completions, ``max_tokens`` becomes ``max_completion_tokens`` for a model that
+  takes only that name (OpenAI's reasoning models);
 * on Messages, a thinking budget that no longer fits under the lowered ``max_tokens`` is
   lowered with it (Anthropic requires ``budget_tokens`` below ``max_tokens`` and at least
   :data:`MIN_THINKING_BUDGET`), or left out when it cannot fit.
@@ -57,7 +57,7 @@ def _fit_chat(out: dict[str, Any], limits: Limits, changed: list[str]) -> None:
         _lower(out, field, limits.max_output_tokens, changed)
     if limits.reasoning is False and out.pop("reasoning_effort", None) is not None:
         changed.append("reasoning_effort")
-    if limits.reasoning is True and "max_tokens" in out and "max_completion_tokens" not in out:
+    if limits.completion_tokens and "max_tokens" in out and "max_completion_tokens" not in out:
         out["max_completion_tokens"] = out.pop("max_tokens")
         changed.append("max_tokens")
 
