@@ -158,18 +158,28 @@ class Gateway:
         return f"MCP server {self.name!r}"
 
     async def post(self) -> web.StreamResponse:
+        """One POSTed message: bad JSON-RPC answered here, the rest by :meth:`forward`."""
         limit = self.request.app[HOLDER].current.config.server.max_body_bytes
         raw = await read_body(self.request, limit)
         try:
             message = _parsed(self.request, raw)
         except JsonRpcError as exc:
             return _json(exc.to_message(), status=400)
+        return await self.forward(message, raw)
+
+    async def forward(self, message: dict[str, Any], raw: bytes) -> web.StreamResponse:
+        """A message to the server: ``tools/call`` through the policies, the answer to
+        ``tools/list`` filtered by them, anything else relayed."""
         method = message.get("method")
         if method == "tools/call":
             return await self.tool_call(message)
         if method == "tools/list" and jsonrpc.is_request(message):
             return await self.relay(raw, message.get("id"))
         return await self.relay(raw)
+
+    def offered(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """A ``tools/list`` answer without the tools a policy of the caller's set hides."""
+        return _listed(answer, [p for p in self.policies() if implements(p, "tool_offered")])
 
     def policies(self) -> tuple[Policy, ...]:
         """The policies of the caller's set on route ``mcp``."""
@@ -214,9 +224,8 @@ class Gateway:
         async with self.upstream(body) as answer:
             if listing is None or answer.status >= 300:
                 return await self._stream(answer)
-            policies = [p for p in self.policies() if implements(p, "tool_offered")]
             try:
-                return await self._answer(answer, listing, lambda m: _listed(m, policies))
+                return await self._answer(answer, listing, self.offered)
             except McpError as exc:
                 if self.response is None:  # nothing sent yet: an error response
                     raise
@@ -434,12 +443,7 @@ class StdioGateway(Gateway):
 
     session: StdioSession | None = None
 
-    async def post(self) -> web.StreamResponse:
-        limit = self.request.app[HOLDER].current.config.server.max_body_bytes
-        try:
-            message = _parsed(self.request, await read_body(self.request, limit))
-        except JsonRpcError as exc:
-            return _json(exc.to_message(), status=400)
+    async def forward(self, message: dict[str, Any], raw: bytes) -> web.StreamResponse:
         if message.get("method") == "initialize":
             return await self._initialize(message)
         self.session = self._session()
@@ -450,8 +454,7 @@ class StdioGateway(Gateway):
             return await self.tool_call(message)
         answer = await self.exchange(message)
         if message.get("method") == "tools/list":
-            policies = [p for p in self.policies() if implements(p, "tool_offered")]
-            answer = _listed(answer, policies)
+            answer = self.offered(answer)
         return await self.respond(answer)
 
     async def _initialize(self, message: dict[str, Any]) -> web.StreamResponse:
