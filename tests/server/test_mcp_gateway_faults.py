@@ -249,3 +249,15 @@ def test_a_response_with_an_id_of_the_wrong_type_is_dropped_not_fatal(
         call = rpc(id, "tools/call", {"name": "anything", "arguments": {}})
         answer = httpx.post(url, json=call, headers=session, timeout=30).json()
         assert answer["result"]["content"][0]["text"] == "small"
+
+
+def test_a_tools_call_without_an_id_never_reaches_a_stdio_server(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """As for a URL server: taken as a notification it would be written to the process
+    past the policies (``tool_guard`` denies ``delete_*`` here)."""
+    url, _ = faulty(make_proxy, upstream, tmp_path, "null")
+    session = initialized(url, new_key(url.removesuffix("/mcp/faults")))
+    call = rpc(None, "tools/call", {"name": "delete_files", "arguments": {"path": "/"}})
+    answer = httpx.post(url, json=call, headers=session, timeout=30)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == -32600

@@ -447,11 +447,11 @@ class StdioGateway(Gateway):
         if message.get("method") == "initialize":
             return await self._initialize(message)
         self.session = self._session()
+        if message.get("method") == "tools/call":  # (one without an id is refused there)
+            return await self.tool_call(message)
         if not jsonrpc.is_request(message):  # a notification, or an answer to the server
             await self._guarded(self.session.send(message))
             return web.Response(status=202, headers=self._headers())
-        if message.get("method") == "tools/call":
-            return await self.tool_call(message)
         answer = await self.exchange(message)
         if message.get("method") == "tools/list":
             answer = self.offered(answer)
