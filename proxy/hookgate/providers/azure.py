@@ -60,11 +60,7 @@ class AzureProvider(OpenAIProvider):
     def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
         model = str(call.body.get("model") or call.model)  # the target's upstream name
         deployment = self._deployments.get(model, model)
-        if self._v1:
-            if deployment != model:
-                call = call.with_body({**call.body, "model": deployment})
-            return self.url(API_PATHS[call.api], call.query), call
-        if call.api == "responses":  # served beside the deployments, the deployment as model
+        if self._v1 or call.api == "responses":  # Responses: beside the deployments
             if deployment != model:
                 call = call.with_body({**call.body, "model": deployment})
             return self.url(API_PATHS[call.api], call.query), call

@@ -20,8 +20,7 @@ from urllib.parse import quote
 
 from yarl import URL
 
-from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
-from hookgate.providers import translated as translation
+from hookgate.pipeline.types import Api, ModelCall
 from hookgate.providers.openai import OpenAIProvider
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -34,15 +33,11 @@ class GeminiProvider(OpenAIProvider):
     """``gen_ai.provider.name`` of the Gemini API (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"generate_content"})
     default_base_url = DEFAULT_BASE_URL
+    reads_gemini_ids = True
 
     @staticmethod
     def key_headers(key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
-
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
-        """Every call is translated, with the tool call ids as they are: they carry what
-        Gemini needs back (the base class cuts them for other providers)."""
-        return await translation.send(self, call, target)
 
     def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
         """The model named in the path (taken out of the body, where the translation left

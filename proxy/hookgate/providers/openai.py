@@ -6,7 +6,6 @@ This module is the boundary where aiohttp and timeout exceptions become
 
 from __future__ import annotations
 
-import dataclasses
 import io
 from collections.abc import (
     AsyncGenerator,
@@ -137,6 +136,9 @@ class OpenAIProvider:
     """The APIs it sends as they are; calls in others are translated."""
     default_base_url: str | None = None
     """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
+    reads_gemini_ids: bool = False
+    """Whether what Gemini's tool call ids carry is sent on (only to Gemini, which needs
+    it back); other providers refuse such ids."""
 
     def __init__(
         self,
@@ -259,29 +261,27 @@ class OpenAIProvider:
 
     async def send(self, call: ModelCall, target: Target) -> ModelResponse:
         """Send ``call``: as it is in an API this provider speaks (:attr:`native`),
-        translated to one it speaks otherwise (:mod:`hookgate.providers.translated`).
-        Tool call ids that carry a Gemini function call's id and signature (a conversation
-        Gemini took part in) are cut to their head first
-        (:func:`~hookgate.wire.translate.chat_to_gemini.portable_ids`)."""
-        portable = chat_to_gemini.portable_ids(call.payload.to_bytes())
-        if portable is not None:
-            call = dataclasses.replace(
-                call, payload=JsonBody.parsed(portable, orjson.loads(portable))
-            )
+        translated to one it speaks otherwise (:mod:`hookgate.providers.translated`)."""
         if call.api in self.native:
             return await self.send_native(call, target)
         return await translation.send(self, call, target)
 
     async def send_native(self, call: ModelCall, target: Target) -> ModelResponse:
-        """Send ``call``, in one of the :attr:`native` APIs, as it is."""
+        """Send ``call``, in one of the :attr:`native` APIs, as it is; except that tool
+        call ids carrying a Gemini function call's id and signature (a conversation Gemini
+        took part in) are cut to their head for a provider other than Gemini
+        (:func:`~hookgate.wire.translate.chat_to_gemini.portable_ids`)."""
         label = target.label(call.model)
         headers = self.headers(call.headers)
         headers["content-type"] = "application/json"
         url, call = self.addressed(call)
+        raw = call.payload.to_bytes()
+        if not self.reads_gemini_ids:
+            raw = chat_to_gemini.portable_ids(raw) or raw
         with translated(label):
             response = await self._session().post(
                 url,
-                data=_body(call.payload.to_bytes()),
+                data=_body(raw),
                 headers=headers,
                 timeout=self.timeout,
                 allow_redirects=False,
