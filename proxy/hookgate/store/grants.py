@@ -33,6 +33,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     model_validator,
 )
@@ -164,11 +165,15 @@ def patching(
     return change
 
 
+_LABEL: TypeAdapter[str] = TypeAdapter(Label)
+
+
 def check_subject(subject: str) -> str:
-    """A team name (or key id) fit to hold grants: printable, at most 256 characters."""
-    if not subject or len(subject) > 256 or not subject.isprintable():
-        raise GrantsRefused("a team name is printable text of at most 256 characters")
-    return subject
+    """A team name (or key id) fit to hold grants: a :data:`Label`."""
+    try:
+        return _LABEL.validate_python(subject)
+    except ValidationError:
+        raise GrantsRefused("a team name is printable text of at most 256 characters") from None
 
 
 class AdminChange(BaseModel):
