@@ -106,7 +106,10 @@ from hookgate.wire.translate.chat_chunks import ChatChunks
 from hookgate.wire.translate.fields import (
     arguments_object,
     check_chat_fields,
+    content_parts,
+    count,
     first_given,
+    mapping,
     object_field,
 )
 
@@ -382,17 +385,6 @@ def _conversation(messages: list[Any]) -> tuple[list[dict[str, Any]], list[dict[
     return system, turns.contents
 
 
-def _parts(content: Any, where: str) -> list[Mapping[str, Any]]:
-    """A message's content as parts: a string is one text part; None is none."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
-        return content
-    raise InvalidRequest(f"{where} must be a string or an array of content parts", param=where)
-
-
 def _text_part(text: Any) -> list[dict[str, Any]]:
     """A text as a Gemini part; none for empty text."""
     return [{"text": text}] if text else []
@@ -408,7 +400,7 @@ def _refuse_part(kind: Any, where: str) -> InvalidRequest:
 
 def _text_parts(content: Any, where: str) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
-    for j, part in enumerate(_parts(content, where)):
+    for j, part in enumerate(content_parts(content, where)):
         if part.get("type") != "text":
             raise _refuse_part(part.get("type"), f"{where}[{j}]")
         parts += _text_part(part.get("text"))
@@ -417,7 +409,7 @@ def _text_parts(content: Any, where: str) -> list[dict[str, Any]]:
 
 def _user_parts(content: Any, where: str) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
-    for j, part in enumerate(_parts(content, where)):
+    for j, part in enumerate(content_parts(content, where)):
         kind = part.get("type")
         at = f"{where}[{j}]"
         if kind == "text":
@@ -459,7 +451,7 @@ def _inline_data(url: str, param: str, problem: str) -> dict[str, Any]:
 
 
 def _audio(part: Mapping[str, Any], where: str) -> dict[str, Any]:
-    audio = _mapping(part.get("input_audio"))
+    audio = mapping(part.get("input_audio"))
     audio_format = audio.get("format")
     mime_type = _AUDIO_TYPES.get(audio_format) if isinstance(audio_format, str) else None
     if mime_type is None:
@@ -477,7 +469,7 @@ def _audio(part: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _file(part: Mapping[str, Any], where: str) -> dict[str, Any]:
-    data = _mapping(part.get("file")).get("file_data")
+    data = mapping(part.get("file")).get("file_data")
     if not isinstance(data, str):
         raise InvalidRequest(
             f"{where}: a file cannot be sent to a Gemini model by 'file_id' (an OpenAI file "
@@ -500,7 +492,7 @@ def _model_parts(
             )
     parts: list[dict[str, Any]] = []
     content = f"{where}.content"
-    for j, part in enumerate(_parts(message.get("content"), content)):
+    for j, part in enumerate(content_parts(message.get("content"), content)):
         kind = part.get("type")
         if kind not in ("text", "refusal"):
             raise _refuse_part(kind, f"{content}[{j}]")
@@ -641,7 +633,7 @@ def response(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
         ],
-        "usage": _chat_usage(_mapping(body.get("usageMetadata"))),
+        "usage": _chat_usage(mapping(body.get("usageMetadata"))),
     }
 
 
@@ -689,13 +681,9 @@ def _parts_of(candidate: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return parts
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _block_reason(body: Mapping[str, Any]) -> str | None:
     """``promptFeedback.blockReason``: why Gemini refused the prompt (None when it did not)."""
-    reason = _mapping(body.get("promptFeedback")).get("blockReason")
+    reason = mapping(body.get("promptFeedback")).get("blockReason")
     return reason if isinstance(reason, str) and reason else None
 
 
@@ -729,21 +717,16 @@ def _chat_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
     ``completion_tokens`` is ``candidatesTokenCount`` plus ``thoughtsTokenCount`` (Gemini
     counts thoughts apart, OpenAI within), the thoughts →
     ``completion_tokens_details.reasoning_tokens``; ``total_tokens`` their sum."""
-    prompt = _count(usage, "promptTokenCount") + _count(usage, "toolUsePromptTokenCount")
-    thoughts = _count(usage, "thoughtsTokenCount")
-    completion = _count(usage, "candidatesTokenCount") + thoughts
+    prompt = count(usage, "promptTokenCount") + count(usage, "toolUsePromptTokenCount")
+    thoughts = count(usage, "thoughtsTokenCount")
+    completion = count(usage, "candidatesTokenCount") + thoughts
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": _count(usage, "cachedContentTokenCount")},
+        "prompt_tokens_details": {"cached_tokens": count(usage, "cachedContentTokenCount")},
         "completion_tokens_details": {"reasoning_tokens": thoughts},
     }
-
-
-def _count(data: Mapping[str, Any], field: str) -> int:
-    value = data.get(field)
-    return value if isinstance(value, int) else 0
 
 
 # -- errors ----------------------------------------------------------------------------

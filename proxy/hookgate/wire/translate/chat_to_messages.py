@@ -68,7 +68,13 @@ from hookgate.errors import InvalidRequest, UpstreamBadResponse, is_anthropic_er
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
 from hookgate.wire.translate.chat_chunks import ChatChunks
-from hookgate.wire.translate.fields import arguments_object, check_chat_fields, first_given
+from hookgate.wire.translate.fields import (
+    arguments_object,
+    check_chat_fields,
+    content_parts,
+    count,
+    first_given,
+)
 
 THINKING_BUDGETS: Mapping[str, int] = {
     "minimal": 1024,
@@ -248,17 +254,6 @@ def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]
         turns.append({"role": role, "content": blocks})
 
 
-def _parts(content: Any, where: str) -> list[Mapping[str, Any]]:
-    """A message's content as parts: a string is one text part; None is none."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
-        return content
-    raise InvalidRequest(f"{where} must be a string or an array of content parts", param=where)
-
-
 def _text_block(part: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A text part as a text block (keeping ``cache_control``); none for empty text."""
     text = part.get("text")
@@ -280,7 +275,7 @@ def _refuse_part(kind: Any, where: str) -> InvalidRequest:
 
 def _text_blocks(content: Any, where: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(_parts(content, where)):
+    for j, part in enumerate(content_parts(content, where)):
         if part.get("type") != "text":
             raise _refuse_part(part.get("type"), f"{where}[{j}]")
         blocks += _text_block(part)
@@ -289,7 +284,7 @@ def _text_blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 def _user_blocks(content: Any, where: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(_parts(content, where)):
+    for j, part in enumerate(content_parts(content, where)):
         kind = part.get("type")
         if kind == "text":
             blocks += _text_block(part)
@@ -335,7 +330,7 @@ def _assistant_blocks(message: Mapping[str, Any], where: str) -> list[dict[str, 
             )
     blocks = _thinking_blocks(message.get("thinking_blocks"), f"{where}.thinking_blocks")
     content = f"{where}.content"
-    for j, part in enumerate(_parts(message.get("content"), content)):
+    for j, part in enumerate(content_parts(message.get("content"), content)):
         kind = part.get("type")
         if kind not in ("text", "refusal"):
             raise _refuse_part(kind, f"{content}[{j}]")
@@ -517,10 +512,10 @@ def _chat_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
     were read from the cache and ``cache_write_tokens`` written to it (OpenAI's own field);
     ``output_tokens_details.thinking_tokens`` → ``completion_tokens_details.reasoning_tokens``.
     """
-    read = _count(usage, "cache_read_input_tokens")
-    written = _count(usage, "cache_creation_input_tokens")
-    prompt = _count(usage, "input_tokens") + read + written
-    completion = _count(usage, "output_tokens")
+    read = count(usage, "cache_read_input_tokens")
+    written = count(usage, "cache_creation_input_tokens")
+    prompt = count(usage, "input_tokens") + read + written
+    completion = count(usage, "output_tokens")
     out: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -529,13 +524,8 @@ def _chat_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
     }
     details = usage.get("output_tokens_details")
     if isinstance(details, Mapping):
-        out["completion_tokens_details"] = {"reasoning_tokens": _count(details, "thinking_tokens")}
+        out["completion_tokens_details"] = {"reasoning_tokens": count(details, "thinking_tokens")}
     return out
-
-
-def _count(data: Mapping[str, Any], field: str) -> int:
-    value = data.get(field)
-    return value if isinstance(value, int) else 0
 
 
 def error(status: int, body: bytes) -> bytes:

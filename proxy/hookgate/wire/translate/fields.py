@@ -1,7 +1,8 @@
-"""What every translation reads alike: an optional object field, a tool call's JSON
-arguments, and the fields of a chat-completions request a translation refuses. Pure.
-Each translator keeps its own wording of a refusal (Anthropic's or OpenAI's), so the
-readers return what they found and the caller says what is wrong."""
+"""What every translation reads alike: an optional object field, a message's content
+parts, a usage count, a tool call's JSON arguments, and the fields of a chat-completions
+request a translation refuses. Pure. Each translator keeps its own wording of a refusal
+(Anthropic's or OpenAI's), so the readers return what they found and the caller says what
+is wrong."""
 
 from __future__ import annotations
 
@@ -34,6 +35,29 @@ def arguments_object(arguments: Any) -> dict[str, Any] | None:
     except (orjson.JSONDecodeError, TypeError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def content_parts(content: Any, where: str) -> list[Mapping[str, Any]]:
+    """A chat message's content as parts: a string is one text part; None is none; an
+    array of objects as it is; else InvalidRequest (``param`` ``where``)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
+        return content
+    raise InvalidRequest(f"{where} must be a string or an array of content parts", param=where)
+
+
+def count(data: Mapping[str, Any], name: str) -> int:
+    """A usage count: ``data[name]`` when it is an integer, else 0."""
+    value = data.get(name)
+    return value if isinstance(value, int) else 0
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else ``{}``."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def first_given(body: Mapping[str, Any], *fields: str) -> Any:

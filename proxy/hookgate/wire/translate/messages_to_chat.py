@@ -73,7 +73,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, anthropic_error
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
-from hookgate.wire.translate.fields import arguments_object, object_field
+from hookgate.wire.translate.fields import arguments_object, count, object_field
 
 MAX_USER_LENGTH = 64
 """The longest ``user`` sent as it is (OpenAI's limit); a longer id is hashed."""
@@ -459,18 +459,13 @@ def _messages_usage(usage: Mapping[str, Any]) -> dict[str, int]:
     cached ones; the prompt cache writes nothing OpenAI reports, so
     ``cache_creation_input_tokens`` is 0."""
     details = usage.get("prompt_tokens_details")
-    cached = _count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+    cached = count(details, "cached_tokens") if isinstance(details, Mapping) else 0
     return {
-        "input_tokens": max(0, _count(usage, "prompt_tokens") - cached),
+        "input_tokens": max(0, count(usage, "prompt_tokens") - cached),
         "cache_read_input_tokens": cached,
         "cache_creation_input_tokens": 0,
-        "output_tokens": _count(usage, "completion_tokens"),
+        "output_tokens": count(usage, "completion_tokens"),
     }
-
-
-def _count(data: Mapping[str, Any], field: str) -> int:
-    value = data.get(field)
-    return value if isinstance(value, int) else 0
 
 
 def error(status: int, body: bytes) -> bytes:

@@ -91,7 +91,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse
 from hookgate.wire import sse
 from hookgate.wire.prompts import SIGNED_BLOCKS
-from hookgate.wire.translate.fields import object_field
+from hookgate.wire.translate.fields import count, mapping, object_field
 
 THINKING_PREFIX = "hookgate.thinking."
 """How a reasoning item's ``encrypted_content`` that hookgate wrote begins. What follows
@@ -681,29 +681,20 @@ def _usage(usage: Any) -> dict[str, Any] | None:
     ``completion_tokens`` → ``output_tokens``, of which ``reasoning_tokens`` reasoned."""
     if not isinstance(usage, Mapping):
         return None
-    prompt = _mapping(usage.get("prompt_tokens_details"))
-    completion = _mapping(usage.get("completion_tokens_details"))
-    input_tokens, output_tokens = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    prompt = mapping(usage.get("prompt_tokens_details"))
+    completion = mapping(usage.get("completion_tokens_details"))
+    input_tokens, output_tokens = count(usage, "prompt_tokens"), count(usage, "completion_tokens")
     total = usage.get("total_tokens")
     return {
         "input_tokens": input_tokens,
         "input_tokens_details": {
-            "cached_tokens": _count(prompt, "cached_tokens"),
-            "cache_write_tokens": _count(prompt, "cache_write_tokens"),
+            "cached_tokens": count(prompt, "cached_tokens"),
+            "cache_write_tokens": count(prompt, "cache_write_tokens"),
         },
         "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": _count(completion, "reasoning_tokens")},
+        "output_tokens_details": {"reasoning_tokens": count(completion, "reasoning_tokens")},
         "total_tokens": total if isinstance(total, int) else input_tokens + output_tokens,
     }
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _count(data: Mapping[str, Any], name: str) -> int:
-    value = data.get(name)
-    return value if isinstance(value, int) else 0
 
 
 # -- streams ---------------------------------------------------------------------------
@@ -814,7 +805,7 @@ class StreamTranslator:
         ]
 
     def _choice(self, choice: Mapping[str, Any]) -> list[bytes]:
-        delta = _mapping(choice.get("delta"))
+        delta = mapping(choice.get("delta"))
         out: list[bytes] = []
         if _text(delta, "reasoning_content"):
             out += self._summary_delta(delta["reasoning_content"])
@@ -883,7 +874,7 @@ class StreamTranslator:
 
     def _arguments_delta(self, call: Mapping[str, Any]) -> list[bytes]:
         index = call.get("index", 0)
-        function = _mapping(call.get("function"))
+        function = mapping(call.get("function"))
         out: list[bytes] = []
         item = self._calls.get(index)
         if item is None:
