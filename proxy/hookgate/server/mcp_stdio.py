@@ -146,14 +146,15 @@ class StdioSession:
             waiting = self._waiting.get(cancelled) if _is_id(cancelled) else None
             if waiting is not None and not waiting.done():
                 waiting.set_exception(RequestCancelled(f"request {cancelled!r} was cancelled"))
+        exited = SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited")
         if not self.alive or self.process.stdin is None:
-            raise SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited")
+            raise exited
         self.used = time.monotonic()
         try:
             self.process.stdin.write(orjson.dumps(message) + b"\n")
             await self.process.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
-            raise SessionGone(f"MCP server {self.name!r} (session {self.id}) has exited") from None
+            raise exited from None
 
     async def request(self, message: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send a request and wait for its response; :class:`SessionGone` when the process
