@@ -32,6 +32,9 @@ KEY = "sk-ant-upstream-secret-0123456789"
 SECRET = "claude-code-test-secret-0123456789"
 EMAIL = "jane.doe@example.com"
 MODEL = "claude-sonnet-4-6"
+STAND_IN = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
+ECHO = {"command": f"echo {STAND_IN}", "description": "Print the address"}
+"""The Bash call the scripted model makes: echo the address's placeholder."""
 
 
 def run_claude(url: str, home: Path, prompt: str) -> dict[str, Any]:
@@ -80,10 +83,8 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
         f"  - pii: {{secret: '{SECRET}'}}\n"
     )
     url = make_proxy(loaded=load_text(config))
-    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
-    command = {"command": f"echo {stand_in}", "description": "Print the address"}
     first = synth.Reply(
-        tool_calls=[synth.ToolCall("toolu_cc_1", "Bash", orjson.dumps(command).decode())],
+        tool_calls=[synth.ToolCall("toolu_cc_1", "Bash", orjson.dumps(ECHO).decode())],
         thinking="I will print it with echo.",
         input_tokens=900,
         output_tokens=40,
@@ -92,7 +93,7 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
         pieces=9,  # the placeholder is split across input_json_delta events
     )
     second = synth.Reply(
-        f"Your address is {stand_in}.",
+        f"Your address is {STAND_IN}.",
         input_tokens=60,
         output_tokens=12,
         cache_creation_tokens=300,
@@ -118,7 +119,7 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
         for block in message["content"]
         if block.get("type") == "tool_result"
     ]
-    assert len(results) == 1 and stand_in in orjson.dumps(results[0]).decode()
+    assert len(results) == 1 and STAND_IN in orjson.dumps(results[0]).decode()
     thinking = [
         block
         for message in answered
@@ -152,30 +153,32 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
     ]
 
 
+def pii_on_every_model(tmp_path: Path, provider: str, model: str) -> str:
+    """A config with ``pii`` on, every model served by ``model`` of ``provider`` (its YAML
+    settings)."""
+    return (
+        f"providers:\n  only: {provider}\n"
+        f'models:\n  "*": [{{provider: only, model: {model}}}]\n'
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        f"policies:\n  - pii: {{secret: '{SECRET}'}}\n"
+    )
+
+
 def test_claude_code_runs_on_a_gemini_model(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     """Messages → chat → generateContent: Claude Code's tool round trip on Gemini, the
     address redacted on the way up and restored on the way down, and the thought signature
     Gemini put on its function call sent back on it."""
-    config = (
-        "providers:\n"
-        f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-k'}}\n"
-        "models:\n"
-        '  "*": [{provider: google, model: gemini-2.5-flash}]\n'
-        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
-        f"policies:\n  - pii: {{secret: '{SECRET}'}}\n"
-    )
-    url = make_proxy(loaded=load_text(config))
-    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
-    command = {"command": f"echo {stand_in}", "description": "Print the address"}
+    google = f"{{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-k'}}"
+    url = make_proxy(loaded=load_text(pii_on_every_model(tmp_path, google, "gemini-2.5-flash")))
     signature = "CiQB0e2Kb7Yv+thought/signature=="
     upstream.push(
         synth.Reply(
-            tool_calls=[synth.ToolCall("unused", "Bash", orjson.dumps(command).decode())],
+            tool_calls=[synth.ToolCall("unused", "Bash", orjson.dumps(ECHO).decode())],
             thinking="I will print it with echo.", signature=signature,
         ),
-        synth.Reply(f"Your address is {stand_in}.", pieces=5),
+        synth.Reply(f"Your address is {STAND_IN}.", pieces=5),
     )  # fmt: skip
 
     result = run_claude(url, tmp_path / "home", f"Print my e-mail address {EMAIL} with echo.")
@@ -187,10 +190,10 @@ def test_claude_code_runs_on_a_gemini_model(
     assert all(EMAIL.encode() not in c.body for c in calls)
     parts = [p for turn in calls[1].json()["contents"] for p in turn["parts"]]
     (called,) = [p for p in parts if "functionCall" in p]
-    assert called["functionCall"] == {"name": "Bash", "args": command}
+    assert called["functionCall"] == {"name": "Bash", "args": ECHO}
     assert called["thoughtSignature"] == signature
     (answered,) = [p["functionResponse"] for p in parts if "functionResponse" in p]
-    assert answered["name"] == "Bash" and stand_in in orjson.dumps(answered).decode()
+    assert answered["name"] == "Bash" and STAND_IN in orjson.dumps(answered).decode()
 
 
 def test_claude_code_runs_on_a_gpt_model(
@@ -198,19 +201,11 @@ def test_claude_code_runs_on_a_gpt_model(
 ) -> None:
     """Messages → Chat Completions: Claude Code's tool round trip on GPT-4o, with what it
     asks of every model (thinking, 32,000 output tokens) fitted to what GPT-4o takes."""
-    config = (
-        f"providers:\n  gpt: {{base_url: '{upstream.base_url}', api_key: 'sk-openai-k'}}\n"
-        "models:\n"
-        '  "*": [{provider: gpt, model: gpt-4o}]\n'
-        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
-        f"policies:\n  - pii: {{secret: '{SECRET}'}}\n"
-    )
-    url = make_proxy(loaded=load_text(config))
-    stand_in = placeholder(SECRET.encode(), "EMAIL_ADDRESS", EMAIL)
-    command = {"command": f"echo {stand_in}", "description": "Print the address"}
+    gpt = f"{{base_url: '{upstream.base_url}', api_key: 'sk-openai-k'}}"
+    url = make_proxy(loaded=load_text(pii_on_every_model(tmp_path, gpt, "gpt-4o")))
     upstream.push(
-        synth.Reply(tool_calls=[synth.ToolCall("call_1", "Bash", orjson.dumps(command).decode())]),
-        synth.Reply(f"Your address is {stand_in}.", pieces=5),
+        synth.Reply(tool_calls=[synth.ToolCall("call_1", "Bash", orjson.dumps(ECHO).decode())]),
+        synth.Reply(f"Your address is {STAND_IN}.", pieces=5),
     )
 
     result = run_claude(url, tmp_path / "home", f"Print my e-mail address {EMAIL} with echo.")
@@ -225,5 +220,5 @@ def test_claude_code_runs_on_a_gpt_model(
         assert sent["max_tokens"] <= 16_384 and "reasoning_effort" not in sent  # GPT-4o's
         assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
     answered = calls[1].json()["messages"]
-    assert answered[-1]["role"] == "tool" and stand_in in answered[-1]["content"]
+    assert answered[-1]["role"] == "tool" and STAND_IN in answered[-1]["content"]
     assert answered[-2]["tool_calls"][0]["function"]["name"] == "Bash"
