@@ -5,6 +5,13 @@
 * :mod:`evals.pii.independent` — names without sentence context (CSV, tables, lists, label
   blocks, records, headers, signatures) from hand-written lists of many regions, the same
   name repeated across a request's places; written without reading the detector.
+* :mod:`evals.pii.origins` — names of many origins in ordinary sentences, multi-turn with
+  later mentions by part (given name, family name, title), and technical controls; a
+  development half (names from mimesis) and a held-out half (names and templates written
+  apart) whose failures are never printed. Neither half uses the detector's name lists.
+* :mod:`evals.pii.agents` — the instructions and tool definitions real agent clients send
+  (Codex CLI, opencode, the Agents SDK, LangChain, AgentScope, MCP servers), captured from
+  the clients themselves: they must reach the model unchanged.
 
 The sets are independent on purpose: none imports another or reads another's data files
 (shared vocabulary would leak the development set into the held-out ones), so do not add

@@ -18,14 +18,23 @@ message as the model saw it. Then:
   at least once is consistent when every occurrence, in every request, is covered the same
   way (an occurrence left in clear counts against it).
 
-Three sets: ``evals.pii.corpus`` (the development set the recognizers were tuned on),
-``evals.pii.holdout`` (written independently, from other templates, and never tuned on)
-and ``evals.pii.independent`` (hand-written names from many regions, standing without
+A name labelled whole and in parts (``Jolanta Wiśniewska``, later ``Jolanta`` alone) is
+counted where each stands alone: an occurrence inside a longer labelled value is that
+value's (:func:`standalone`).
+
+The sets: ``evals.pii.corpus`` (the development set the recognizers were tuned on),
+``evals.pii.holdout`` (written independently, from other templates, and never tuned on),
+``evals.pii.independent`` (hand-written names from many regions, standing without
 sentence context — CSV, tables, lists, label blocks, records, headers, signatures — and
-repeated across the places of a request; written without reading the detector).
+repeated across the places of a request; written without reading the detector) and the two
+halves of ``evals.pii.origins`` (names of many origins in ordinary sentences, then again by
+part in later turns; a development half with mimesis's names and a held-out half with
+hand-written ones, from other templates).
 The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT.<set>.json``
 when set; each set has its bars (:data:`CORPORA`): those of the pii issue for the first
-two, those of the name-leak review for the third.
+two, those of the name-leak review for the third, stricter ones for the origins halves.
+The report of a held-out set (``Corpus.held_out``) holds figures only: its examples are
+replaced by how many there are, so whoever tunes the detector never reads its failures.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import openai
 import orjson
@@ -238,6 +247,14 @@ def occurrences(text: str, value: str) -> list[tuple[int, int]]:
     return spans
 
 
+def standalone(text: str, value: str, values: Sequence[str]) -> list[tuple[int, int]]:
+    """The occurrences of ``value`` outside every occurrence of a longer one of ``values``."""
+    longer = [s for v in values if value in v and v != value for s in occurrences(text, v)]
+    return [
+        (a, b) for a, b in occurrences(text, value) if not any(s <= a and b <= e for s, e in longer)
+    ]
+
+
 def _snippet(text: str, start: int, end: int) -> str:
     before, after = text[max(0, start - 40) : start], text[end : end + 40]
     return f"…{before}[{text[start:end]}]{after}…".replace("\n", "⏎")
@@ -260,6 +277,7 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
     messages: list[Any] = []
     seen: dict[str, set[str]] = defaultdict(set)  # value -> placeholders, this chat
     names = [e.value for e in chat.entities if e.kind == "PERSON"]
+    values = [e.value for e in chat.entities]
     contexts = dict(getattr(chat, "contexts", ()))  # value -> where the set wrote it
     covered: dict[str, set[tuple[str, ...]]] = defaultdict(set)  # name -> its coverings
     sent_texts = ""
@@ -276,10 +294,10 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
         received = decoded(raw)
         sent_texts = "\n".join(texts_of(messages))
         for entity in chat.entities:
-            n = sent_texts.count(entity.value)
+            n = len(standalone(sent_texts, entity.value, values))
             if n:
                 tally.occurrences[entity.kind] += n
-                if entity.value in received:
+                if standalone(received, entity.value, values):
                     tally.leaks[entity.kind] += n
                     tally.leaked_values.append((entity.kind, entity.value))
                     for where in contexts.get(entity.value, ()) if entity.kind == "PERSON" else ():
@@ -313,7 +331,7 @@ def play(client: openai.OpenAI, upstream: FakeUpstream, chat: Chat, tally: Tally
         tally.consistent_values += len(tokens) == 1
     for name in names:
         coverings = covered[name]
-        if sent_texts.count(name) < 2 or not any(coverings):
+        if len(standalone(sent_texts, name, names)) < 2 or not any(coverings):
             continue  # written once, or never redacted (a leak, counted as such)
         tally.repeated_persons += 1
         if len(coverings) == 1:
@@ -331,7 +349,7 @@ def _cover(
 ) -> None:
     """Record the placeholders (``<P>=value``) covering each occurrence of each name in a text."""
     for name in names:
-        for start, end in occurrences(original, name):
+        for start, end in standalone(original, name, names):
             tokens = tuple(f"{t}={original[s:e]!r}" for s, e, t in spans if s < end and start < e)
             covered[name].add(tokens)
             if not tokens:
@@ -364,14 +382,49 @@ NAME_REVIEW_BARS: Bars = {  # the bars of the name-leak review
     "restored_rate": (">=", 0.995),
     "structured_leak_rate": ("<=", 0.0),
 }
+ORIGINS_BARS: Bars = {  # names of many origins in sentences and by part: none may leak
+    "person_leak_rate": ("<=", 0.01),
+    "person_consistent_rate": (">=", 0.99),
+    "structured_leak_rate": ("<=", 0.0),
+    "technical_removed_rate": ("<=", 0.0),
+    "restored_rate": (">=", 0.995),
+}
 OPERATORS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge}
 
-CORPORA: dict[str, tuple[str, Bars, int]] = {  # set -> (module, bars, fewest PERSON occurrences)
-    "dev": ("evals.pii.corpus", ISSUE_BARS, 0),  # the set the recognizers were tuned on
-    "holdout": ("evals.pii.holdout", ISSUE_BARS, 0),  # written independently, never tuned on
+
+class Corpus(NamedTuple):
+    """A set the evaluation plays, and how."""
+
+    module: str
+    bars: Bars
+    fewest_persons: int = 0  # PERSON occurrences the set must have to be meaningful
+    build: str = "corpus"  # the module's function that returns the chats
+    held_out: bool = False  # its report holds figures only (see figures_only)
+
+
+CORPORA: dict[str, Corpus] = {
+    "dev": Corpus("evals.pii.corpus", ISSUE_BARS),  # the set the recognizers were tuned on
+    "holdout": Corpus("evals.pii.holdout", ISSUE_BARS),  # written independently, never tuned on
     # hand-written names without sentence context, repeated across a request's places
-    "independent": ("evals.pii.independent", NAME_REVIEW_BARS, 1000),
+    "independent": Corpus("evals.pii.independent", NAME_REVIEW_BARS, 1000),
+    # names of many origins in sentences, then by part: mimesis's names, then hand-written
+    "origins-dev": Corpus("evals.pii.origins", ORIGINS_BARS, 1500),
+    "origins-heldout": Corpus("evals.pii.origins", ORIGINS_BARS, 1500, "heldout", held_out=True),
 }
+
+
+def figures_only(report: dict[str, Any], tally: Tally, shared: dict[str, set[str]]) -> None:
+    """Replace in ``report`` every entry that shows values, texts or chat ids by how many
+    there are (all of them, not the first few; by context for the leaks by context)."""
+    report.update(
+        leaked_examples=len(set(tally.leaked_values)),
+        person_leaks_by_context={w: len(v) for w, v in sorted(tally.leaks_by_context.items())},
+        unredacted_person_examples=len(set(tally.unredacted_persons)),
+        inconsistent_person_examples=len(tally.inconsistent_persons),
+        removed_examples=len(set(tally.removed)),
+        unrestored_chats=len(set(tally.unrestored)),
+        shared_examples=len(shared),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CORPORA))
@@ -381,8 +434,8 @@ def test_labelled_corpus_meets_the_bars(
     capsys: pytest.CaptureFixture[str],
     name: str,
 ) -> None:
-    module, bars, fewest_persons = CORPORA[name]
-    chats: list[Chat] = importlib.import_module(module).corpus()
+    corpus = CORPORA[name]
+    chats: list[Chat] = getattr(importlib.import_module(corpus.module), corpus.build)()
     url = make_proxy(f"policies:\n  - pii: {{secret: '{SECRET.decode()}'}}\n")
     tally = Tally()
     with openai_client(url) as client:
@@ -424,6 +477,8 @@ def test_labelled_corpus_meets_the_bars(
         "unrestored_chats": sorted(set(tally.unrestored))[:20],
         "shared_examples": {t: sorted(v) for t, v in list(shared.items())[:10]},
     }
+    if corpus.held_out:
+        figures_only(report, tally, shared)
     with capsys.disabled():
         print(f"\nPII evaluation ({name}):", json.dumps(report, indent=1, ensure_ascii=False))
     if os.environ.get("PII_EVAL_REPORT"):
@@ -431,11 +486,11 @@ def test_labelled_corpus_meets_the_bars(
             json.dump(report, out, indent=1, ensure_ascii=False)
     missed = [
         f"{figure} = {report[figure]:.4f} (bar {op} {bar})"
-        for figure, (op, bar) in bars.items()
+        for figure, (op, bar) in corpus.bars.items()
         if not OPERATORS[op](report[figure], bar)
     ]
     assert not missed, f"the {name} set misses its bars: " + "; ".join(missed)
     assert tally.unaligned <= 0.01 * tally.replies
-    assert shared == {}
+    assert report["shared_placeholders"] == 0  # a count: a failure shows no value
     assert report["placeholders"] > 100 and report["technical_tokens"] > 100  # not vacuous
-    assert persons >= fewest_persons  # large enough to be meaningful
+    assert persons >= corpus.fewest_persons  # large enough to be meaningful

@@ -50,10 +50,12 @@ from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
+from hookgate.redaction.names import TITLES, name_parts
 from hookgate.redaction.output import ScanningStream
 from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
 from hookgate.redaction.restore import Restorer, RestoringStream
+from hookgate.redaction.vocabulary import NAME_PARTICLES, common_words
 from hookgate.telemetry import semconv
 from hookgate.wire.deltas import StreamTransform
 
@@ -319,7 +321,7 @@ class PiiPolicy(Policy):
             if renames:
                 renamed[text] = _renamed(redaction.text, renames)
         outputs = {text: renamed.get(text, r.text) for text, r in done.items() if r.counts}
-        propagate = _Propagation.of(vault.values)
+        propagate = _Propagation.of(vault)
         if propagate is not None:  # a value found in one text is redacted in all of them
             for text in wanted:
                 own = done.get(text)
@@ -440,33 +442,79 @@ class PiiPolicy(Policy):
 
 
 class _Propagation:
-    """Replaces every word-bounded occurrence of a request's pseudonymized values.
+    """Replaces every word-bounded occurrence of a request's pseudonymized values, and of
+    the parts of its people's names.
 
     A name the analyzer found in one message (``Ngozi Eze`` next to her e-mail address) may
     be missed in another (a table cell); the same value then still gets its placeholder.
+    A part of a name found anywhere in the request (``Jolanta`` or ``Wróblewska`` of
+    ``Jolanta Wróblewska``, also after a title) gets its own placeholder wherever it stands
+    alone: the keyed hash of the part, so it is the same in every turn and restores
+    exactly. A part that is also a common word (``Will``, ``Grace``) is not replaced where
+    a sentence starts with it.
     """
 
-    def __init__(self, values: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, str], parts: Mapping[str, str]) -> None:
         self._tokens = {value: token for token, value in values.items() if len(value) > 2}
-        ordered = sorted(self._tokens, key=len, reverse=True)  # the longest value wins
+        self._parts = {part: token for token, part in parts.items() if part not in self._tokens}
+        ordered = sorted([*self._tokens, *self._parts], key=len, reverse=True)  # longest wins
         self._pattern = re.compile(
-            r"(?<!\w)(?:" + "|".join(re.escape(v) for v in ordered) + r")(?!\w)"
+            r"(?<![\w-])(?:" + "|".join(re.escape(v) for v in ordered) + r")(?![\w-])"
         )
 
     @classmethod
-    def of(cls, values: Mapping[str, str]) -> _Propagation | None:
-        return cls(values) if any(len(v) > 2 for v in values.values()) else None
+    def of(cls, vault: Vault) -> _Propagation | None:
+        values = vault.values
+        parts = {
+            vault.placeholder("PERSON", part): part
+            for token, value in list(values.items())
+            if token.startswith("<PERSON_")
+            for part in name_parts(value)
+        }
+        if not parts and not any(len(v) > 2 for v in values.values()):
+            return None
+        return cls(values, parts)
 
     def __call__(self, text: str) -> tuple[str, dict[tuple[str, str], int]]:
         found: dict[tuple[str, str], int] = {}
 
         def swap(match: re.Match[str]) -> str:
-            token = self._tokens[match.group(0)]
+            value = match.group(0)
+            token = self._tokens.get(value)
+            if token is None:
+                if _joined(text, match.start(), match.end()) or (
+                    value.lower() in common_words()
+                    and _SENTENCE_START.search(text, 0, match.start())
+                ):
+                    return value  # "Will you …" is no mention of Will Smith
+                token = self._parts[value]
             key = (token[1 : token.rindex("_")], "pseudonymize")
             found[key] = found.get(key, 0) + 1
             return token
 
         return self._pattern.sub(swap, text), found
+
+
+def _joined(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is one word of a longer name (``Jolanta Nowak``,
+    ``Sanne ter Horst``): a capitalised neighbour that is no common word, particles between.
+    Such a name is someone else's, or the whole name; a part alone would cut it."""
+    before = _WORD_BEFORE.search(text, max(0, start - 80), start)
+    after = _WORD_AFTER.match(text, end)
+    return any(
+        m is not None
+        and m.group(1)[0].isupper()
+        and m.group(1).lower().rstrip(".") not in common_words()
+        and m.group(1).lower().rstrip(".") not in TITLES
+        for m in (before, after)
+    )
+
+
+_PARTICLES = "|".join(sorted(NAME_PARTICLES, key=len, reverse=True))
+_WORD_BEFORE = re.compile(rf"([^\W\d_][\w'-]*)[ ]+(?:(?:{_PARTICLES})[ ]+)*\Z")
+_WORD_AFTER = re.compile(rf"[ ]+(?:(?:{_PARTICLES})[ ]+)*([^\W\d_][\w'-]*)")
+_SENTENCE_START = re.compile(r"(?:\A|[.!?:;\n]|^[ \t]*[-*+>#|]|\d[.)])[ \t\"'(\[*_]*\Z", re.M)
+"""Where a sentence, a line or a list item starts (searched up to a match)."""
 
 
 def _cut_short(text: str, redaction: Redaction, values: Mapping[str, str]) -> bool:

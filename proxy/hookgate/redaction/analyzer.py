@@ -28,9 +28,20 @@ from typing import Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hookgate.redaction.markup import inside, technical_spans
+from hookgate.redaction.names import (
+    TITLES,
+    MentionedNames,
+    NameLexicon,
+    cue_around,
+    email_name_parts,
+)
 from hookgate.redaction.vocabulary import (
+    LEADING_NOT_NAMES,
     NAME_PARTICLES,
     ROLE_WORDS,
+    common_words,
+    family_names,
     given_names,
     not_names,
     tech_names,
@@ -78,60 +89,6 @@ _NAME_WORD = regex.compile(r"\p{Lu}\p{Ll}+(?:['\u2019-]\p{L}\p{Ll}*)*")
 _LABEL_BREAK = re.compile(r"\s[-\u2013]\s|[:=]\s")
 """A label before a name inside one span (``Cardholder - Ana``, ``Owner: Ana``)."""
 _WORD_SPAN = re.compile(r"\S+")
-LEADING_NOT_NAMES = frozenset(
-    (
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "per",
-        "via",
-        "to",
-        "for",
-        "from",
-        "with",
-        "by",
-        "of",
-        "in",
-        "on",
-        "at",
-        "as",
-        "is",
-        "was",
-        "are",
-        "were",
-        "be",
-        "add",
-        "ask",
-        "call",
-        "email",
-        "mail",
-        "ping",
-        "tell",
-        "cc",
-        "bcc",
-        "dear",
-        "hi",
-        "hey",
-        "hello",
-        "thanks",
-        "thank",
-        "welcome",
-        "meet",
-        "invite",
-        "message",
-        "notify",
-        "please",
-        "ok",
-        "okay",
-        "so",
-        "then",
-        "also",
-    )
-)
-"""Words a model's PERSON span may start with that are not part of the name."""
 STRUCTURED_SCORE = 0.6
 """The score of a name found by the structure around it (a row, a label)."""
 EMBEDDABLE = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "IP_ADDRESS"})
@@ -273,13 +230,10 @@ class Analyzer:
         registry.add_recognizer(recognizers.Ipv6Recognizer(language))
         if "PERSON" in settings.entities and settings.given_names:
             registry.add_recognizer(
-                recognizers.GivenNameRecognizer(language, given_names(), tech_names())
-            )
-            registry.add_recognizer(
                 recognizers.EmailNameRecognizer(language, tech_names() | ROLE_WORDS)
             )
 
-        registry.add_recognizer(recognizers.StreetAddressRecognizer(language))
+        registry.add_recognizer(recognizers.StreetAddressRecognizer(language, common_words()))
         registry.add_recognizer(recognizers.SecretRecognizer(language))
         for custom in settings.recognizers:
             registry.add_recognizer(
@@ -306,11 +260,16 @@ class Analyzer:
         self._allow = list(settings.allow_list) or None
         self._tech = tech_names() if settings.tech_names else frozenset()
         self._lead_stop = not_names() | ROLE_WORDS | LEADING_NOT_NAMES
+        self._lexicon = NameLexicon(
+            given_names(), family_names(), common_words(), self._tech | not_names() | ROLE_WORDS
+        )
+        lists = "PERSON" in settings.entities and settings.given_names
         self._structured = (
             recognizers.StructuredNames(given_names(), tech_names() | ROLE_WORDS | not_names())
-            if "PERSON" in settings.entities and settings.given_names
+            if lists
             else None
         )
+        self._mentioned = MentionedNames(self._lexicon) if lists else None
 
     def analyze(self, text: str) -> tuple[Finding, ...]:
         """The entities in ``text``, in order, after hookgate's filters.
@@ -326,6 +285,7 @@ class Analyzer:
             entities=self._entities,
             allow_list=self._allow,
         )
+        technical = technical_spans(text)
         findings = []
         for result in results:
             if result.entity_type in NER_ENTITIES:
@@ -334,15 +294,56 @@ class Analyzer:
                     result.start, result.end = self._tidied(text, result.start, result.end)
                 if not self._plausible_name(text[result.start : result.end]):
                     continue
+                if (
+                    result.entity_type == "PERSON"
+                    and _by_model(result)
+                    and not self._evidenced(text, result.start, result.end, technical)
+                ):
+                    continue
             if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
                 continue
             findings.append(Finding(result.start, result.end, result.entity_type, result.score))
+        found: list[tuple[int, int]] = []
         if self._structured is not None:
-            for start, end in self._structured.find(text):
-                if not any(f.start < end and start < f.end for f in findings):
-                    findings.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
+            found += (
+                (start, end)
+                for start, end, cue in self._structured.find(text)
+                if self._lexicon.plausible(_name_words(text[start:end]), cue)
+            )
+        if self._mentioned is not None:
+            found += (s for s in self._mentioned.find(text) if not inside(technical, *s))
+        for start, end in found:  # a longer name replaces the part a model found
+            inner = [
+                f
+                for f in findings
+                if f.entity_type == "PERSON" and start <= f.start and f.end <= end
+            ]
+            if not any(f.start < end and start < f.end and f not in inner for f in findings):
+                findings = [f for f in findings if f not in inner]
+                findings.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
+        streets = [f for f in findings if f.entity_type == "STREET_ADDRESS"]
+        if streets:  # a street is often named after a person: "Rua Ana Lima 12"
+            findings = [
+                f
+                for f in findings
+                if f.entity_type != "PERSON"
+                or not any(s.start <= f.start and f.end <= s.end for s in streets)
+            ]
         findings.sort(key=lambda f: (f.start, -f.end))
         return tuple(findings)
+
+    def _evidenced(self, text: str, start: int, end: int, technical: list[tuple[int, int]]) -> bool:
+        """Whether a PERSON span a model (or a list) found is a name by the words in it and
+        around it (:meth:`NameLexicon.plausible`), and not in code or Markdown structure
+        unless a cue says so (``Dear Ana`` in a heading is still a name)."""
+        cue = cue_around(text, start, end)
+        if cue != "strong" and inside(technical, start, end):
+            return False
+        words = _name_words(text[start:end])
+        mailed = email_name_parts(text)
+        if mailed and any(w.lower().strip(".,'") in mailed for w in words):
+            cue = "strong"  # "Grace Hopper … (grace.hopper@x.com)"
+        return self._lexicon.plausible(words, cue)
 
     def _tidied(self, text: str, start: int, end: int) -> tuple[int, int]:
         """A model's PERSON span cut to the name: at a field separator or a sentence end
@@ -355,8 +356,10 @@ class Analyzer:
             end = cut.start()
         end -= 2 if text[start:end].endswith(("'s", "\u2019s")) else 0
         words = list(_WORD_SPAN.finditer(text, start, end))
-        while len(words) > 1 and words[0].group().lower().strip(".") in self._lead_stop:
-            words.pop(0)
+        while len(words) > 1 and (
+            self._no_name(words[0].group()) or words[0].group().lower().rstrip(".") in TITLES
+        ):
+            words.pop(0)  # "Customer Ana Lima", "It's Ana", "Dr. Ana Lima": the name
         if words:
             start = words[0].start()
         start, end = _trimmed(text, start, end)
@@ -390,22 +393,29 @@ class Analyzer:
             start = before.start(1)
         return start, end
 
+    def _no_name(self, word: str) -> bool:
+        """A word a span may start with that is not part of the name: a cue or a label
+        (``Customer``, ``Tell``), or an ordinary word that is no name (``It's``)."""
+        lexicon = self._lexicon
+        return word.lower().strip(".") in self._lead_stop or (
+            lexicon.common_word(word) and not lexicon.known(word)
+        )
+
     def _name_word(self, word: str) -> bool:
         lowered = word.lower()
         return (
             bool(_NAME_WORD.fullmatch(word))
             and lowered not in self._lead_stop
-            and (lowered not in self._tech)
+            and lowered not in self._tech
+            and not self._no_name(word)
         )
 
     def _plausible_name(self, value: str) -> bool:
         if _NAME_CODE.search(value) or _DOTTED.search(value) or value.upper() == value:
             return False
         words = value.split()
-        if not all(w[0].isupper() or w.lower() in NAME_PARTICLES for w in words) and not any(
-            w.lower() in given_names() for w in words
-        ):
-            return False  # "helm rollback" is a command; "mei lin wong" is still a person
+        if not all(w[0].isupper() or w.lower() in NAME_PARTICLES for w in words):
+            return False  # "helm rollback" is a command, "min/max" a range
         if any(_CAMEL.search(_NAME_PREFIXES.sub("", word)) for word in words):
             return False
         if len(words) > 1:
@@ -414,6 +424,21 @@ class Analyzer:
         # a field label or a status alone ("Email", "Active") is not a person; a given name
         # that is also a month ("June") still is
         return word not in self._tech and (word not in not_names() or word in given_names())
+
+
+def _name_words(value: str) -> list[str]:
+    """The words of a name candidate without its particles and titles."""
+    return [
+        w
+        for w in value.split()
+        if w.lower() not in NAME_PARTICLES and w.lower().rstrip(".") not in TITLES
+    ]
+
+
+def _by_model(result: Any) -> bool:
+    """Whether a Presidio result came from the NER model (not a pattern or a list)."""
+    metadata = result.recognition_metadata or {}
+    return bool(metadata.get("recognizer_name") == "SpacyRecognizer")
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:

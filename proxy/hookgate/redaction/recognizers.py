@@ -8,9 +8,6 @@
   international ``+CC`` forms, with a digit-count check.
 * ``STREET_ADDRESS`` patterns: a house number, capitalised street words and a USPS street
   suffix, with an optional unit and ``City, ST 12345`` line; US military addresses.
-* :class:`GivenNameRecognizer` — ``PERSON``: a known given name followed by capitalised
-  surname words, for the many names a small NER model labels as an organisation or a
-  place, or misses (``Chase Barnes``, ``Kimberly Blake``).
 * :class:`CardRecognizer` — credit cards Presidio's patterns miss (2-series Mastercard,
   19-digit Visa, 12-digit Maestro, 15-digit JCB), Luhn-checked by Presidio's own validator.
 * ``SECRET`` patterns: OpenAI/Anthropic, AWS, GitHub, Slack, Google, Stripe keys, JWTs and
@@ -25,6 +22,7 @@ import bisect
 import ipaddress
 import re
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 import regex
@@ -38,6 +36,7 @@ from presidio_analyzer.predefined_recognizers import (
     UsSsnRecognizer,
 )
 
+from hookgate.redaction.names import Cue, email_name_parts
 from hookgate.redaction.vocabulary import NAME_PARTICLES
 
 _CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
@@ -195,7 +194,7 @@ STREET_SUFFIXES = (  # noqa: SIM905 - a word list reads best as words
 """USPS street suffixes (Publication 28, appendix C1) and their common abbreviations."""
 
 _SUFFIX = "(?:" + "|".join(sorted(STREET_SUFFIXES, key=len, reverse=True)) + r")\b\.?"
-_WORD = r"[A-Z][A-Za-z'.-]*"
+_WORD = r"(?:[A-Z][A-Za-z'.-]*|\d{1,3}(?:st|nd|rd|th))"
 _CITY_LINE = rf"{_WORD}(?:[ ]{_WORD}){{0,3}},[ ][A-Z]{{2}}[ ]\d{{5}}(?:-\d{{4}})?\b"
 _UNIT = r"(?:,?[ ](?:Apt\.?|Apartment|Suite|Ste\.?|Unit|\#)[ ]?[\w-]+)"
 _STREET = (
@@ -208,10 +207,77 @@ _MILITARY = (
 )
 
 
-class StreetAddressRecognizer(PatternRecognizer):
-    """Postal addresses: street line (with unit and city line when present), city line."""
+_GLUED_SUFFIXES = (  # noqa: SIM905 - a word list reads best as words
+    "straße strasse str. weg gasse allee platz ring damm ufer steig pfad chaussee gracht "
+    "laan straat plein kade dijk singel vej gade gata gatan vägen väg veien vei gate katu "
+    "tie kuja polku utca út tér"
+).split()
+"""Street words written as the end of one word (``Kastanienweg``, ``Keizersgracht``,
+``Storgatan``, ``Mannerheimintie``): German, Dutch, Nordic, Finnish, Hungarian."""
+_LEADING_WORDS = (  # noqa: SIM905
+    "ul. ulica al. aleja os. pl. plac Via Viale Vicolo Piazza Piazzale Corso Largo Rua "
+    "Avenida Av. Avda. Calle C/ Carrer Paseo Plaza Travessa Praça Rue Avenue Boulevard Bd. "
+    "Chemin Allée Place Quai Impasse Strada Calea Str. Bulevardul Cesta Jalan Jl. Ulitsa "
+    "Vulytsia Odos Leoforos"
+).split()
+"""Street words written before the name (``ul. Długa``, ``Via Roma``, ``Rua das Flores``)."""
+_SEPARATE_SUFFIXES = (  # noqa: SIM905
+    "Caddesi Cad. Sokak Soka\u011f\u0131 Sok. Bulvar\u0131 Yolu utca út tér körút Straße "
+    "Strasse Gasse Weg Allee Platz Ring laan straat vej gade gata gatan katu tie ulice "
+    "náměstí třída cesta iela gatvė tänav"
+).split()
+"""Street words written as a word of their own after the name (``Váci utca``,
+``Atatürk Caddesi``, ``Lange Straße``)."""
+_NUMBER_FIRST = (  # noqa: SIM905
+    "rue avenue boulevard bd chemin allée place quai impasse route cours"
+).split()
+"""French street words after the house number (``12 rue de la Paix``)."""
+_LINKS = r"(?:de|da|do|das|dos|del|della|delle|di|la|le|les|des|du|d'|l'|von|van|den|der)"
+_STREET_WORD = r"\p{Lu}[\p{L}'.-]*"
+_STREET_NAME = rf"(?:{_LINKS}[ ]?)*{_STREET_WORD}(?:[ ](?:{_LINKS}[ ]?)*{_STREET_WORD}){{0,3}}"
+_HOUSE = (
+    r"(?:nr\.?[ ]?|n[º°o]\.?[ ]?|No:?[ ]?)?\d{1,4}[a-zA-Z]?(?:[/-]\d{1,4}[a-zA-Z]?)?"
+    r"(?![\w-]|[.,]\d)"
+)
+_POSTAL = (
+    r"(?:,?[ ](?:\d{2}-\d{3}|[A-Z]{1,2}-?\d{4,5}|\d{4,5})[ ]\p{Lu}\p{Ll}+(?:[ ]\p{Lu}\p{Ll}+)?)?"
+)
+_INTERNATIONAL_STREETS = {
+    "street word at the end": (
+        rf"\b\p{{Lu}}\p{{L}}{{2,}}?(?:{'|'.join(map(re.escape, _GLUED_SUFFIXES))})"
+        rf"[ ]{_HOUSE}{_POSTAL}"
+    ),
+    "street word first": (
+        rf"(?<![\w.])(?:{'|'.join(map(re.escape, _LEADING_WORDS))})[ ]{_STREET_NAME},?[ ]"
+        rf"{_HOUSE}{_POSTAL}"
+    ),
+    "street word after a name": (
+        rf"\b{_STREET_NAME}[ ](?:{'|'.join(map(re.escape, _SEPARATE_SUFFIXES))})"
+        rf"[ ]?,?[ ]?{_HOUSE}"
+    ),
+    "a street after its label": (
+        rf"(?<=(?i:address|addr\.|lives at|live at|living at|located at|moved to|ship to|"
+        rf"deliver to|send it to)[: ]{{1,3}}){_STREET_NAME},?[ ]{_HOUSE}{_POSTAL}"
+    ),
+    "number, then the street word": (
+        rf"\b\d{{1,4}}(?:[ ]?(?:bis|ter))?,?[ ](?:{'|'.join(_NUMBER_FIRST)})[ ]"
+        rf"(?:(?:de[ ]la|de|du|des|d'|l')[ ]?)?{_STREET_WORD}(?:[ ]{_STREET_WORD}){{0,3}}"
+        rf"{_POSTAL}"
+    ),
+}
+"""Street lines outside the US: the street (one word or a few), the house number, then an
+optional postal code and city (``ul. Długa 12, 00-950 Warszawa``)."""
 
-    def __init__(self, language: str) -> None:
+
+class StreetAddressRecognizer(PatternRecognizer):
+    """Postal addresses: US street lines (with unit and city line when present), city
+    lines, and the street lines of many other countries (:data:`_INTERNATIONAL_STREETS`).
+
+    A street found by a glued street word must not be an ordinary English word
+    (``Spring 2024``, ``String 12``): ``common`` holds those."""
+
+    def __init__(self, language: str, common: frozenset[str] = frozenset()) -> None:
+        self._common = common
         super().__init__(
             supported_entity="STREET_ADDRESS",
             name="HookgateStreetAddressRecognizer",
@@ -220,10 +286,17 @@ class StreetAddressRecognizer(PatternRecognizer):
                 Pattern("street address", _STREET, 0.6),
                 Pattern("military address", _MILITARY, 0.7),
                 Pattern("city, state zip", _CITY_LINE, 0.5),
+                *(Pattern(n, p, 0.6) for n, p in _INTERNATIONAL_STREETS.items()),
             ],
             context=["address", "live", "lives", "ship", "deliver", "mail", "street"],
             global_regex_flags=_CASE_SENSITIVE,
         )
+
+    def validate_result(self, pattern_text: str) -> bool | None:
+        first = pattern_text.split(" ", 1)[0]
+        if first.lower() in self._common:
+            return False if _GLUED_END.search(first) else None
+        return None
 
 
 _SECRETS = {
@@ -256,68 +329,6 @@ class SecretRecognizer(PatternRecognizer):
         )
 
 
-class GivenNameRecognizer(LocalRecognizer):
-    """``PERSON``: a given name from the gazetteer, then one to three capitalised words.
-
-    Reads the tokens spaCy already made (no second pass over the text). Hyphenated and
-    apostrophe surnames (``García-López``, ``O'Brien``) count as one word. Words in
-    ``stop`` (technical names) end a candidate.
-    """
-
-    def __init__(self, language: str, given: frozenset[str], stop: frozenset[str]) -> None:
-        self._given = given
-        self._stop = stop
-        super().__init__(
-            supported_entities=["PERSON"],
-            name="HookgateGivenNameRecognizer",
-            supported_language=language,
-        )
-
-    def load(self) -> None:
-        """Nothing to load: the gazetteer is given."""
-
-    def analyze(
-        self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
-    ) -> list[RecognizerResult]:
-        if nlp_artifacts is None or nlp_artifacts.tokens is None:
-            return []
-        doc = nlp_artifacts.tokens
-        results: list[RecognizerResult] = []
-        i = 0
-        while i < len(doc):
-            first = doc[i]
-            if not (_title(first.text) and first.text.lower() in self._given):
-                i += 1
-                continue
-            j, words = self._joined(doc, i + 1), 1
-            while j < len(doc) and words < 4 and doc[j - 1].whitespace_:
-                k = j
-                if doc[k].text.lower() in NAME_PARTICLES and k + 1 < len(doc):
-                    k += 1  # "Matheus da Mota", "Ludwig van Beethoven"
-                word = doc[k]
-                if not _title(word.text) or word.text.lower() in self._stop:
-                    break
-                j, words = self._joined(doc, k + 1), words + 1
-            if words >= 2:
-                end = doc[j - 1].idx + len(doc[j - 1].text)
-                results.append(RecognizerResult("PERSON", first.idx, end, 0.7))
-            i = max(j, i + 1)
-        return results
-
-    @staticmethod
-    def _joined(doc: Any, j: int) -> int:
-        """Past the ``-Part`` pieces glued to the word before ``j`` (``García-López``)."""
-        while (
-            j + 1 < len(doc)
-            and doc[j].text in {"-", "'"}
-            and not doc[j - 1].whitespace_
-            and not doc[j].whitespace_
-            and doc[j + 1].text[:1].isalpha()
-        ):
-            j += 2
-        return j
-
-
 class EmailNameRecognizer(LocalRecognizer):
     """``PERSON``: two or three capitalised words whose surname (or given name) is a part of
     an e-mail address in the same text (``Chidinma Okafor … chidinma.okafor@x.com``,
@@ -340,7 +351,7 @@ class EmailNameRecognizer(LocalRecognizer):
         if "@" not in text or nlp_artifacts is None or nlp_artifacts.tokens is None:
             return []
         locals_ = [m.lower() for m in _EMAIL_LOCAL.findall(text)]
-        parts = {p for local in locals_ for p in _LOCAL_SPLIT.split(local) if len(p) > 2}
+        parts = email_name_parts(text)
         if not parts:
             return []
         doc = nlp_artifacts.tokens
@@ -389,25 +400,31 @@ class StructuredNames:
         self._given = given
         self._stop = stop
 
-    def find(self, text: str) -> list[tuple[int, int]]:
-        """The ``(start, end)`` of every name the structure gives away, in order."""
-        results: list[tuple[int, int]] = []
+    def find(self, text: str) -> list[tuple[int, int, Cue]]:
+        """The ``(start, end, cue)`` of every name the structure gives away, in order. The
+        cue says how sure the structure is (see :class:`~hookgate.redaction.names.Cue`): a
+        label, a display name, a speaker, a signature or a row with a contact is ``strong``;
+        a name doing or being told something is ``weak``; a list of names is ``none`` (its
+        words must then look like a name on their own: a list of fonts is no list of
+        people)."""
+        results: list[tuple[int, int, Cue]] = []
         speakers = list(_SPEAKER.finditer(text))
-        patterns = [
-            _LABELLED.finditer(text),
-            _DISPLAY_NAME.finditer(text),
-            _ACTOR.finditer(text),
-            _ADDRESSEE.finditer(text),
-            _SLACK_SPEAKER.finditer(text),
+        patterns: list[tuple[Iterable[regex.Match[str]], Cue]] = [
+            (_LABELLED.finditer(text), "strong"),
+            (_DISPLAY_NAME.finditer(text), "strong"),
+            (_ACTOR.finditer(text), "weak"),
+            (_ADDRESSEE.finditer(text), "weak"),
+            (_SLACK_SPEAKER.finditer(text), "strong"),
+            (speakers if len(speakers) > 1 else (), "strong"),
         ]
-        for matches in (*patterns, speakers if len(speakers) > 1 else ()):
+        for matches, cue in patterns:
             for match in matches:
                 value = match.group("value").rstrip(".")
                 begin = match.start("value")
                 if (title := _TITLE.match(value)) is not None:  # "Dr. Ana Lima": the name
                     value, begin = value[title.end() :], begin + title.end()
                 if self._name(value, words=(2, 4)):
-                    results.append((begin, begin + len(value)))
+                    results.append((begin, begin + len(value), cue))
         if "\n" not in text and not _ROW_MARK.search(text):
             return results
         lines = [(m.start(), m.group()) for m in _LINE.finditer(text)]
@@ -416,12 +433,12 @@ class StructuredNames:
             fields = [f for f in _FIELD.finditer(line) if f.group("value")]
             names = [f for f in fields if self._name(f.group("value"), words=(2, 4))]
             # a row with a contact, or a list of at least two names ("A; B; C")
-            if (contact and _DELIMITER.search(line)) or (
-                len(names) > 1 and len(names) * 2 > len(fields)
-            ):
+            row = contact and _DELIMITER.search(line)
+            if row or (len(names) > 1 and len(names) * 2 > len(fields)):
                 for field in names:
                     begin = start + field.start("value")
-                    results.append((begin, begin + len(field["value"])))
+                    sure: Cue = "strong" if row else "none"
+                    results.append((begin, begin + len(field["value"]), sure))
             below = next((ln for _, ln in lines[index + 1 :] if ln.strip()), "")
             label = line.strip()
             after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
@@ -429,7 +446,7 @@ class StructuredNames:
                 signed = after[1].strip()
                 if self._name(signed, words=(2, 3)):
                     begin = after[0] + after[1].index(signed)
-                    results.append((begin, begin + len(signed)))
+                    results.append((begin, begin + len(signed), "strong"))
             if (
                 not contact
                 and label
@@ -437,7 +454,7 @@ class StructuredNames:
                 and self._name(label, words=(1, 3))
             ):
                 begin = start + line.index(label)
-                results.append((begin, begin + len(label)))
+                results.append((begin, begin + len(label), "strong"))
         return results
 
     def _name(self, value: str, *, words: tuple[int, int]) -> bool:
@@ -525,7 +542,10 @@ _FIELD = regex.compile(
 )
 """One field of a row (a bullet, a number or a short ``Label:`` before it set aside)."""
 _CONTACT = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])\+?\(?\d[\d ().-]{6,}\d(?![\w.])")
-_STREET_LINE = re.compile(rf"{_STREET}|{_CITY_LINE}")
+_STREET_LINE = regex.compile(rf"{_STREET}|{_CITY_LINE}")
+_GLUED_END = regex.compile(
+    rf"\p{{L}}{{2}}(?:{'|'.join(map(re.escape, _GLUED_SUFFIXES))})$", regex.IGNORECASE
+)
 _NAME_WORD = regex.compile(_NAME_PART)
 
 

@@ -1,0 +1,288 @@
+"""Whether capitalised words are a person's name: name lists, English word frequency, and
+the words around them.
+
+Two questions, answered from three word lists (:mod:`hookgate.redaction.vocabulary`): the
+given and family names of many countries (*known* words), the common words of English
+(*common*: Zipf frequency 3 or more), and words that are never a name here (*stop*:
+technical names, field labels, statuses).
+
+* :meth:`NameLexicon.plausible` — may these words be a name? Every word must be a known
+  name or a rare word (``Okonkwo``, ``Wróblewska``), so a phrase of ordinary words
+  (``Reading Files``, ``Use Write``, ``Skill Roots``) is not a name while ``Grace Hall``
+  is — unless one word is a *distinctive* name, known and no common word (``Kaveh Sow``);
+  one word alone must be distinctive (``Jolanta``, not ``Read`` or ``Will``). With a cue
+  before it (``Dear``, ``Ms.``, ``my name is``, ``customer``) or a contact after it
+  (``(ana@x.pl)``), one rare or known word suffices.
+* :class:`MentionedNames` — runs of two to four capitalised words that are plausible and
+  hold at least one known name (``Giulia Bernardi``, ``Björn Lindqvist``), and runs of any
+  plausible name after a cue, wherever a model missed them or called them a place or an
+  organisation.
+
+Pure: regular expressions and set look-ups, no NLP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import regex
+
+from hookgate.redaction.vocabulary import LEADING_NOT_NAMES, NAME_PARTICLES
+
+Cue = Literal["none", "weak", "strong"]
+"""What the words before or after a candidate say: nothing, that a name may follow (``for``,
+``tell``), or that a person is named (``Dear``, ``Ms.``, ``my name is``, an e-mail after it)."""
+
+TITLES = frozenset(
+    (  # noqa: SIM905 - a word list reads best as words
+        "mr mrs ms mx miss dr prof sir madam mister mme mlle herr frau sr sra srta dott dra "
+        "pan pani"
+    ).split()
+)
+"""Titles before a name (with or without a full stop); never part of the name's span."""
+
+PRONOUNS = frozenset(
+    (  # noqa: SIM905
+        "i me my you your he him his she her it its we us our they them their this that "
+        "these those who whom whose which what someone somebody everyone everybody nobody "
+        "anyone anybody"
+    ).split()
+)
+"""Never a name, whatever a list of names or a cue says (``She lives at …``)."""
+
+_STRONG_BEFORE = (
+    "my name is|my name's|name is|name's|i am|i'm|im|call me|this is|it's|it is|signed|"
+    "dear|hi|hello|hey|greetings|good morning|good afternoon|good evening|thanks|thank you|"
+    "customer|client|patient|employee|tenant|candidate|applicant|colleague|coworker|"
+    "co-worker|manager|boss|wife|husband|son|daughter|mother|father|mom|mum|dad|brother|"
+    "sister|friend|partner|fiancé|fiancée|neighbour|neighbor|landlord|landlady|doctor|"
+    "nurse|lawyer|attorney|teacher|student|pupil|guest|passenger|recipient|beneficiary|"
+    "cardholder|account holder|subscriber|member|contractor|intern|caller|named|"
+    "introducing|attn|attention"
+)
+"""Words after which a capitalised word is a person (the end of a phrase, lower-cased)."""
+_WEAK_BEFORE = (
+    "from|cc|for|to|with|by|and|or|tell|ask|asked|ping|email|e-mail|mail|text|call|called|meet|met|"
+    "invite|invited|thank|pay|paid|refund|remind|notify|message|contact|forward|introduce|"
+    "congratulate|hire|hired|fire|fired|about|of|sign it as|signed by|assign|assigned to|"
+    "cc'd|cc|loop in|include|copy|welcome|visit|visited|helped|told|let|see|saw|like"
+)
+"""Words after which a name may follow, as may anything else (``for Python``)."""
+_TITLE_CUE = "|".join(sorted(TITLES, key=len, reverse=True))
+_BEFORE = regex.compile(
+    rf"(?i:\b(?P<strong>{_STRONG_BEFORE}|(?:{_TITLE_CUE})\.?)|\b(?P<weak>{_WEAK_BEFORE}))[ ,:]*\Z"
+)
+_CONTACT_AFTER = regex.compile(
+    r"[ ]?(?:[(<\[][ ]?[\w.+'-]+@|,[ ]?[\w.+'-]+@\w|[ ]?[(<\[]?[ ]?\+?\d[\d ().-]{6,}\d|"
+    r"[ ]+(?:at|on)[ ]+(?:\+?\d[\d ().-]{6,}\d|[\w.+'-]+@\w)|[ ]+(?:lives|lived|living)[ ])"
+)
+"""A contact or a home right after a name: ``(ana@x.pl)``, ``<ana@x.pl>``, ``, +48 …``."""
+_WORD = (
+    r"(?:(?:Mr|Mrs|Ms|Mx|Dr|Prof|Sr|Sra|Mme)\.(?=[ ])|(?:\p{Ll}{1,2}['\u2019])?\p{Lu}\p{Ll}+"
+    r"(?:\p{Lu}\p{Ll}+)?(?:-\p{L}\p{Ll}*|['\u2019]\p{Lu}\p{Ll}*)*)"
+)
+"""A capitalised word of a name in a Latin alphabet (``Ana``, ``Đức``, ``O'Brien``,
+``d'Aubigny``, ``MacLeod``, ``García-López``), or a title."""
+_PARTICLE = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
+_RUN = regex.compile(
+    rf"(?<![\p{{L}}\p{{N}}_@./\\-]){_WORD}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_WORD}){{0,4}}"
+    rf"(?![\p{{L}}\p{{N}}_@/\\]|\.\p{{L}}|-\p{{L}})"
+)
+"""A run of capitalised words on one line, name particles between them."""
+_WORD_AT = regex.compile(r"\S+")
+
+
+@dataclass(frozen=True, slots=True)
+class NameLexicon:
+    """The word lists a name is judged by, lower-cased."""
+
+    given: frozenset[str]
+    family: frozenset[str]
+    common: frozenset[str]
+    stop: frozenset[str]
+    """Never a word of a name: technical names, field labels, statuses, places."""
+
+    def known(self, word: str) -> bool:
+        """A given or family name (``Jolanta``, ``Hall``), whether or not also a word."""
+        key = _key(word)
+        return key in self.given or key in self.family or self._parts_known(key)
+
+    def common_word(self, word: str) -> bool:
+        """An ordinary English word (``Reading``, ``Will``, ``It's``), names among them."""
+        return _key(word) in self.common
+
+    def plausible(self, words: list[str], cue: Cue = "none") -> bool:
+        """Whether ``words`` (a candidate without its title and particles) may be a name,
+        given what the text says around it (see the module docstring)."""
+        if not words or any(self.stopped(w) or _camel(w) or _acronym(w) for w in words):
+            return False
+        namelike = [self.known(w) or not self.common_word(w) for w in words]
+        if cue == "strong":
+            return any(namelike)
+        if len(words) == 1:
+            return self.distinctive(words[0])
+        return all(namelike) or any(self.distinctive(w) for w in words)
+
+    def distinctive(self, word: str) -> bool:
+        """A known name that is no common word: ``Jolanta``, ``Kaveh`` (not ``Will``)."""
+        return self.known(word) and not self.common_word(word)
+
+    def stopped(self, word: str) -> bool:
+        """Never part of a name: a pronoun, or a stop word that is no given name (``June`` is)."""
+        key = word.lower()
+        return key in PRONOUNS or (key in self.stop and key not in self.given)
+
+    def _parts_known(self, key: str) -> bool:
+        parts = [p for p in regex.split(r"[-'\u2019]", key) if len(p) > 1]
+        return len(parts) > 1 and all(p in self.given or p in self.family for p in parts)
+
+
+class MentionedNames:
+    """Names found by the words around them and by name lists, without a model.
+
+    ``find(text)`` yields ``(start, end)`` spans of names: a run of two to four
+    capitalised words that is :meth:`~NameLexicon.plausible` and holds a known name, or a
+    plausible run after a cue (``Dear``, ``Ms.``, ``customer``, ``for``, ``tell``) or before a
+    contact (``(ana@x.pl)``). Leading cue words and a title are not part of the span.
+    """
+
+    def __init__(self, lexicon: NameLexicon) -> None:
+        self._lexicon = lexicon
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        """The ``(start, end)`` of every name found, in order."""
+        found: list[tuple[int, int]] = []
+        for run in _RUN.finditer(text):
+            words = [(m.start(), m.end()) for m in _WORD_AT.finditer(text, run.start(), run.end())]
+            span = self._judged(text, words)
+            if span is not None:
+                found.append(span)
+        return found
+
+    def _judged(self, text: str, words: list[tuple[int, int]]) -> tuple[int, int] | None:
+        lexicon = self._lexicon
+        cue: Cue = "none"
+        # leading words that are no name: a title, a cue ("Dear", "Tell", "Customer"), an
+        # ordinary word that starts a sentence ("Please")
+        while words:
+            word = text[words[0][0] : words[0][1]]
+            key = word.lower().rstrip(".")
+            if key in TITLES:
+                cue = "strong"
+            elif key in LEADING_NOT_NAMES:
+                pass
+            elif (said := _cue_before(word + " ")) != "none" or _no_name(lexicon, word):
+                cue = _stronger(
+                    cue,
+                    said
+                    if said != "none"
+                    else _cue_before(text[max(0, words[0][0] - 40) : words[0][1]] + " "),
+                )
+            else:
+                break
+            words = words[1:]
+        while words and _no_name(lexicon, text[words[-1][0] : words[-1][1]]):
+            words = words[:-1]
+        if not words:
+            return None
+        start, end = words[0][0], words[-1][1]
+        cue = _stronger(cue, cue_around(text, start, end))
+        names = [text[s:e] for s, e in words if text[s:e].lower() not in NAME_PARTICLES]
+        if len(names) == 1 and cue == "none":
+            return None  # a lone word needs a cue; the model's own PERSON label is one
+        if not lexicon.plausible(names, cue):
+            return None
+        if cue == "none" and not (
+            any(lexicon.known(n) for n in names)
+            and all(lexicon.known(n) or not lexicon.common_word(n) for n in names)
+        ):
+            return None
+        return start, end
+
+
+def cue_around(text: str, start: int, end: int) -> Cue:
+    """What the words before ``text[start:end]`` and a contact after it say of a name."""
+    if _CONTACT_AFTER.match(text, end):
+        return "strong"
+    return _cue_before(text[max(0, start - 40) : start])
+
+
+def _no_name(lexicon: NameLexicon, word: str) -> bool:
+    """A word that is no part of a name: a title, a stop word, a common non-name, or a
+    camel-cased product (``GitHub``; ``McDonald`` and ``MacLeod`` are names)."""
+    key = word.lower().rstrip(".")
+    return (
+        key in TITLES
+        or lexicon.stopped(word)
+        or (lexicon.common_word(word) and not lexicon.known(word))
+        or _camel(word)
+    )
+
+
+_CAMEL = regex.compile(r"\p{Ll}\p{Lu}")
+_NAME_PREFIX = regex.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=\p{Lu})")
+
+
+def _key(word: str) -> str:
+    """How a word is looked up: lower case, a curly apostrophe straight, ``İ`` as ``i``."""
+    return word.lower().replace("i\u0307", "i").replace("\u2019", "'")
+
+
+def _acronym(word: str) -> bool:
+    """``CI``, ``AWS``: capitals only (an initial ``J.`` is not one)."""
+    letters = word.rstrip(".")
+    return len(letters) > 1 and letters.isupper()
+
+
+def _camel(word: str) -> bool:
+    return _CAMEL.search(_NAME_PREFIX.sub("", word)) is not None
+
+
+def _cue_before(before: str) -> Cue:
+    match = _BEFORE.search(before)
+    if match is None:
+        return "none"
+    return "strong" if match.group("strong") else "weak"
+
+
+def _stronger(a: Cue, b: Cue) -> Cue:
+    order = ("none", "weak", "strong")
+    return a if order.index(a) >= order.index(b) else b
+
+
+def name_parts(name: str) -> list[str]:
+    """The words of a person's name that may stand for it alone: ``Jolanta`` and
+    ``Wróblewska`` of ``Jolanta Wróblewska``, ``Lieke`` and ``Broek`` of ``Lieke van den
+    Broek`` — never a particle, a title, an initial or a word of two letters. A one-word
+    name has no parts."""
+    words = name.split()
+    if len(words) < 2:
+        return []
+    return [
+        w
+        for w in words
+        if len(w) > 2
+        and w[0].isupper()
+        and not w.endswith(".")
+        and w.lower() not in NAME_PARTICLES
+        and w.lower() not in TITLES
+        and w.lower() not in PRONOUNS
+    ]
+
+
+def email_name_parts(text: str) -> frozenset[str]:
+    """The lower-cased words of three letters or more in the local parts of the e-mail
+    addresses of ``text`` (``grace.hopper@x.com`` gives ``grace`` and ``hopper``)."""
+    if "@" not in text:
+        return frozenset()
+    return frozenset(
+        p
+        for local in _EMAIL_LOCAL.findall(text)
+        for p in _LOCAL_SPLIT.split(local.lower())
+        if len(p) > 2
+    )
+
+
+_EMAIL_LOCAL = regex.compile(r"([\w.'-]+)@\w")
+_LOCAL_SPLIT = regex.compile(r"[._'\d-]+")
