@@ -50,7 +50,7 @@ from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
-from hookgate.redaction.names import TITLES, name_parts
+from hookgate.redaction.names import FUNCTION_WORDS, TITLES, name_parts
 from hookgate.redaction.output import ScanningStream
 from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
@@ -450,8 +450,8 @@ class _Propagation:
     A part of a name found anywhere in the request (``Jolanta`` or ``Wróblewska`` of
     ``Jolanta Wróblewska``, also after a title) gets its own placeholder wherever it stands
     alone: the keyed hash of the part, so it is the same in every turn and restores
-    exactly. A part that is also a common word (``Will``, ``Grace``) is not replaced where
-    a sentence starts with it.
+    exactly. A part that is also a function word (``Will``, ``May``) is not replaced where
+    a sentence starts with it; any other (``Blessing``, ``Grace``) is.
     """
 
     def __init__(self, values: Mapping[str, str], parts: Mapping[str, str]) -> None:
@@ -483,7 +483,7 @@ class _Propagation:
             token = self._tokens.get(value)
             if token is None:
                 if _joined(text, match.start(), match.end()) or (
-                    value.lower() in common_words()
+                    value.lower() in FUNCTION_WORDS
                     and _SENTENCE_START.search(text, 0, match.start())
                 ):
                     return value  # "Will you …" is no mention of Will Smith

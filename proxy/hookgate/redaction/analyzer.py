@@ -153,8 +153,10 @@ class AnalyzerSettings(BaseModel):
     word stands in for its lemma (context words match as substrings, so ``charge`` still
     matches ``charged``), which halves the analysis time with the small English model."""
     given_names: bool = True
-    """Also find ``PERSON`` as a known given name followed by capitalised surname words
-    (the gazetteer is the Latin-script first names of all Faker locales)."""
+    """Also find ``PERSON`` by name lists and the words around a name
+    (:mod:`hookgate.redaction.names`: the given and family names of Faker's 86 locales and
+    gender-guesser's 54 countries; ``Dear``, ``Ms.``, ``my name is``, ``customer``, ``for``,
+    a contact after it) and by the structure around it (rows, labels, signatures)."""
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
@@ -249,6 +251,8 @@ class Analyzer:
             registry.add_recognizer(
                 recognizers.custom_recognizer(entity, language, [], [], list(terms))
             )
+        self._nlp = nlp_engine
+        self._lang = language
         self._engine = AnalyzerEngine(
             registry=registry,
             nlp_engine=nlp_engine,
@@ -279,13 +283,14 @@ class Analyzer:
         sign or an SSN with non-breaking hyphens is found and the spans still index
         ``text``."""
         text = text.translate(_FOLD)
+        technical = technical_spans(text)
         results = self._engine.analyze(
             text=text,
             language=self.settings.language,
             entities=self._entities,
             allow_list=self._allow,
+            nlp_artifacts=self._nlp.process_text(self._for_model(text, technical), self._lang),
         )
-        technical = technical_spans(text)
         findings = []
         for result in results:
             if result.entity_type in NER_ENTITIES:
@@ -331,6 +336,34 @@ class Analyzer:
             ]
         findings.sort(key=lambda f: (f.start, -f.end))
         return tuple(findings)
+
+    def _for_model(self, text: str, technical: list[tuple[int, int]]) -> str:
+        """``text`` as the NER model reads it: the same length (offsets hold), with code
+        and Markdown structure, and every sentence that cannot hold a name, blanked.
+
+        A sentence can hold a name only if it has a capitalised word that is a known name
+        or no common word, and a finding the model makes anywhere else would be dropped
+        (:meth:`_evidenced`), so skipping them changes no result: it only spares the model
+        the prose of an agent's instructions (``Use this tool when …``), which is most of
+        it. Sentences with digits or ``@`` are kept whole, so the context words of phone
+        numbers, cards and addresses are still read."""
+        if "PERSON" not in self._entities:
+            return text
+        out = list(text)
+        for start, end in technical:
+            out[start:end] = _blank(text[start:end])
+        lexicon = self._lexicon
+        for sentence in _SENTENCE.finditer(text):
+            chunk = sentence.group()
+            if _DIGIT_OR_AT.search(chunk):
+                continue
+            if not any(
+                lexicon.known(w) or not lexicon.common_word(w)
+                for w in _CAPITALISED.findall(chunk)
+                if w.lower() not in self._tech
+            ):
+                out[sentence.start() : sentence.end()] = _blank(chunk)
+        return "".join(out)
 
     def _evidenced(self, text: str, start: int, end: int, technical: list[tuple[int, int]]) -> bool:
         """Whether a PERSON span a model (or a list) found is a name by the words in it and
@@ -424,6 +457,17 @@ class Analyzer:
         # a field label or a status alone ("Email", "Active") is not a person; a given name
         # that is also a month ("June") still is
         return word not in self._tech and (word not in not_names() or word in given_names())
+
+
+_SENTENCE = regex.compile(r"[^\n.!?]+(?:[.!?]+(?=\s|$))?")
+"""A sentence or a line (without its break), roughly: enough to decide what to skip."""
+_DIGIT_OR_AT = regex.compile(r"[\d@]")
+_CAPITALISED = regex.compile(r"\p{Lu}[\p{L}'\u2019-]+")
+
+
+def _blank(chunk: str) -> list[str]:
+    """``chunk`` as spaces, its line breaks kept (the model's tokens stay per line)."""
+    return [c if c == "\n" else " " for c in chunk]
 
 
 def _name_words(value: str) -> list[str]:

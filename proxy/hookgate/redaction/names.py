@@ -51,6 +51,21 @@ PRONOUNS = frozenset(
 )
 """Never a name, whatever a list of names or a cue says (``She lives at …``)."""
 
+_NOT_ADDRESSED = frozenset(
+    (  # noqa: SIM905
+        "there all world again everyone everybody folks guys team both you again sir madam "
+        "friends colleagues"
+    ).split()
+)
+"""Words after a greeting that are no one's name (``Hi there``, ``Hello World``)."""
+FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905
+        "will may can must shall might should would could do does did is are was were have "
+        "has had let so but and or if then when what who how why where no yes please the a an"
+    ).split()
+)
+"""Words that start a sentence as often as any name: ``Will you …``, ``May I …``."""
+
 _STRONG_BEFORE = (
     "my name is|my name's|name is|name's|i am|i'm|im|call me|this is|it's|it is|signed|"
     "dear|hi|hello|hey|greetings|good morning|good afternoon|good evening|thanks|thank you|"
@@ -59,7 +74,8 @@ _STRONG_BEFORE = (
     "sister|friend|partner|fiancé|fiancée|neighbour|neighbor|landlord|landlady|doctor|"
     "nurse|lawyer|attorney|teacher|student|pupil|guest|passenger|recipient|beneficiary|"
     "cardholder|account holder|subscriber|member|contractor|intern|caller|named|"
-    "introducing|attn|attention"
+    "introducing|attn|attention|regards|kind regards|best regards|warm regards|cheers|"
+    "sincerely|best|best wishes|all the best|love|yours|warmly|many thanks"
 )
 """Words after which a capitalised word is a person (the end of a phrase, lower-cased)."""
 _WEAK_BEFORE = (
@@ -71,7 +87,8 @@ _WEAK_BEFORE = (
 """Words after which a name may follow, as may anything else (``for Python``)."""
 _TITLE_CUE = "|".join(sorted(TITLES, key=len, reverse=True))
 _BEFORE = regex.compile(
-    rf"(?i:\b(?P<strong>{_STRONG_BEFORE}|(?:{_TITLE_CUE})\.?)|\b(?P<weak>{_WEAK_BEFORE}))[ ,:]*\Z"
+    rf"(?i:\b(?P<strong>{_STRONG_BEFORE}|(?:{_TITLE_CUE})\.?)|\b(?P<weak>{_WEAK_BEFORE}))"
+    rf"(?:[ ,:]*|[ ]*[,!.]?[ ]*\n[ \t]*)\Z"
 )
 _CONTACT_AFTER = regex.compile(
     r"[ ]?(?:[(<\[][ ]?[\w.+'-]+@|,[ ]?[\w.+'-]+@\w|[ ]?[(<\[]?[ ]?\+?\d[\d ().-]{6,}\d|"
@@ -115,11 +132,11 @@ class NameLexicon:
     def plausible(self, words: list[str], cue: Cue = "none") -> bool:
         """Whether ``words`` (a candidate without its title and particles) may be a name,
         given what the text says around it (see the module docstring)."""
-        if not words or any(self.stopped(w) or _camel(w) or _acronym(w) for w in words):
+        if not words or any(self._excluded(w, i) for i, w in enumerate(words)):
             return False
         namelike = [self.known(w) or not self.common_word(w) for w in words]
-        if cue == "strong":
-            return any(namelike)
+        if cue == "strong":  # "Hi Blessing", "Dear Hope": a cue names even a common word
+            return all(_key(w) not in _NOT_ADDRESSED for w in words)
         if len(words) == 1:
             return self.distinctive(words[0])
         return all(namelike) or any(self.distinctive(w) for w in words)
@@ -127,6 +144,13 @@ class NameLexicon:
     def distinctive(self, word: str) -> bool:
         """A known name that is no common word: ``Jolanta``, ``Kaveh`` (not ``Will``)."""
         return self.known(word) and not self.common_word(word)
+
+    def _excluded(self, word: str, position: int) -> bool:
+        """Never a word of a name here; a pronoun after a name may be a family name
+        (``Xinyi He``)."""
+        if position and _key(word) in PRONOUNS and _key(word) in self.family:
+            return False
+        return self.stopped(word) or _camel(word) or _acronym(word)
 
     def stopped(self, word: str) -> bool:
         """Never part of a name: a pronoun, or a stop word that is no given name (``June`` is)."""
@@ -172,7 +196,10 @@ class MentionedNames:
                 cue = "strong"
             elif key in LEADING_NOT_NAMES:
                 pass
-            elif (said := _cue_before(word + " ")) != "none" or _no_name(lexicon, word):
+            elif (said := _cue_before(word + " ")) != "none" or (
+                _no_name(lexicon, word)
+                and (not lexicon.common_word(word) or _INITIAL.search(text, 0, words[0][0]))
+            ):
                 cue = _stronger(
                     cue,
                     said
@@ -206,6 +233,12 @@ def cue_around(text: str, start: int, end: int) -> Cue:
     if _CONTACT_AFTER.match(text, end):
         return "strong"
     return _cue_before(text[max(0, start - 40) : start])
+
+
+_INITIAL = regex.compile(r"(?:\A|[.!?:;\n]|^[ \t]*[-*+>#|])[ \t\"'(\[*_]*\Z", regex.M)
+"""Where a sentence, a line or a list item starts (searched up to a word): a capitalised
+ordinary word there says nothing; mid-sentence, before a name, it may be a given name the
+lists lack (``signed by Luiz Henrique Araújo``)."""
 
 
 def _no_name(lexicon: NameLexicon, word: str) -> bool:

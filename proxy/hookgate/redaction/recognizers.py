@@ -57,7 +57,8 @@ class OfflineEmailRecognizer(EmailRecognizer):
     Addresses on reserved and internal names (``bob@corp.internal``, ``a@b.example``) are
     PII too, so those top-level names are accepted as well. The local part is limited to
     the characters addresses use in practice, so an address inside a URL query
-    (``?email=a@b.com&x=1``) is found without the URL around it.
+    (``?email=a@b.com&x=1``) is found without the URL around it. A no-reply sender
+    (``noreply@…``, ``do-not-reply@…``) is nobody's address and is left alone.
     """
 
     PATTERNS = [  # noqa: RUF012 - overrides the parent's class attribute of the same shape
@@ -76,8 +77,14 @@ class OfflineEmailRecognizer(EmailRecognizer):
         self.global_regex_flags = _CASE_SENSITIVE
 
     def validate_result(self, pattern_text: str) -> bool:
+        if _NO_REPLY.match(pattern_text):
+            return False  # a vendor's no-reply sender names no one (Co-Authored-By trailers)
         tld = pattern_text.rsplit(".", 1)[-1].lower()
         return tld in RESERVED_TLDS or _EXTRACT(pattern_text).fqdn != ""
+
+
+_NO_REPLY = re.compile(r"(?i)(?:no-?reply|do-?not-?reply)@")
+"""A no-reply sender (``noreply@anthropic.com``): not a person's address."""
 
 
 _NANP = (
