@@ -1,11 +1,12 @@
 """What the pii policy costs the first request of an agent session: ``python -m bench.pii_cold``.
 
-A coding agent's first request carries its whole system prompt (Codex CLI's is about 18 KB
+A coding agent's first request carries its whole system prompt (Codex CLI's is 18 to 26 KB
 of Markdown), which the pii policy has never seen; every later request resends it
 unchanged, and the policy's per-text cache answers from memory. This bench sends, through
 two hookgate processes pinned to one core in front of the same fast fake upstream (one
 with ``policies: []``, one with ``- pii: {}``), a chat request whose system message is the
-real Codex CLI instructions captured in :mod:`evals.pii.agents`, made new for each rep by a
+real Codex CLI instructions captured in :mod:`evals.pii.agents` (its
+longest developer message, 26 KB), made new for each rep by a
 session line in front (*cold*: first sight of the prompt), then the same request again
 (*warm*). Reported: p50 latency of each, the time pii adds cold and warm, and their ratio.
 Appends its figures to ``bench/results/pii-cold-<time>.json``.
@@ -32,9 +33,14 @@ from evals.pii.agents import bodies
 
 
 def instructions() -> str:
-    """Codex CLI's instructions for its default model, as captured from the client."""
-    instructions: str = bodies()["codex"][0]["instructions"]
-    return instructions
+    """Codex CLI's instructions for its default model, as captured from the client: the
+    longest developer message of its first request (Codex sends no ``instructions``)."""
+    texts: list[str] = []
+    for item in bodies()["codex"][0]["input"]:
+        if item.get("type") == "message" and item.get("role") == "developer":
+            content = item["content"]
+            texts += [content] if isinstance(content, str) else [p["text"] for p in content]
+    return max(texts, key=len)
 
 
 async def post(session: aiohttp.ClientSession, url: str, system: str) -> float:
