@@ -50,7 +50,7 @@ from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.redaction import texts
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
-from hookgate.redaction.names import FUNCTION_WORDS, TITLES, name_parts
+from hookgate.redaction.names import FUNCTION_WORDS, TITLES, name_parts, sentence_start
 from hookgate.redaction.output import ScanningStream
 from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
@@ -483,8 +483,7 @@ class _Propagation:
             token = self._tokens.get(value)
             if token is None:
                 if _joined(text, match.start(), match.end()) or (
-                    value.lower() in FUNCTION_WORDS
-                    and _SENTENCE_START.search(text, 0, match.start())
+                    value.lower() in FUNCTION_WORDS and sentence_start(text, match.start())
                 ):
                     return value  # "Will you …" is no mention of Will Smith
                 token = self._parts[value]
@@ -513,8 +512,6 @@ def _joined(text: str, start: int, end: int) -> bool:
 _PARTICLES = "|".join(sorted(NAME_PARTICLES, key=len, reverse=True))
 _WORD_BEFORE = re.compile(rf"([^\W\d_][\w'-]*)[ ]+(?:(?:{_PARTICLES})[ ]+)*\Z")
 _WORD_AFTER = re.compile(rf"[ ]+(?:(?:{_PARTICLES})[ ]+)*([^\W\d_][\w'-]*)")
-_SENTENCE_START = re.compile(r"(?:\A|[.!?:;\n]|^[ \t]*[-*+>#|]|\d[.)])[ \t\"'(\[*_]*\Z", re.M)
-"""Where a sentence, a line or a list item starts (searched up to a match)."""
 
 
 def _cut_short(text: str, redaction: Redaction, values: Mapping[str, str]) -> bool:

@@ -342,7 +342,8 @@ class Analyzer:
         and Markdown structure, and every sentence that cannot hold a name, blanked.
 
         A sentence can hold a name only if it has a capitalised word that is a known name
-        or no common word, and a finding the model makes anywhere else would be dropped
+        or no common word (its first word: no common word), and a finding the model makes
+        anywhere else would be dropped
         (:meth:`_evidenced`), so skipping them changes no result: it only spares the model
         the prose of an agent's instructions (``Use this tool when …``), which is most of
         it. Sentences with digits or ``@`` are kept whole, so the context words of phone
@@ -358,9 +359,10 @@ class Analyzer:
             if _DIGIT_OR_AT.search(chunk):
                 continue
             if not any(
-                lexicon.known(w) or not lexicon.common_word(w)
-                for w in _CAPITALISED.findall(chunk)
-                if w.lower() not in self._tech
+                lexicon.could_be_name(w.group())
+                and (w.start() > _lead(chunk) or not lexicon.common_word(w.group()))
+                for w in _CAPITALISED.finditer(chunk)
+                if w.group().lower() not in self._tech
             ):
                 out[sentence.start() : sentence.end()] = _blank(chunk)
         return "".join(out)
@@ -416,12 +418,12 @@ class Analyzer:
         extends = last in NAME_PARTICLES or words == 1
         if after is not None and extends and self._name_word(after.group(1)):
             end = after.end()
-        before = _PREVIOUS_WORD.search(text, 0, start)
+        before = _PREVIOUS_WORD.search(text, max(0, start - 80), start)
         if (
             before is not None
             and words <= 2
             and self._name_word(before.group(1))
-            and not _SENTENCE_START.search(text, 0, before.start(1))
+            and not _SENTENCE_START.search(text, max(0, before.start(1) - 40), before.start(1))
         ):
             start = before.start(1)
         return start, end
@@ -463,6 +465,13 @@ _SENTENCE = regex.compile(r"[^\n.!?]+(?:[.!?]+(?=\s|$))?")
 """A sentence or a line (without its break), roughly: enough to decide what to skip."""
 _DIGIT_OR_AT = regex.compile(r"[\d@]")
 _CAPITALISED = regex.compile(r"\p{Lu}[\p{L}'\u2019-]+")
+
+
+def _lead(chunk: str) -> int:
+    """Where a sentence's first word starts: a common word there (``Do``, ``Each``) is
+    capitalised for the sentence, and a name that starts a sentence has another word or a
+    distinctive one (``Grace Hall``, ``Jolanta``)."""
+    return len(chunk) - len(chunk.lstrip(" \t\"'([*_-#>|"))
 
 
 def _blank(chunk: str) -> list[str]:

@@ -145,6 +145,11 @@ class NameLexicon:
         """A known name that is no common word: ``Jolanta``, ``Kaveh`` (not ``Will``)."""
         return self.known(word) and not self.common_word(word)
 
+    def could_be_name(self, word: str) -> bool:
+        """Whether ``word`` may be a word of some name: not excluded, and a known name or
+        no common word. A sentence without one holds no name."""
+        return not self._excluded(word, 1) and (self.known(word) or not self.common_word(word))
+
     def _excluded(self, word: str, position: int) -> bool:
         """Never a word of a name here; a pronoun after a name may be a family name
         (``Xinyi He``)."""
@@ -198,7 +203,7 @@ class MentionedNames:
                 pass
             elif (said := _cue_before(word + " ")) != "none" or (
                 _no_name(lexicon, word)
-                and (not lexicon.common_word(word) or _INITIAL.search(text, 0, words[0][0]))
+                and (not lexicon.common_word(word) or sentence_start(text, words[0][0]))
             ):
                 cue = _stronger(
                     cue,
@@ -235,10 +240,16 @@ def cue_around(text: str, start: int, end: int) -> Cue:
     return _cue_before(text[max(0, start - 40) : start])
 
 
-_INITIAL = regex.compile(r"(?:\A|[.!?:;\n]|^[ \t]*[-*+>#|])[ \t\"'(\[*_]*\Z", regex.M)
-"""Where a sentence, a line or a list item starts (searched up to a word): a capitalised
-ordinary word there says nothing; mid-sentence, before a name, it may be a given name the
-lists lack (``signed by Luiz Henrique Araújo``)."""
+_INITIAL = regex.compile(r"(?:[.!?:;\n]|^[ \t]*[-*+>#|])[ \t\"'(\[*_]*\Z", regex.M)
+
+
+def sentence_start(text: str, position: int) -> bool:
+    """Whether a sentence, a line or a list item starts at ``position`` (quotes, brackets
+    and emphasis marks before it aside). A capitalised ordinary word there says nothing;
+    mid-sentence, before a name, it may be a given name the lists lack (``signed by Luiz
+    Henrique Araújo``). Reads at most 40 characters back."""
+    window = text[max(0, position - 40) : position]
+    return _INITIAL.search(("\n" if position <= 40 else "") + window) is not None
 
 
 def _no_name(lexicon: NameLexicon, word: str) -> bool:

@@ -446,10 +446,10 @@ class StructuredNames:
                     begin = start + field.start("value")
                     sure: Cue = "strong" if row else "none"
                     results.append((begin, begin + len(field["value"]), sure))
-            below = next((ln for _, ln in lines[index + 1 :] if ln.strip()), "")
             label = line.strip()
             after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
-            if _SIGN_OFF.fullmatch(label) and after is not None:
+            below = after[1] if after is not None else ""
+            if after is not None and _SIGN_OFF.fullmatch(label):
                 signed = after[1].strip()
                 if self._name(signed, words=(2, 3)):
                     begin = after[0] + after[1].index(signed)
@@ -457,8 +457,8 @@ class StructuredNames:
             if (
                 not contact
                 and label
-                and (_CONTACT.search(below) or _STREET_LINE.search(below))
                 and self._name(label, words=(1, 3))
+                and (_CONTACT.search(below) or _STREET_LINE.search(below))
             ):
                 begin = start + line.index(label)
                 results.append((begin, begin + len(label), "strong"))
