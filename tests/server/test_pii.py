@@ -431,7 +431,8 @@ def test_a_long_analysis_blocks_no_other_request(
     client: openai.OpenAI, upstream: FakeUpstream
 ) -> None:
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
-    long_text = f"Dear {PII['PERSON']}, " + "the quarterly numbers look fine. " * 1500
+    # sentences that may hold a name (the model reads only those): seconds of analysis
+    long_text = f"Dear {PII['PERSON']}, " + "Jolanta Wiśniewska met Kwame Mensah today. " * 1500
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         slow = pool.submit(
             client.chat.completions.create,

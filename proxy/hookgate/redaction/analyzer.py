@@ -35,6 +35,7 @@ from hookgate.redaction.names import (
     NameLexicon,
     cue_around,
     email_name_parts,
+    sentence_start,
 )
 from hookgate.redaction.vocabulary import (
     LEADING_NOT_NAMES,
@@ -317,7 +318,8 @@ class Analyzer:
             )
         if self._mentioned is not None:
             found += (s for s in self._mentioned.find(text) if not inside(technical, *s))
-        for start, end in found:  # a longer name replaces the part a model found
+        for start, end in (self._bare(text, s, e) for s, e in found):
+            # a longer name replaces the part a model found
             inner = [
                 f
                 for f in findings
@@ -428,6 +430,25 @@ class Analyzer:
             start = before.start(1)
         return start, end
 
+    def _bare(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """A name's span without the titles, cues and sentence-initial ordinary words
+        before it (``Dr. Ana Lima``, ``I'm Ana Lima`` → ``Ana Lima``), so a name gets one
+        placeholder however it is introduced; mid-sentence, a word the lists lack stays
+        (``by Luiz Henrique``)."""
+        while True:
+            if (title := _TITLE_WORD.match(text, start, end)) is not None and title.end() < end:
+                start = title.end()
+                continue
+            word = _WORD_SPAN.match(text, start, end)
+            if (
+                word is None
+                or word.end() >= end
+                or not self._no_name(word.group())
+                or not (word.group().lower() in self._lead_stop or sentence_start(text, start))
+            ):
+                return start, end
+            start = word.end() + len(text[word.end() : end]) - len(text[word.end() : end].lstrip())
+
     def _no_name(self, word: str) -> bool:
         """A word a span may start with that is not part of the name: a cue or a label
         (``Customer``, ``Tell``), or an ordinary word that is no name (``It's``)."""
@@ -465,6 +486,11 @@ _SENTENCE = regex.compile(r"[^\n.!?]+(?:[.!?]+(?=\s|$))?")
 """A sentence or a line (without its break), roughly: enough to decide what to skip."""
 _DIGIT_OR_AT = regex.compile(r"[\d@]")
 _CAPITALISED = regex.compile(r"\p{Lu}[\p{L}'\u2019-]+")
+
+
+_TITLE_WORD = regex.compile(
+    r"(?i:" + "|".join(sorted(TITLES, key=len, reverse=True)) + r")\.?[ ]+(?=\p{Lu})"
+)
 
 
 def _lead(chunk: str) -> int:

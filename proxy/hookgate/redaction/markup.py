@@ -25,14 +25,16 @@ _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+[^\n]*$", re.M)
 """A Markdown ATX heading line."""
 _TABLE_HEAD = re.compile(r"^[^\n]*\|[^\n]*\n(?=[ \t]*\|?[ \t]*:?-{3,})", re.M)
 """A table's header row: the line above a ``|---|`` delimiter row."""
-_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>\n]*)?/?>")
-"""An XML or HTML tag (``<system-reminder>``, ``<env name="x">``), not its content."""
+_TAG = re.compile(r"</?[a-z][\w:.-]*(?:\s+[\w:.-]+(?:=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s>]+))?)*\s*/?>")
+"""An XML or HTML tag (``<system-reminder>``, ``<env name="x">``), not its content; a
+chat log's ``<Ana Lima>`` is a speaker, not a tag."""
 _URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`)\]]+", re.I)
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|\b[\w.-]+/[\w./-]*\.\w{1,8}\b")
 """A file path: ``/usr/bin/env``, ``~/.codex/config.toml``, ``src/app/main.py``."""
 
-_JSON = re.compile(r"[{\[]\s*\"[^\n]*[}\]]")
-"""A JSON object or array written on one line (``{"location": "San Francisco, CA"}``)."""
+_JSON = re.compile(r"^[ \t]*(?:[-*+]|\d{1,2}[.)])[ \t]+[^\n{\[]*[{\[]\s*\"[^\n]*[}\]]", re.M)
+"""A list item showing a JSON example on one line (``* `weather`: {"location": "San
+Francisco, CA"}``), as instructions do; a tool's JSON result is data, not this."""
 _LONG_LIST = re.compile(r"^[^\n,]{0,40}:?[ \t]*(?:[^,\n]{1,40},[ \t]*){5,}[^,\n]*$", re.M)
 """A line listing six items or more (``Fonts: Archivo Black, Asul, Barlow, …``): names in
 it are found by the list rule of the structured finder, not by a model."""

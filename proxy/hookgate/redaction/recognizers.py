@@ -415,7 +415,7 @@ class StructuredNames:
         words must then look like a name on their own: a list of fonts is no list of
         people)."""
         results: list[tuple[int, int, Cue]] = []
-        speakers = list(_SPEAKER.finditer(text))
+        speakers = [*_SPEAKER.finditer(text), *_IRC_SPEAKER.finditer(text)]
         patterns: list[tuple[Iterable[regex.Match[str]], Cue]] = [
             (_LABELLED.finditer(text), "strong"),
             (_DISPLAY_NAME.finditer(text), "strong"),
@@ -447,6 +447,12 @@ class StructuredNames:
                     sure: Cue = "strong" if row else "none"
                     results.append((begin, begin + len(field["value"]), sure))
             label = line.strip()
+            if (bare := _BARE_NAME_LINE.fullmatch(line)) is not None and not _SIGN_OFF.fullmatch(
+                label
+            ):  # "Jolanta," above a letter, "— Jolanta" below one
+                value = bare.group("value")
+                if self._name(value, words=(1, 3)):
+                    results.append((start + bare.start("value"), start + bare.end("value"), "none"))
             after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
             below = after[1] if after is not None else ""
             if after is not None and _SIGN_OFF.fullmatch(label):
@@ -467,7 +473,7 @@ class StructuredNames:
     def _name(self, value: str, *, words: tuple[int, int]) -> bool:
         parts = value.split()
         named = [p for p in parts if p.lower() not in NAME_PARTICLES]
-        if not words[0] <= len(named) <= words[1] or parts[0].lower() in NAME_PARTICLES:
+        if not words[0] <= len(named) <= words[1] or parts[0] in NAME_PARTICLES:
             return False
         if not all(_NAME_WORD.fullmatch(p) for p in named):
             return False
@@ -519,6 +525,16 @@ _ADDRESSEE = regex.compile(
     regex.M,
 )
 """A name someone writes to, copies or meets (``with Iosefa Fifita in copy``)."""
+_BARE_NAME_LINE = regex.compile(
+    rf"[ \t]*(?:(?:--|[-\u2013\u2014~])[ ]?)?(?P<value>{_NAME_PART}(?:[ ]+{_NAME_PART}){{0,2}})"
+    r"[ ]?[,!]?[ \t]*"
+)
+"""A line that is a name alone: a letter's salutation (``Jolanta,``) or signature
+(``— Jolanta``); a list of fonts or a heading is kept out by the name test."""
+_IRC_SPEAKER = regex.compile(
+    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*<(?P<value>{_NAME_RUN})>[ \t]", regex.M
+)
+"""An IRC-style log's speaker (``<Ana Lima> thanks, looks good``)."""
 _SLACK_SPEAKER = regex.compile(
     rf"^[ \t]*(?P<value>{_NAME_RUN})[ \t]{{2,}}\d{{1,2}}:\d{{2}}(?:[ ]?[AP]M)?[ \t]*$",
     regex.M,

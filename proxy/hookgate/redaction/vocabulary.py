@@ -12,7 +12,7 @@ from importlib import resources
 
 _PARTICLES = (
     "da de del della der di do dos das du van von den la le los las des bin bint ibn abu al el "
-    "ter ten te zu af av y e mac ní nic ó ui"
+    "ter ten te zu af av y e mac ní nic ó ui ben bat wa binti ap op dal degli dei delle"
 )
 NAME_PARTICLES = frozenset(_PARTICLES.split())
 """Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
