@@ -300,24 +300,35 @@ def _stronger(a: Cue, b: Cue) -> Cue:
 
 
 def name_parts(name: str) -> list[str]:
-    """The words of a person's name that may stand for it alone: ``Jolanta`` and
-    ``Wróblewska`` of ``Jolanta Wróblewska``, ``Lieke`` and ``Broek`` of ``Lieke van den
-    Broek``, ``Kowal`` and ``Nowak`` of ``Kowal-Nowak`` too — never a particle, a title,
-    an initial or a word of two letters. A one-word name has no parts."""
+    """The parts of a person's name that may stand for it alone: each word (``Jolanta``
+    and ``Wróblewska`` of ``Jolanta Wróblewska``; ``Kowal`` and ``Nowak`` of ``Kowal-Nowak``
+    too) and each run of its words (``García López`` of ``Ana García López``, ``Van Minh``
+    of ``Nguyen Van Minh``), so a double surname written alone gets one placeholder, as the
+    analysis of that text would give it. A part never starts or ends with a particle, a
+    title, an initial or a word of two letters (``van den Broek`` is no part, ``Broek``
+    is). A one-word name has no parts."""
     words = name.split()
     if len(words) < 2:
         return []
-    pieces = [p for w in words for p in dict.fromkeys([w, *w.split("-")])]
-    return [
-        w
-        for w in pieces
-        if len(w) > 2
-        and w[0].isupper()
-        and not w.endswith(".")
-        and w.lower() not in NAME_PARTICLES
-        and w.lower() not in TITLES
-        and w.lower() not in PRONOUNS
+    runs = [
+        " ".join(words[i:j])
+        for i in range(len(words))
+        for j in range(i + 2, len(words) + 1)
+        if (i, j) != (0, len(words)) and _part_word(words[i]) and _part_word(words[j - 1])
     ]
+    pieces = [p for w in words for p in dict.fromkeys([w, *w.split("-")]) if _part_word(p)]
+    return list(dict.fromkeys([*runs, *pieces]))
+
+
+def _part_word(word: str) -> bool:
+    return (
+        len(word) > 2
+        and word[0].isupper()
+        and not word.endswith(".")
+        and word.lower() not in NAME_PARTICLES
+        and word.lower() not in TITLES
+        and word.lower() not in PRONOUNS
+    )
 
 
 def email_name_parts(text: str) -> frozenset[str]:
