@@ -61,8 +61,17 @@ async def post(session: aiohttp.ClientSession, url: str, system: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def measure(urls: dict[str, str], reps: int) -> dict[str, dict[str, list[float]]]:
-    prompt = instructions()
+def cut(prompt: str, size: int | None) -> str:
+    """``prompt`` cut at the last paragraph break within ``size`` bytes (whole if ``None``)."""
+    if size is None or len(prompt.encode()) <= size:
+        return prompt
+    head = prompt.encode()[:size].decode(errors="ignore")
+    return head[: head.rfind("\n\n")] if "\n\n" in head else head
+
+
+async def measure(
+    urls: dict[str, str], reps: int, prompt: str
+) -> dict[str, dict[str, list[float]]]:
     out: dict[str, dict[str, list[float]]] = {n: {"cold": [], "warm": []} for n in urls}
     async with aiohttp.ClientSession() as session:
         for rep in range(reps + 1):
@@ -76,8 +85,10 @@ async def measure(urls: dict[str, str], reps: int) -> dict[str, dict[str, list[f
     return out
 
 
-def run(reps: int) -> dict[str, Any]:
-    """Measure ``reps`` first-sight and repeated requests per pipeline; the summary."""
+def run(reps: int, size: int | None = None) -> dict[str, Any]:
+    """Measure ``reps`` first-sight and repeated requests per pipeline (the prompt cut to
+    ``size`` bytes when given); the summary."""
+    prompt = cut(instructions(), size)
     processes: list[subprocess.Popen[bytes]] = []
     urls: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,14 +103,14 @@ def run(reps: int) -> dict[str, Any]:
                 port = free_port()
                 processes.append(start_hookgate(Path(tmp), name, port, upstream, policies))
                 urls[name] = f"http://127.0.0.1:{port}/v1/chat/completions"
-            results = asyncio.run(measure(urls, reps))
+            results = asyncio.run(measure(urls, reps, prompt))
         finally:
             stop(processes)
     p50 = {n: {k: statistics.median(v) for k, v in r.items()} for n, r in results.items()}
     cold = p50["pii"]["cold"] - p50["no_pii"]["cold"]
     warm = p50["pii"]["warm"] - p50["no_pii"]["warm"]
     return {
-        "prompt_bytes": len(instructions().encode()),
+        "prompt_bytes": len(prompt.encode()),
         "p50_ms": p50,
         "cold_added_ms": cold,
         "warm_added_ms": warm,
@@ -111,8 +122,11 @@ def run(reps: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--reps", type=int, default=20, help="new prompts per pipeline")
+    parser.add_argument(
+        "--bytes", type=int, help="cut the prompt to this size (18000: the issue's)"
+    )
     args = parser.parse_args()
-    report = run(args.reps)
+    report = run(args.reps, args.bytes)
     print(json.dumps(report, indent=2))
     out = ROOT / "bench" / "results" / f"pii-cold-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}.json"
     out.parent.mkdir(exist_ok=True)
