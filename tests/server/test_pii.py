@@ -16,7 +16,7 @@ import openai
 import orjson
 import pytest
 
-from hookgate.redaction.placeholders import PATTERN
+from hookgate.redaction.placeholders import PATTERN, placeholder
 from hookgate.store.sqlite import SQLiteStore
 from tests.conftest import ProxyFactory, openai_client
 from tests.fakes import Echo, FakeUpstream, LoopThread
@@ -496,3 +496,27 @@ def test_a_value_found_once_is_redacted_everywhere_in_the_request(
     first, second = (m["content"] for m in body["messages"])
     assert "EMP-123456" not in sent(upstream).decode()
     assert PATTERN.findall(first) == PATTERN.findall(second)
+
+
+def test_a_name_s_parts_are_replaced_wherever_they_stand_alone(
+    client: openai.OpenAI, upstream: FakeUpstream
+) -> None:
+    """Turn 2 names the person of turn 1 by given name and by title + family name: each gets
+    the keyed hash of the part (stable, exactly restorable); a sentence that starts with a
+    function word that is also a given name ("Will you …") is left alone."""
+    messages: list[Any] = [
+        {"role": "user", "content": "Please write to Jolanta Wiśniewska and Will Carter."},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "It's Jolanta again. Ms. Wiśniewska wants it by Friday. "
+         "Will you hurry? Carter knows."},
+    ]  # fmt: skip
+    upstream.push(Echo())
+    reply = client.chat.completions.create(model="m", messages=messages)
+    body = sent(upstream).decode()
+    for value in ("Jolanta", "Wiśniewska", "Carter", json.dumps("Wiśniewska")[1:-1]):
+        assert value not in body
+    secret = b"test-secret-0123456789"
+    for part in ("Jolanta", "Wiśniewska", "Carter"):
+        assert placeholder(secret, "PERSON", part) in body
+    assert "Will you hurry?" in body
+    assert reply.choices[0].message.content == f"You said: {messages[-1]['content']}"

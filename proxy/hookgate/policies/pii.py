@@ -464,10 +464,10 @@ class _Propagation:
 
     @classmethod
     def of(cls, vault: Vault) -> _Propagation | None:
-        values = vault.values
+        values = dict(vault.values)  # the values found, before the parts join the vault
         parts = {
             vault.placeholder("PERSON", part): part
-            for token, value in list(values.items())
+            for token, value in values.items()
             if token.startswith("<PERSON_")
             for part in name_parts(value)
         }

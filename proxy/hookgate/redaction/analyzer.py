@@ -349,9 +349,12 @@ class Analyzer:
         (:meth:`_evidenced`), so skipping them changes no result: it only spares the model
         the prose of an agent's instructions (``Use this tool when …``), which is most of
         it. Sentences with digits or ``@`` are kept whole, so the context words of phone
-        numbers, cards and addresses are still read."""
-        if "PERSON" not in self._entities:
-            return text
+        numbers, cards and addresses are still read. Only when ``PERSON`` is the one model
+        entity asked for (the default): ``LOCATION`` and the others need every sentence."""
+        if "PERSON" not in self._entities or NER_ENTITIES.intersection(self._entities) != {
+            "PERSON"
+        }:
+            return text  # places, organisations and groups are found in any sentence
         out = list(text)
         for start, end in technical:
             out[start:end] = _blank(text[start:end])
