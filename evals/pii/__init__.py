@@ -9,6 +9,11 @@
   later mentions by part (given name, family name, title), and technical controls; a
   development half (names from mimesis) and a held-out half (names and templates written
   apart) whose failures are never printed. Neither half uses the detector's name lists.
+* :mod:`evals.pii.world` — a development set of names of non-European origins written by
+  hand (Vietnamese, pinyin, Korean, Indian with initials, Arabic, Somali, Akan, Māori,
+  Gaelic, Icelandic, Georgian...) in ordinary sentences, e-mails, chat logs, system prompts
+  and tool calls, then by part in later turns (given name, family name, title or honorific
+  with a part, double surname), with technical controls; its failures are printed.
 * :mod:`evals.pii.agents` — the instructions and tool definitions real agent clients send
   (Codex CLI, opencode, the Agents SDK, LangChain, AgentScope, MCP servers), captured from
   the clients themselves: they must reach the model unchanged.

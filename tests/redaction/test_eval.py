@@ -29,7 +29,9 @@ sentence context — CSV, tables, lists, label blocks, records, headers, signatu
 repeated across the places of a request; written without reading the detector) and the two
 halves of ``evals.pii.origins`` (names of many origins in ordinary sentences, then again by
 part in later turns; a development half with mimesis's names and a held-out half with
-hand-written ones, from other templates).
+hand-written ones, from other templates) and ``evals.pii.world`` (a development set of
+hand-written names of non-European origins, in sentences and then by part, its failures
+printed).
 The figures are printed (``pytest -s``) and written to ``$PII_EVAL_REPORT.<set>.json``
 when set; each set has its bars (:data:`CORPORA`): those of the pii issue for the first
 two, those of the name-leak review for the third, stricter ones for the origins halves.
@@ -417,6 +419,8 @@ CORPORA: dict[str, Corpus] = {
     # names of many origins in sentences, then by part: mimesis's names, then hand-written
     "origins-dev": Corpus("evals.pii.origins", ORIGINS_BARS, 1500),
     "origins-heldout": Corpus("evals.pii.origins", HELD_OUT_FLOOR, 1500, "heldout", held_out=True),
+    # hand-written names of non-European origins in sentences, then by part (development)
+    "world-dev": Corpus("evals.pii.world", ORIGINS_BARS, 1500),
 }
 
 

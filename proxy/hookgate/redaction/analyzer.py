@@ -35,7 +35,9 @@ from hookgate.redaction.names import (
     NameLexicon,
     cue_around,
     email_name_parts,
+    is_cue,
     sentence_start,
+    without_honorific,
 )
 from hookgate.redaction.vocabulary import (
     LEADING_NOT_NAMES,
@@ -228,6 +230,8 @@ class Analyzer:
         registry.add_recognizer(recognizers.PhonePatternRecognizer(language))
         registry.add_recognizer(recognizers.NationalPhoneRecognizer(language))
         registry.add_recognizer(recognizers.CardRecognizer(language))
+        registry.remove_recognizer("IbanRecognizer")
+        registry.add_recognizer(recognizers.CaseSensitiveIbanRecognizer(language))
         registry.remove_recognizer("UsSsnRecognizer")
         registry.add_recognizer(recognizers.SsnRecognizer(language))
         registry.add_recognizer(recognizers.Ipv6Recognizer(language))
@@ -403,7 +407,8 @@ class Analyzer:
         if words:
             start = words[0].start()
         start, end = _trimmed(text, start, end)
-        return self._grown(text, start, end, len(words))
+        start, end = self._grown(text, start, end, len(words))
+        return start, without_honorific(text, start, end)
 
     def _grown(self, text: str, start: int, end: int, words: int) -> tuple[int, int]:
         """The span over the rest of a name a model cut: a glued part (``Jae`` → ``Jae-won``,
@@ -438,6 +443,7 @@ class Analyzer:
         before it (``Dr. Ana Lima``, ``I'm Ana Lima`` → ``Ana Lima``), so a name gets one
         placeholder however it is introduced; mid-sentence, a word the lists lack stays
         (``by Luiz Henrique``)."""
+        end = without_honorific(text, start, end)
         while True:
             if (title := _TITLE_WORD.match(text, start, end)) is not None and title.end() < end:
                 start = title.end()
@@ -456,14 +462,17 @@ class Analyzer:
         """A word a span may start with that is not part of the name: a cue or a label
         (``Customer``, ``Tell``), or an ordinary word that is no name (``It's``)."""
         lexicon = self._lexicon
-        return word.lower().strip(".") in self._lead_stop or (
-            lexicon.common_word(word) and not lexicon.known(word)
+        return (
+            word.lower().strip(".") in self._lead_stop
+            or (lexicon.common_word(word) and not lexicon.known(word))
+            or is_cue(word)
         )
 
     def _name_word(self, word: str) -> bool:
         lowered = word.lower()
         return (
             bool(_NAME_WORD.fullmatch(word))
+            and lowered.rstrip(".") not in TITLES
             and lowered not in self._lead_stop
             and lowered not in self._tech
             and not self._no_name(word)

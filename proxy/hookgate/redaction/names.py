@@ -30,17 +30,25 @@ import regex
 
 from hookgate.redaction.vocabulary import LEADING_NOT_NAMES, NAME_PARTICLES
 
-Cue = Literal["none", "weak", "strong"]
-"""What the words before or after a candidate say: nothing, that a name may follow (``for``,
-``tell``), or that a person is named (``Dear``, ``Ms.``, ``my name is``, an e-mail after it)."""
+Cue = Literal["none", "weak", "speaker", "strong", "title"]
+"""What the words before or after a candidate (or the structure around it) say: nothing,
+that a name may follow (``for``, ``tell``), that it speaks in a chat log (``<Mekdes> ok``),
+that a person is named (``Dear``, ``my name is``, an e-mail after it), or a title
+(``Ms.``, ``Pak``), after which any word is a name."""
 
 TITLES = frozenset(
     (  # noqa: SIM905 - a word list reads best as words
         "mr mrs ms mx miss dr prof sir madam mister mme mlle herr frau sr sra srta dott dra "
-        "pan pani"
+        "pan pani doña lic ing pak bapak ibu bu mas mbak kak khun malam mallam alhaji "
+        "hajiya haji auntie aunty uncle mama baba chief ato wzro sheikh sayyid ustaz "
+        "cik encik puan tuan datuk"
     ).split()
 )
-"""Titles before a name (with or without a full stop); never part of the name's span."""
+"""Titles and honorifics before a name (with or without a full stop); never part of the
+name's span, and whatever follows one is a name (``Mr. He``, ``Pak Joko``)."""
+HONORIFIC_SUFFIXES = ("san", "sama", "kun", "chan", "sensei", "ji", "ssi", "nim", "jee")
+"""Honorifics glued to a name after a hyphen (``Sasaki-san``, ``Simran-ji``,
+``Seung-min-ssi``); never part of the name's span."""
 
 PRONOUNS = frozenset(
     (  # noqa: SIM905
@@ -69,6 +77,8 @@ FUNCTION_WORDS = frozenset(
 _STRONG_BEFORE = (
     "my name is|my name's|name is|name's|i am|i'm|im|call me|this is|it's|it is|signed|"
     "dear|hi|hello|hey|greetings|good morning|good afternoon|good evening|thanks|thank you|"
+    "bonjour|salut|hola|ciao|hallo|hej|hei|moin|merhaba|selam|salam|namaste|jambo|sawubona|"
+    "shalom|olá|ola|oi|ahoj|cześć|szia|sveiki|tere|privet|konnichiwa|annyeong|ni hao|"
     "customer|client|patient|employee|tenant|candidate|applicant|colleague|coworker|"
     "co-worker|manager|boss|wife|husband|son|daughter|mother|father|mom|mum|dad|brother|"
     "sister|friend|partner|fiancé|fiancée|neighbour|neighbor|landlord|landlady|doctor|"
@@ -84,12 +94,15 @@ _WEAK_BEFORE = (
     "congratulate|hire|hired|fire|fired|about|of|sign it as|signed by|assign|assigned to|"
     "cc'd|cc|loop in|include|copy|welcome|visit|visited|helped|told|let|see|saw|like|add|"
     "added|remove|removed|replace|replaced|swap|who is|who's|is|was|as|than|between|after|"
-    "before|alongside|including|via|whom|whose"
+    "before|alongside|including|via|whom|whose|put|give|get|make|take|book|find|check|"
+    "leave|move|keep|show|help|look up|drop|bring|send|write to|reply to|answer|update|"
+    "schedule|assign|pay|thank|greet|introduce|nominate|hire|list|mention|say hi to"
 )
 """Words after which a name may follow, as may anything else (``for Python``)."""
 _TITLE_CUE = "|".join(sorted(TITLES, key=len, reverse=True))
 _BEFORE = regex.compile(
-    rf"(?i:\b(?P<strong>{_STRONG_BEFORE}|(?:{_TITLE_CUE})\.?)|\b(?P<weak>{_WEAK_BEFORE}))"
+    rf"(?i:\b(?P<title>(?:{_TITLE_CUE})\.?)|\b(?P<strong>{_STRONG_BEFORE})|"
+    rf"\b(?P<weak>{_WEAK_BEFORE}))"
     rf"(?:[ ,:]*|[ ]*[,!.]?[ ]*\n[ \t]*)\Z"
 )
 _CONTACT_AFTER = regex.compile(
@@ -128,19 +141,35 @@ class NameLexicon:
         return key in self.given or key in self.family or self._parts_known(key)
 
     def common_word(self, word: str) -> bool:
-        """An ordinary English word (``Reading``, ``Will``, ``It's``), names among them."""
-        return _key(word) in self.common
+        """An ordinary English word (``Reading``, ``Will``, ``It's``), names among them; a
+        compound of ordinary words too, unless all its parts are names (``Co-Authored-By``
+        is one, ``Mary-Jane`` is not)."""
+        key = _key(word)
+        if key in self.common:
+            return True
+        pieces = key.split("-")
+        return (
+            len(pieces) > 1
+            and all(p in self.common for p in pieces)
+            and not all(p in self.given or p in self.family for p in pieces)
+        )
 
     def plausible(self, words: list[str], cue: Cue = "none") -> bool:
         """Whether ``words`` (a candidate without its title and particles) may be a name,
         given what the text says around it (see the module docstring). One rare word is not
         enough, even when the model calls it a person: ``Grep``, ``Glob`` and ``Timestamp``
         in tool descriptions are (it cost 0.8% of technical words for 0.3% fewer leaks)."""
+        if cue == "title":  # "Mr. He", "Ms. Oh": a title makes any capitalised word a name
+            return bool(words) and not any(
+                (_key(w) in self.stop and _key(w) not in self.given) or _camel(w) for w in words
+            )
         if not words or any(self._excluded(w, i) for i, w in enumerate(words)):
             return False
         namelike = [self.known(w) or not self.common_word(w) for w in words]
         if cue == "strong":  # "Hi Blessing", "Dear Hope": a cue names even a common word
             return all(_key(w) not in _NOT_ADDRESSED for w in words)
+        if cue == "speaker":  # "<Mekdes> ok": one rare word speaking is a name
+            return all(namelike)
         if len(words) == 1:
             return self.distinctive(words[0])
         return all(namelike) or any(self.distinctive(w) for w in words)
@@ -201,9 +230,11 @@ class MentionedNames:
         while words:
             word = text[words[0][0] : words[0][1]]
             key = word.lower().rstrip(".")
-            if key in TITLES:
-                cue = "strong"
-            elif key in LEADING_NOT_NAMES:
+            if key in TITLES and len(words) > 1:
+                cue = "title"  # what follows a title is the name, whatever it looks like
+                words = words[1:]
+                break
+            if key in LEADING_NOT_NAMES:
                 pass
             elif (said := _cue_before(word + " ")) != "none" or (
                 _no_name(lexicon, word)
@@ -218,12 +249,17 @@ class MentionedNames:
             else:
                 break
             words = words[1:]
-        while len(words) > 1 and _no_name(lexicon, text[words[-1][0] : words[-1][1]]):
+        while (
+            len(words) > 1
+            and cue != "title"
+            and _no_name(lexicon, text[words[-1][0] : words[-1][1]])
+        ):
             words = words[:-1]
         if not words:
             return None
         start, end = words[0][0], words[-1][1]
         cue = _stronger(cue, cue_around(text, start, end))
+        end = without_honorific(text, start, end)
         names = [text[s:e] for s, e in words if text[s:e].lower() not in NAME_PARTICLES]
         if len(names) == 1 and cue == "none":
             return None  # a lone word needs a cue; the model's own PERSON label is one
@@ -235,6 +271,11 @@ class MentionedNames:
         ):
             return None
         return start, end
+
+
+def is_cue(word: str) -> bool:
+    """Whether ``word`` is a cue (``Dear``, ``Bonjour``, ``Tell``), never part of a name."""
+    return _cue_before(word + " ") != "none"
 
 
 def cue_around(text: str, start: int, end: int) -> Cue:
@@ -269,7 +310,9 @@ def _no_name(lexicon: NameLexicon, word: str) -> bool:
 
 
 _CAMEL = regex.compile(r"\p{Ll}\p{Lu}")
-_NAME_PREFIX = regex.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=\p{Lu})")
+_NAME_PREFIX = regex.compile(
+    r"^(?:Mc|Mac|Nic|Fitz|O'|D'|De|Di|Da|Du|La|Le|Van|Von|Ben|Abu|Al|El)(?=\p{Lu})"
+)
 
 
 def _key(word: str) -> str:
@@ -291,12 +334,22 @@ def _cue_before(before: str) -> Cue:
     match = _BEFORE.search(before)
     if match is None:
         return "none"
-    return "strong" if match.group("strong") else "weak"
+    return "title" if match.group("title") else "strong" if match.group("strong") else "weak"
 
 
 def _stronger(a: Cue, b: Cue) -> Cue:
-    order = ("none", "weak", "strong")
+    order = ("none", "weak", "speaker", "strong", "title")
     return a if order.index(a) >= order.index(b) else b
+
+
+def without_honorific(text: str, start: int, end: int) -> int:
+    """The end of a name's span without an honorific glued to it (``Sasaki-san``,
+    ``Simran-ji``, ``Seung-min-ssi`` end before the hyphen)."""
+    match = _HONORIFIC_END.search(text, start, end)
+    return match.start() if match is not None and match.start() > start else end
+
+
+_HONORIFIC_END = regex.compile(rf"-(?:{'|'.join(HONORIFIC_SUFFIXES)})\Z", regex.IGNORECASE)
 
 
 def name_parts(name: str) -> list[str]:

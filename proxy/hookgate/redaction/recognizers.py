@@ -33,6 +33,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import (
     CreditCardRecognizer,
     EmailRecognizer,
+    IbanRecognizer,
     UsSsnRecognizer,
 )
 
@@ -142,6 +143,17 @@ class NationalPhoneRecognizer(PatternRecognizer):
 
 
 _NATIONAL = r"(?<![\w+.-])0\d{1,4}[ -]\d{2,8}(?:[ -]\d{2,4}){0,3}(?![\w-])"
+
+
+class CaseSensitiveIbanRecognizer(IbanRecognizer):
+    """Presidio's IBAN recognizer (pattern and mod-97 check) matching capitals only.
+
+    The registry loads it case-insensitive, so in ``pay ES48 … 1716 today`` its optional
+    trailing groups take ``toda`` and ``y``, and the match that remains when they are
+    dropped is never reported: an IBAN followed by a short word went through."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(supported_language=language, regex_flags=_CASE_SENSITIVE)
 
 
 class SsnRecognizer(UsSsnRecognizer):
@@ -415,14 +427,18 @@ class StructuredNames:
         words must then look like a name on their own: a list of fonts is no list of
         people)."""
         results: list[tuple[int, int, Cue]] = []
-        speakers = [*_SPEAKER.finditer(text), *_IRC_SPEAKER.finditer(text)]
+        speakers = [
+            *_SPEAKER.finditer(text),
+            *_IRC_SPEAKER.finditer(text),
+            *_BRACKET_SPEAKER.finditer(text),
+        ]
         patterns: list[tuple[Iterable[regex.Match[str]], Cue]] = [
             (_LABELLED.finditer(text), "strong"),
             (_DISPLAY_NAME.finditer(text), "strong"),
             (_ACTOR.finditer(text), "weak"),
             (_ADDRESSEE.finditer(text), "weak"),
             (_SLACK_SPEAKER.finditer(text), "strong"),
-            (speakers if len(speakers) > 1 else (), "strong"),
+            (speakers if len(speakers) > 1 else (), "speaker"),
         ]
         for matches, cue in patterns:
             for match in matches:
@@ -430,7 +446,10 @@ class StructuredNames:
                 begin = match.start("value")
                 if (title := _TITLE.match(value)) is not None:  # "Dr. Ana Lima": the name
                     value, begin = value[title.end() :], begin + title.end()
-                if self._name(value, words=(2, 4)):
+                # a speaker in brackets or after a time may be one word ("<Mekdes> ok",
+                # "[09:05] Ruwan:"): the lexicon judges it; "Assignee: …" is a label
+                lone = cue == "speaker" and bool(_MARKED.search(text, match.start(), begin + 1))
+                if self._name(value, words=(2, 4), lone=lone):
                     results.append((begin, begin + len(value), cue))
         if "\n" not in text and not _ROW_MARK.search(text):
             return results
@@ -470,16 +489,17 @@ class StructuredNames:
                 results.append((begin, begin + len(label), "strong"))
         return results
 
-    def _name(self, value: str, *, words: tuple[int, int]) -> bool:
+    def _name(self, value: str, *, words: tuple[int, int], lone: bool = False) -> bool:
         parts = value.split()
         named = [p for p in parts if p.lower() not in NAME_PARTICLES]
-        if not words[0] <= len(named) <= words[1] or parts[0] in NAME_PARTICLES:
+        fewest = 1 if lone else words[0]
+        if not fewest <= len(named) <= words[1] or parts[0] in NAME_PARTICLES:
             return False
         if not all(_NAME_WORD.fullmatch(p) for p in named):
             return False
         if any(p.lower().strip(".") in self._stop for p in named):
             return False
-        return len(named) > 1 or named[0].lower() in self._given
+        return len(named) > 1 or lone or named[0].lower() in self._given
 
 
 _NAME_PART = (
@@ -492,6 +512,8 @@ _TITLE = regex.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr)\.[ ]+")
 _PARTICLE = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
 _NAME_RUN = rf"{_NAME_PART}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_NAME_PART}){{1,3}}"
 """Two to four capitalised words, name particles between them; nothing else."""
+_SPEAKER_RUN = rf"{_NAME_PART}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_NAME_PART}){{0,3}}"
+"""One to four: a chat log's speaker may go by one name."""
 _PERSON_LABELS = (
     "name|full name|customer|client|contact|patient|employee|owner|assignee|assigned to|"
     "reporter|requester|requested by|author|attn|attention|from|to|cc|signed|signed by|"
@@ -532,7 +554,7 @@ _BARE_NAME_LINE = regex.compile(
 """A line that is a name alone: a letter's salutation (``Jolanta,``) or signature
 (``— Jolanta``); a list of fonts or a heading is kept out by the name test."""
 _IRC_SPEAKER = regex.compile(
-    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*<(?P<value>{_NAME_RUN})>[ \t]", regex.M
+    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*<(?P<value>{_SPEAKER_RUN})>[ \t]", regex.M
 )
 """An IRC-style log's speaker (``<Ana Lima> thanks, looks good``)."""
 _SLACK_SPEAKER = regex.compile(
@@ -542,9 +564,17 @@ _SLACK_SPEAKER = regex.compile(
 """A chat export's speaker line: a name, then the time (``Nusrat Iyer  19:17``)."""
 _DISPLAY_NAME = regex.compile(rf"(?P<value>{_NAME_RUN})[\"']?[ ]*<[^<>@\s]+@[^<>\s]+>")
 _SPEAKER = regex.compile(
-    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*[\[<]?(?P<value>{_NAME_RUN})[\]>]?[ ]?:[ ]",
+    rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*[\[<]?(?P<value>{_SPEAKER_RUN})[\]>]?[ ]?:[ ]",
     regex.M,
 )
+_MARKED = regex.compile(r"[\[<(]")
+"""A log line's mark before its speaker: a bracket, or a time in brackets."""
+_BRACKET_SPEAKER = regex.compile(
+    rf"^[ \t]*[\[<](?P<value>{_SPEAKER_RUN})[\]>][ \t]+\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
+    r"(?:[ ]?[AP]M)?:?[ ]",
+    regex.M,
+)
+"""A log line's speaker in brackets before the time (``[Hirut] 10:43: ok``)."""
 """A chat transcript's speaker (``[07:10] Ana Lima: ...``, ``<Ana Lima>: ...``)."""
 _SIGN_OFF = regex.compile(
     r"(?i:(?:best|kind|warm|many|all the)?[ ]?(?:regards|wishes|thanks|thank you|sincerely|"
