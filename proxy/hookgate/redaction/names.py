@@ -80,6 +80,8 @@ _STRONG_BEFORE = (
     "bonjour|salut|hola|ciao|hallo|hej|hei|moin|merhaba|selam|salam|namaste|jambo|sawubona|"
     "shalom|olá|ola|oi|ahoj|cześć|szia|sveiki|tere|privet|konnichiwa|annyeong|ni hao|"
     "customer|client|patient|employee|tenant|candidate|applicant|colleague|coworker|"
+    "supervisor|mentor|advisor|adviser|coach|tutor|professor|director|founder|assistant|"
+    "friend of|colleague of|wife of|husband of|son of|daughter of|mother of|father of|"
     "co-worker|manager|boss|wife|husband|son|daughter|mother|father|mom|mum|dad|brother|"
     "sister|friend|partner|fiancé|fiancée|neighbour|neighbor|landlord|landlady|doctor|"
     "nurse|lawyer|attorney|teacher|student|pupil|guest|passenger|recipient|beneficiary|"
@@ -94,16 +96,22 @@ _WEAK_BEFORE = (
     "congratulate|hire|hired|fire|fired|about|of|sign it as|signed by|assign|assigned to|"
     "cc'd|cc|loop in|include|copy|welcome|visit|visited|helped|told|let|see|saw|like|add|"
     "added|remove|removed|replace|replaced|swap|who is|who's|is|was|as|than|between|after|"
-    "before|alongside|including|via|whom|whose|put|give|get|make|take|book|find|check|"
+    "before|alongside|including|via|whom|whose|are|were|put|give|get|make|take|book|find|check|"
     "leave|move|keep|show|help|look up|drop|bring|send|write to|reply to|answer|update|"
     "schedule|assign|pay|thank|greet|introduce|nominate|hire|list|mention|say hi to"
 )
 """Words after which a name may follow, as may anything else (``for Python``)."""
+_NAMED = (
+    "family name|surname|last name|first name|given name|middle name|maiden name|nickname|"
+    "spelled|spelt"
+)
+"""Words after which the next capitalised word is a name, whatever it looks like
+(``the family name He``, ``surname; Tạ``)."""
 _TITLE_CUE = "|".join(sorted(TITLES, key=len, reverse=True))
 _BEFORE = regex.compile(
-    rf"(?i:\b(?P<title>(?:{_TITLE_CUE})\.?)|\b(?P<strong>{_STRONG_BEFORE})|"
+    rf"(?i:\b(?P<title>(?:{_TITLE_CUE})\.?|{_NAMED})|\b(?P<strong>{_STRONG_BEFORE})|"
     rf"\b(?P<weak>{_WEAK_BEFORE}))"
-    rf"(?:[ ,:]*|[ ]*[,!.]?[ ]*\n[ \t]*)\Z"
+    rf"(?:[ ,:;]*|[ ]*[,!.]?[ ]*\n[ \t]*)\Z"
 )
 _CONTACT_AFTER = regex.compile(
     r"[ ]?(?:[(<\[][ ]?[\w.+'-]+@|,[ ]?[\w.+'-]+@\w|[ ]?[(<\[]?[ ]?\+?\d[\d ().-]{6,}\d|"

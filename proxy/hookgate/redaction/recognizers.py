@@ -229,7 +229,7 @@ _MILITARY = (
 _GLUED_SUFFIXES = (  # noqa: SIM905 - a word list reads best as words
     "straße strasse str. weg gasse allee platz ring damm ufer steig pfad chaussee gracht "
     "laan straat plein kade dijk singel vej gade gata gatan vägen väg veien vei gate katu "
-    "tie kuja polku utca út tér"
+    "tie kuja polku utca út tér vegur stræti"
 ).split()
 """Street words written as the end of one word (``Kastanienweg``, ``Keizersgracht``,
 ``Storgatan``, ``Mannerheimintie``): German, Dutch, Nordic, Finnish, Hungarian."""
@@ -277,6 +277,14 @@ _INTERNATIONAL_STREETS = {
     "a street after its label": (
         rf"(?<=(?i:address|addr\.|lives at|live at|living at|located at|moved to|ship to|"
         rf"deliver to|send it to)[: ]{{1,3}}){_STREET_NAME},?[ ]{_HOUSE}{_POSTAL}"
+    ),
+    "Korean road": (
+        r"(?:\b\d{1,4}[ ])?\p{Lu}\p{Ll}+-(?:ro|gil|daero)(?:[ ]\d{1,4}(?:-\d{1,4})?)?\b"
+    ),
+    "number, then Jalan": rf"\b\d{{1,4}}[ ](?:Jalan|Jl\.)[ ]{_STREET_NAME}",
+    "Latin American grid": (
+        r"\b(?:Calle|Carrera|Cra\.|Avenida|Av\.|Diagonal|Transversal|Cl\.)[ ]\d{1,3}[A-Z]?"
+        r"(?:[ ]?(?:No\.?|#|N°)[ ]?\d{1,4}(?:-\d{1,4})?)"
     ),
     "number, then the street word": (
         rf"\b\d{{1,4}}(?:[ ]?(?:bis|ter))?,?[ ](?:{'|'.join(_NUMBER_FIRST)})[ ]"
@@ -427,18 +435,16 @@ class StructuredNames:
         words must then look like a name on their own: a list of fonts is no list of
         people)."""
         results: list[tuple[int, int, Cue]] = []
-        speakers = [
-            *_SPEAKER.finditer(text),
-            *_IRC_SPEAKER.finditer(text),
-            *_BRACKET_SPEAKER.finditer(text),
-        ]
+        speakers = [*_SPEAKER.finditer(text), *_IRC_SPEAKER.finditer(text)]
+        stamped = list(_BRACKET_SPEAKER.finditer(text))  # "[Hirut] 10:43:" says it alone
         patterns: list[tuple[Iterable[regex.Match[str]], Cue]] = [
             (_LABELLED.finditer(text), "strong"),
             (_DISPLAY_NAME.finditer(text), "strong"),
             (_ACTOR.finditer(text), "weak"),
             (_ADDRESSEE.finditer(text), "weak"),
             (_SLACK_SPEAKER.finditer(text), "strong"),
-            (speakers if len(speakers) > 1 else (), "speaker"),
+            (speakers if len(speakers) + len(stamped) > 1 else (), "speaker"),
+            (stamped, "speaker"),
         ]
         for matches, cue in patterns:
             for match in matches:
@@ -470,8 +476,15 @@ class StructuredNames:
                 label
             ):  # "Jolanta," above a letter, "— Jolanta" below one
                 value = bare.group("value")
-                if self._name(value, words=(1, 3)):
-                    results.append((start + bare.start("value"), start + bare.end("value"), "none"))
+                marked = bool(bare.group("mark"))  # "— Yohannes", "Jolanta,": one word will do
+                if self._name(value, words=(1, 3), lone=marked):
+                    results.append(
+                        (
+                            start + bare.start("value"),
+                            start + bare.end("value"),
+                            "speaker" if marked else "none",
+                        )
+                    )
             after = next(((s, ln) for s, ln in lines[index + 1 :] if ln.strip()), None)
             below = after[1] if after is not None else ""
             if after is not None and _SIGN_OFF.fullmatch(label):
@@ -519,7 +532,9 @@ _PERSON_LABELS = (
     "reporter|requester|requested by|author|attn|attention|from|to|cc|signed|signed by|"
     "recipient|sender|guest|passenger|member|tenant|student|applicant|candidate|driver|"
     "manager|approver|approved by|reviewer|reviewed by|submitted by|created by|user|"
-    "cardholder|card holder|account holder|beneficiary|payee|holder|speaker|host|organizer"
+    "cardholder|card holder|account holder|beneficiary|payee|holder|speaker|host|organizer|"
+    "party|opposing party|plaintiff|defendant|witness|claimant|respondent|guarantor|signatory|"
+    "attendee|nominee|supervisor|parent|guardian|spouse|next of kin|emergency contact"
 )
 _NOT_PERSON_KEYS = (
     "file|host|db|database|service|table|app|project|product|company|org|team|queue|topic|"
@@ -548,8 +563,9 @@ _ADDRESSEE = regex.compile(
 )
 """A name someone writes to, copies or meets (``with Iosefa Fifita in copy``)."""
 _BARE_NAME_LINE = regex.compile(
-    rf"[ \t]*(?:(?:--|[-\u2013\u2014~])[ ]?)?(?P<value>{_NAME_PART}(?:[ ]+{_NAME_PART}){{0,2}})"
-    r"[ ]?[,!]?[ \t]*"
+    rf"[ \t]*(?P<mark>(?:--|[-\u2013\u2014~])[ ]?)?"
+    rf"(?P<value>{_NAME_PART}(?:[ ]+{_NAME_PART}){{0,2}})"
+    r"(?(mark)[ ]?|(?:(?P<mark>[ ]?[,!\u2014\u2013])|))[ \t]*"
 )
 """A line that is a name alone: a letter's salutation (``Jolanta,``) or signature
 (``— Jolanta``); a list of fonts or a heading is kept out by the name test."""
