@@ -332,6 +332,7 @@ class Analyzer:
             if not any(f.start < end and start < f.end and f not in inner for f in findings):
                 findings = [f for f in findings if f not in inner]
                 findings.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
+        findings += self._coordinated(text, findings, technical)
         streets = [f for f in findings if f.entity_type == "STREET_ADDRESS"]
         if streets:  # a street is often named after a person: "Rua Ana Lima 12"
             findings = [
@@ -375,6 +376,35 @@ class Analyzer:
             ):
                 out[sentence.start() : sentence.end()] = _blank(chunk)
         return "".join(out)
+
+    def _coordinated(
+        self, text: str, findings: list[Finding], technical: list[tuple[int, int]]
+    ) -> list[Finding]:
+        """One-word names joined by ``and``/``or`` to a name found (``Hi Njuguna and
+        Olumide``, ``Kealoha or Dissanayake``): a rare or known word there is a person too."""
+        people = [f for f in findings if f.entity_type == "PERSON"]
+        if not people or self._mentioned is None:
+            return []
+        taken = [(f.start, f.end) for f in findings]
+        added: list[Finding] = []
+        for person in people:
+            before = _COORDINATED_BEFORE.search(text, max(0, person.start - 60), person.start)
+            after = _COORDINATED_AFTER.match(text, person.end)
+            for match in (before, after):
+                if match is None:
+                    continue
+                start, end = match.span("name")
+                if (
+                    not any(s < end and start < e for s, e in taken)
+                    and not inside(technical, start, end)
+                    and not (
+                        self._lexicon.common_word(match["name"]) and sentence_start(text, start)
+                    )
+                    and self._lexicon.plausible([match["name"]], "speaker")
+                ):
+                    taken.append((start, end))
+                    added.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
+        return added
 
     def _evidenced(self, text: str, start: int, end: int, technical: list[tuple[int, int]]) -> bool:
         """Whether a PERSON span a model (or a list) found is a name by the words in it and
@@ -502,6 +532,14 @@ _CAPITALISED = regex.compile(r"\p{Lu}[\p{L}'\u2019-]+")
 
 _TITLE_WORD = regex.compile(
     r"(?i:" + "|".join(sorted(TITLES, key=len, reverse=True)) + r")\.?[ ]+(?=\p{Lu})"
+)
+
+
+_COORDINATED_BEFORE = regex.compile(
+    r"(?<![\p{L}'\u2019-][ ]?)(?P<name>\p{Lu}[\p{L}'\u2019-]+)[ ]+(?:and|or|&)[ ]+\Z"
+)
+_COORDINATED_AFTER = regex.compile(
+    r"[ ]+(?:and|or|&)[ ]+(?P<name>\p{Lu}[\p{L}'\u2019-]+)(?![ ]*\p{Lu}|[\p{L}\d_'-])"
 )
 
 

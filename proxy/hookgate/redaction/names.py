@@ -176,8 +176,8 @@ class NameLexicon:
         namelike = [self.known(w) or not self.common_word(w) for w in words]
         if cue == "strong":  # "Hi Blessing", "Dear Hope": a cue names even a common word
             return all(_key(w) not in _NOT_ADDRESSED for w in words)
-        if cue == "speaker":  # "<Mekdes> ok": one rare word speaking is a name
-            return all(namelike)
+        if cue == "speaker":  # "<Mekdes> ok": a rare word speaking is a name ("Read: …" not)
+            return all(namelike) and (len(words) > 1 or not self.common_word(words[0]))
         if len(words) == 1:
             return self.distinctive(words[0])
         return all(namelike) or any(self.distinctive(w) for w in words)

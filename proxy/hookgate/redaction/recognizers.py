@@ -436,25 +436,29 @@ class StructuredNames:
         people)."""
         results: list[tuple[int, int, Cue]] = []
         speakers = [*_SPEAKER.finditer(text), *_IRC_SPEAKER.finditer(text)]
-        stamped = list(_BRACKET_SPEAKER.finditer(text))  # "[Hirut] 10:43:" says it alone
-        patterns: list[tuple[Iterable[regex.Match[str]], Cue]] = [
-            (_LABELLED.finditer(text), "strong"),
-            (_DISPLAY_NAME.finditer(text), "strong"),
-            (_ACTOR.finditer(text), "weak"),
-            (_ADDRESSEE.finditer(text), "weak"),
-            (_SLACK_SPEAKER.finditer(text), "strong"),
-            (speakers if len(speakers) + len(stamped) > 1 else (), "speaker"),
-            (stamped, "speaker"),
+        # "[Hirut] 10:43: …", "Abdikarim 10:41: …": a stamped line says it alone
+        stamped = [*_BRACKET_SPEAKER.finditer(text), *_STAMPED_SPEAKER.finditer(text)]
+        # (matches, cue, one word may do: "<Mekdes> ok", "[09:05] Ruwan:", "guest": "Võ")
+        patterns: list[tuple[Iterable[regex.Match[str]], Cue, bool]] = [
+            (_LABELLED.finditer(text), "strong", False),
+            (_LABELLED_ONE.finditer(text), "speaker", True),
+            (_DISPLAY_NAME.finditer(text), "strong", False),
+            (_ACTOR.finditer(text), "weak", False),
+            (_ADDRESSEE.finditer(text), "weak", False),
+            (_SLACK_SPEAKER.finditer(text), "strong", False),
+            (speakers if len(speakers) + len(stamped) > 1 else (), "speaker", False),
+            (stamped, "speaker", True),
         ]
-        for matches, cue in patterns:
+        for matches, cue, alone in patterns:
             for match in matches:
                 value = match.group("value").rstrip(".")
                 begin = match.start("value")
                 if (title := _TITLE.match(value)) is not None:  # "Dr. Ana Lima": the name
                     value, begin = value[title.end() :], begin + title.end()
-                # a speaker in brackets or after a time may be one word ("<Mekdes> ok",
-                # "[09:05] Ruwan:"): the lexicon judges it; "Assignee: …" is a label
-                lone = cue == "speaker" and bool(_MARKED.search(text, match.start(), begin + 1))
+                # a bracketed speaker may go by one word too; "Assignee: …" is a label
+                lone = alone or bool(
+                    cue == "speaker" and _MARKED.search(text, match.start(), begin + 1)
+                )
                 if self._name(value, words=(2, 4), lone=lone):
                     results.append((begin, begin + len(value), cue))
         if "\n" not in text and not _ROW_MARK.search(text):
@@ -549,6 +553,13 @@ _LABELLED = regex.compile(
 )
 """A value after a label or key that names a person (``Owner:``, ``"fullName":``,
 ``customer_name =``), not after one that names a thing (``hostname:``, ``file_name``)."""
+_LABELLED_ONE = regex.compile(
+    rf"(?:^|(?<=[\s,;|(\[{{]))[\"']?(?i:(?![\w-]*(?:{_NOT_PERSON_KEYS}))"
+    rf"[\w-]*?(?:{_PERSON_LABELS})[\w-]*)[\"']?[ ]*(?:[:=]|[ ][-\u2013][ ])[ ]*"
+    rf"[\"'\[]?(?P<value>{_NAME_PART})(?=[\"'\]]|[ ]*(?:[,;|}}\n]|$))",
+    regex.M,
+)
+"""A one-word value under a person key (``"guest":"Võ"``, ``Owner: Grace``)."""
 _ACTOR = regex.compile(
     rf"(?P<value>{_NAME_RUN})[ ]+(?:says|said|wrote|writes|confirmed|confirms|reported|"
     r"reports|asked|asks|mentioned|replied|approved|signed|noted|added|explained|called|"
@@ -565,7 +576,7 @@ _ADDRESSEE = regex.compile(
 _BARE_NAME_LINE = regex.compile(
     rf"[ \t]*(?P<mark>(?:--|[-\u2013\u2014~])[ ]?)?"
     rf"(?P<value>{_NAME_PART}(?:[ ]+{_NAME_PART}){{0,2}})"
-    r"(?(mark)[ ]?|(?:(?P<mark>[ ]?[,!\u2014\u2013])|))[ \t]*"
+    r"(?(mark)[ ]?|(?:(?P<mark>[ ]?[,!\u2014\u2013-])|))[ \t]*"
 )
 """A line that is a name alone: a letter's salutation (``Jolanta,``) or signature
 (``— Jolanta``); a list of fonts or a heading is kept out by the name test."""
@@ -583,6 +594,11 @@ _SPEAKER = regex.compile(
     rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*[\[<]?(?P<value>{_SPEAKER_RUN})[\]>]?[ ]?:[ ]",
     regex.M,
 )
+_STAMPED_SPEAKER = regex.compile(
+    rf"^[ \t]*(?P<value>{_SPEAKER_RUN})[ \t]+\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:[ ]?[AP]M)?:[ ]",
+    regex.M,
+)
+"""A chat export's speaker before the time of the line (``Abdikarim 10:41: guest in …``)."""
 _MARKED = regex.compile(r"[\[<(]")
 """A log line's mark before its speaker: a bracket, or a time in brackets."""
 _BRACKET_SPEAKER = regex.compile(
