@@ -14,6 +14,11 @@
   Gaelic, Icelandic, Georgian...) in ordinary sentences, e-mails, chat logs, system prompts
   and tool calls, then by part in later turns (given name, family name, title or honorific
   with a part, double surname), with technical controls; its failures are printed.
+* :mod:`evals.pii.letters` — a development set of hand-written names of 29 origins in pasted
+  e-mails and messages (greetings, sign-offs, signatures, forwarded and quoted headers, CC
+  and "on behalf of" lines, P.S. lines, chat logs), then by given name alone in later turns
+  (questions, quotes, possessives, lists, imperatives, vocatives, tool calls and results),
+  some by family name or title; with technical controls; its failures are printed.
 * :mod:`evals.pii.agents` — the instructions and tool definitions real agent clients send
   (Codex CLI, opencode, the Agents SDK, LangChain, AgentScope, MCP servers), captured from
   the clients themselves: they must reach the model unchanged.

@@ -404,6 +404,13 @@ WORLD_FLOOR: Bars = {  # the non-European development set (2026-11-26)
 }
 """Names of 41 non-European origins, read for diagnosis: consistency meets the issue's bar,
 leaks do not yet (one-word first mentions with no cue: ``about Oneil``, ``Put Dissanayake``)."""
+LETTERS_FLOOR: Bars = {  # letters and given-name follow-ups (2026-11-26)
+    **ORIGINS_BARS,
+    "person_leak_rate": ("<=", 0.065),  # measured 5.5%; the issue asks <= 1%
+    "person_consistent_rate": (">=", 0.94),  # measured 95.0%; the issue asks >= 99%
+}
+"""Given names alone after the full name, in letters and follow-ups, read for diagnosis:
+the hardest set (a popular given name that is a word, ``Remind Hope``, is held to be a word)."""
 OPERATORS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge}
 
 
@@ -427,6 +434,8 @@ CORPORA: dict[str, Corpus] = {
     "origins-heldout": Corpus("evals.pii.origins", HELD_OUT_FLOOR, 1500, "heldout", held_out=True),
     # hand-written names of non-European origins in sentences, then by part (development)
     "world-dev": Corpus("evals.pii.world", WORLD_FLOOR, 1500),
+    # names in pasted e-mails and messages, then by given name in later turns (development)
+    "letters-dev": Corpus("evals.pii.letters", LETTERS_FLOOR, 1000),
 }
 
 

@@ -28,7 +28,10 @@ from hookgate.redaction.vocabulary import (
 @pytest.fixture(scope="module")
 def lexicon() -> NameLexicon:
     return NameLexicon(
-        given_names(), family_names(), common_words(), tech_names() | not_names() | ROLE_WORDS
+        given_names(),
+        family_names(),
+        common_words(),
+        tech_names() | not_names() | ROLE_WORDS,
     )
 
 

@@ -30,12 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hookgate.redaction.markup import inside, technical_spans
 from hookgate.redaction.names import (
+    FUNCTION_WORDS,
     TITLES,
     MentionedNames,
     NameLexicon,
     cue_around,
     email_name_parts,
     is_cue,
+    question,
     sentence_start,
     without_honorific,
 )
@@ -270,7 +272,10 @@ class Analyzer:
         self._tech = tech_names() if settings.tech_names else frozenset()
         self._lead_stop = not_names() | ROLE_WORDS | LEADING_NOT_NAMES
         self._lexicon = NameLexicon(
-            given_names(), family_names(), common_words(), self._tech | not_names() | ROLE_WORDS
+            given_names(),
+            family_names(),
+            common_words(),
+            self._tech | not_names() | ROLE_WORDS,
         )
         lists = "PERSON" in settings.entities and settings.given_names
         self._structured = (
@@ -431,7 +436,9 @@ class Analyzer:
         end -= 2 if text[start:end].endswith(("'s", "\u2019s")) else 0
         words = list(_WORD_SPAN.finditer(text, start, end))
         while len(words) > 1 and (
-            self._no_name(words[0].group()) or words[0].group().lower().rstrip(".") in TITLES
+            self._no_name(words[0].group())
+            or words[0].group().lower().rstrip(".") in TITLES
+            or self._opens_sentence(text, words[0].start(), words[0].group())
         ):
             words.pop(0)  # "Customer Ana Lima", "It's Ana", "Dr. Ana Lima": the name
         if words:
@@ -463,6 +470,7 @@ class Analyzer:
             before is not None
             and words <= 2
             and self._name_word(before.group(1))
+            and not self._opens_sentence(text, before.start(1), before.group(1))
             and not _SENTENCE_START.search(text, max(0, before.start(1) - 40), before.start(1))
         ):
             start = before.start(1)
@@ -479,14 +487,25 @@ class Analyzer:
                 start = title.end()
                 continue
             word = _WORD_SPAN.match(text, start, end)
-            if (
-                word is None
-                or word.end() >= end
-                or not self._no_name(word.group())
-                or not (word.group().lower() in self._lead_stop or sentence_start(text, start))
+            if word is None or word.end() >= end:
+                return start, end
+            if not self._opens_sentence(text, start, word.group()) and not (
+                self._no_name(word.group())
+                and (word.group().lower() in self._lead_stop or sentence_start(text, start))
             ):
                 return start, end
             start = word.end() + len(text[word.end() : end]) - len(text[word.end() : end].lstrip())
+
+    def _opens_sentence(self, text: str, start: int, word: str) -> bool:
+        """Whether ``word`` at ``start`` is a function word opening the sentence rather
+        than a given name (``When Piotr calls``; ``Can Vojtěch approve it?``, not ``Will
+        Smith called``)."""
+        key = word.lower()
+        return (
+            key in FUNCTION_WORDS
+            and sentence_start(text, start)
+            and (key not in self._lexicon.given or question(text, start))
+        )
 
     def _no_name(self, word: str) -> bool:
         """A word a span may start with that is not part of the name: a cue or a label

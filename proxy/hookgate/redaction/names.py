@@ -59,6 +59,24 @@ PRONOUNS = frozenset(
 )
 """Never a name, whatever a list of names or a cue says (``She lives at …``)."""
 
+ASSISTANTS = frozenset(
+    [
+        "claude",
+        "gemini",
+        "codex",
+        "copilot",
+        "siri",
+        "alexa",
+        "cortana",
+        "bard",
+        "grok",
+        "jarvis",
+        "devin",
+        "kiro",
+    ]
+)
+"""Names of AI assistants: one alone is the product in agent traffic (``ask Claude``),
+never taken for a person; with a family name (``Claude Dubois``) it is one."""
 _NOT_ADDRESSED = frozenset(
     (  # noqa: SIM905
         "there all world again everyone everybody folks guys team both you again sir madam "
@@ -176,15 +194,22 @@ class NameLexicon:
         namelike = [self.known(w) or not self.common_word(w) for w in words]
         if cue == "strong":  # "Hi Blessing", "Dear Hope": a cue names even a common word
             return all(_key(w) not in _NOT_ADDRESSED for w in words)
-        if cue == "speaker":  # "<Mekdes> ok": a rare word speaking is a name ("Read: …" not)
-            return all(namelike) and (len(words) > 1 or not self.common_word(words[0]))
+        if cue == "speaker":  # "<Mekdes> ok", "— Faith": a rare word or a given name
+            if len(words) > 1:  # "Oisín MacLeod: …": one word like a name will do
+                return any(namelike)
+            one = _key(words[0])
+            return namelike[0] and (
+                not self.common_word(words[0])
+                or (one in self.given and one not in FUNCTION_WORDS and one not in ASSISTANTS)
+            )
         if len(words) == 1:
             return self.distinctive(words[0])
         return all(namelike) or any(self.distinctive(w) for w in words)
 
     def distinctive(self, word: str) -> bool:
-        """A known name that is no common word: ``Jolanta``, ``Kaveh`` (not ``Will``)."""
-        return self.known(word) and not self.common_word(word)
+        """A known name that is no common word: ``Jolanta``, ``Kaveh`` (not ``Will``), and
+        no assistant's name (``Claude``, ``Gemini``)."""
+        return self.known(word) and not self.common_word(word) and _key(word) not in ASSISTANTS
 
     def could_be_name(self, word: str) -> bool:
         """Whether ``word`` may be a word of some name: not excluded, and a known name or
@@ -242,7 +267,9 @@ class MentionedNames:
                 cue = "title"  # what follows a title is the name, whatever it looks like
                 words = words[1:]
                 break
-            if key in LEADING_NOT_NAMES:
+            if key in FUNCTION_WORDS and (key not in lexicon.given or question(text, words[0][0])):
+                pass  # "Can Vojtěch approve it?", "When Piotr calls": the name follows
+            elif key in LEADING_NOT_NAMES:
                 pass
             elif (said := _cue_before(word + " ")) != "none" or (
                 _no_name(lexicon, word)
@@ -294,6 +321,16 @@ def cue_around(text: str, start: int, end: int) -> Cue:
 
 
 _INITIAL = regex.compile(r"(?:[.!?:;\n]|^[ \t]*[-*+>#|])[ \t\"'(\[*_]*\Z", regex.M)
+
+
+def question(text: str, position: int) -> bool:
+    """Whether the sentence at ``position`` is a question (ends with ``?``): a modal that
+    starts it is a verb (``Will Mojolicious run under Plack?``), not a given name."""
+    end = _SENTENCE_END.search(text, position)
+    return end is not None and end.group() == "?"
+
+
+_SENTENCE_END = regex.compile(r"[.!?\n]")
 
 
 def sentence_start(text: str, position: int) -> bool:
@@ -368,7 +405,7 @@ def name_parts(name: str) -> list[str]:
     analysis of that text would give it. A part never starts or ends with a particle, a
     title, an initial or a word of two letters (``van den Broek`` is no part, ``Broek``
     is). A one-word name has no parts."""
-    words = name.split()
+    words = [w.rstrip(",") for w in name.split()]
     if len(words) < 2:
         return []
     runs = [

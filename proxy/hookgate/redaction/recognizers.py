@@ -455,11 +455,13 @@ class StructuredNames:
                 begin = match.start("value")
                 if (title := _TITLE.match(value)) is not None:  # "Dr. Ana Lima": the name
                     value, begin = value[title.end() :], begin + title.end()
+                # "Tesfaye, Selam" <…>: family name first, the comma no part of a word
+                plain = value.replace(", ", " ") if cue == "strong" else value
                 # a bracketed speaker may go by one word too; "Assignee: …" is a label
                 lone = alone or bool(
                     cue == "speaker" and _MARKED.search(text, match.start(), begin + 1)
                 )
-                if self._name(value, words=(2, 4), lone=lone):
+                if self._name(plain, words=(2, 4), lone=lone):
                     results.append((begin, begin + len(value), cue))
         if "\n" not in text and not _ROW_MARK.search(text):
             return results
@@ -589,7 +591,11 @@ _SLACK_SPEAKER = regex.compile(
     regex.M,
 )
 """A chat export's speaker line: a name, then the time (``Nusrat Iyer  19:17``)."""
-_DISPLAY_NAME = regex.compile(rf"(?P<value>{_NAME_RUN})[\"']?[ ]*<[^<>@\s]+@[^<>\s]+>")
+_DISPLAY_NAME = regex.compile(
+    rf"(?P<value>{_NAME_RUN}|(?<=\")(?:{_NAME_PART}),[ ](?:{_NAME_PART}))[\"']?[ ]*"
+    r"<[^<>@\s]+@[^<>\s]+>"
+)
+"""A display name before an address (``Ana Lima <ana@x>``, ``"Tesfaye, Selam" <s@x>``)."""
 _SPEAKER = regex.compile(
     rf"^[ \t]*(?:[\[(][^\]\n)]{{1,20}}[\])][ \t]*)*[\[<]?(?P<value>{_SPEAKER_RUN})[\]>]?[ ]?:[ ]",
     regex.M,
