@@ -115,7 +115,8 @@ async def test_pii_from_a_tool_result_reaches_the_agent_as_a_placeholder_and_com
         assert EMAIL not in text and stand_in in text
         assert found.structuredContent == {"result": text}  # redacted alike
         structured = await client.call_tool("structured_contact", {"name": "Ann"})
-        assert structured.structuredContent == {"name": "Ann", "email": stand_in}
+        ann = placeholder(SECRET.encode(), "PERSON", "Ann")  # a name under a "name" key
+        assert structured.structuredContent == {"name": ann, "email": stand_in}
         sent = await client.call_tool("send_email", {"to": stand_in, "body": "Hello"})
         assert not sent.isError
     last = mcp_server.calls()[-1]

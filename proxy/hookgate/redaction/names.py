@@ -10,9 +10,11 @@ technical names, field labels, statuses).
   name or a rare word (``Okonkwo``, ``Wróblewska``), so a phrase of ordinary words
   (``Reading Files``, ``Use Write``, ``Skill Roots``) is not a name while ``Grace Hall``
   is — unless one word is a *distinctive* name, known and no common word (``Kaveh Sow``);
-  one word alone must be distinctive (``Jolanta``, not ``Read`` or ``Will``). With a cue
-  before it (``Dear``, ``Ms.``, ``my name is``, ``customer``) or a contact after it
-  (``(ana@x.pl)``), one rare or known word suffices.
+  one word alone must be distinctive (``Jolanta``, not ``Read`` or ``Will``). A cue
+  relaxes this (:data:`Cue`): after ``for`` or ``tell`` the rule holds; a chat-log speaker
+  may be one rare word; after ``Dear``, ``my name is``, ``customer``, a sign-off or before
+  a contact (``(ana@x.pl)``) any capitalised word but a pronoun is a name; after a title or
+  honorific (``Ms.``, ``Pak``) any capitalised word is.
 * :class:`MentionedNames` — runs of two to four capitalised words that are plausible and
   hold at least one known name (``Giulia Bernardi``, ``Björn Lindqvist``), and runs of any
   plausible name after a cue, wherever a model missed them or called them a place or an
