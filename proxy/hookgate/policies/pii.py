@@ -55,7 +55,7 @@ from hookgate.redaction.output import ScanningStream
 from hookgate.redaction.placeholders import Vault
 from hookgate.redaction.redactor import Action, Redaction, Redactor
 from hookgate.redaction.restore import Restorer, RestoringStream
-from hookgate.redaction.vocabulary import NAME_PARTICLES, common_words
+from hookgate.redaction.vocabulary import PARTICLE_PATTERN, common_words
 from hookgate.telemetry import semconv
 from hookgate.wire.deltas import StreamTransform
 
@@ -509,9 +509,8 @@ def _joined(text: str, start: int, end: int) -> bool:
     )
 
 
-_PARTICLES = "|".join(sorted(NAME_PARTICLES, key=len, reverse=True))
-_WORD_BEFORE = re.compile(rf"([^\W\d_][\w'-]*)[ ]+(?:(?:{_PARTICLES})[ ]+)*\Z")
-_WORD_AFTER = re.compile(rf"[ ]+(?:(?:{_PARTICLES})[ ]+)*([^\W\d_][\w'-]*)")
+_WORD_BEFORE = re.compile(rf"([^\W\d_][\w'-]*)[ ]+(?:{PARTICLE_PATTERN}[ ]+)*\Z")
+_WORD_AFTER = re.compile(rf"[ ]+(?:{PARTICLE_PATTERN}[ ]+)*([^\W\d_][\w'-]*)")
 
 
 def _cut_short(text: str, redaction: Redaction, values: Mapping[str, str]) -> bool:

@@ -44,6 +44,7 @@ from hookgate.redaction.names import (
 from hookgate.redaction.vocabulary import (
     LEADING_NOT_NAMES,
     NAME_PARTICLES,
+    PARTICLE_PATTERN,
     ROLE_WORDS,
     common_words,
     family_names,
@@ -84,9 +85,7 @@ an initial or a title: ``J. Smith``, ``Dr. Baker``)."""
 _GLUED = regex.compile(r"-\p{L}+|['\u2019]\p{Lu}\p{L}*")
 """A part glued to a name word: ``-won``, ``-Vázquez``, ``'Brien`` (never a possessive)."""
 _NEXT_WORD = regex.compile(r"[ ]([\p{L}'\u2019-]+)")
-_NEXT_PARTICLE = regex.compile(
-    "(?:[ ](?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + "))+(?=[ ])"
-)
+_NEXT_PARTICLE = regex.compile("(?:[ ]" + PARTICLE_PATTERN + ")+(?=[ ])")
 _PREVIOUS_WORD = regex.compile(r"([\p{L}'\u2019-]+)[ ]\Z")
 _SENTENCE_START = regex.compile(r"[.!?:;]\s*\Z")
 """A sentence begins here: a capitalised word after it says nothing of a name."""
@@ -284,6 +283,8 @@ class Analyzer:
             else None
         )
         self._mentioned = MentionedNames(self._lexicon) if lists else None
+        # the model reads only sentences that can hold a name (see _for_model)
+        self._masked = NER_ENTITIES.intersection(self._entities) == {"PERSON"}
 
     def analyze(self, text: str) -> tuple[Finding, ...]:
         """The entities in ``text``, in order, after hookgate's filters.
@@ -301,6 +302,7 @@ class Analyzer:
             allow_list=self._allow,
             nlp_artifacts=self._nlp.process_text(self._for_model(text, technical), self._lang),
         )
+        mailed = email_name_parts(text)
         findings = []
         for result in results:
             if result.entity_type in NER_ENTITIES:
@@ -312,7 +314,7 @@ class Analyzer:
                 if (
                     result.entity_type == "PERSON"
                     and _by_model(result)
-                    and not self._evidenced(text, result.start, result.end, technical)
+                    and not self._evidenced(text, result.start, result.end, technical, mailed)
                 ):
                     continue
             if result.entity_type in EMBEDDABLE and _embedded(text, result.start, result.end):
@@ -361,9 +363,7 @@ class Analyzer:
         it. Sentences with digits or ``@`` are kept whole, so the context words of phone
         numbers, cards and addresses are still read. Only when ``PERSON`` is the one model
         entity asked for (the default): ``LOCATION`` and the others need every sentence."""
-        if "PERSON" not in self._entities or NER_ENTITIES.intersection(self._entities) != {
-            "PERSON"
-        }:
+        if not self._masked:
             return text  # places, organisations and groups are found in any sentence
         out = list(text)
         for start, end in technical:
@@ -411,15 +411,22 @@ class Analyzer:
                     added.append(Finding(start, end, "PERSON", STRUCTURED_SCORE))
         return added
 
-    def _evidenced(self, text: str, start: int, end: int, technical: list[tuple[int, int]]) -> bool:
-        """Whether a PERSON span a model (or a list) found is a name by the words in it and
-        around it (:meth:`NameLexicon.plausible`), and not in code or Markdown structure
-        unless a cue says so (``Dear Ana`` in a heading is still a name)."""
+    def _evidenced(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        technical: list[tuple[int, int]],
+        mailed: frozenset[str],
+    ) -> bool:
+        """Whether a PERSON span the model found is a name by the words in it and around it
+        (:meth:`NameLexicon.plausible`; ``mailed``: the words of the text's e-mail
+        addresses), and not in code or Markdown structure unless a cue says so (``Dear Ana``
+        in a heading is still a name)."""
         cue = cue_around(text, start, end)
         if cue != "strong" and inside(technical, start, end):
             return False
         words = _name_words(text[start:end])
-        mailed = email_name_parts(text)
         if mailed and any(w.lower().strip(".,'") in mailed for w in words):
             cue = "strong"  # "Grace Hopper … (grace.hopper@x.com)"
         return self._lexicon.plausible(words, cue)

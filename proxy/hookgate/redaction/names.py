@@ -30,7 +30,7 @@ from typing import Literal
 
 import regex
 
-from hookgate.redaction.vocabulary import LEADING_NOT_NAMES, NAME_PARTICLES
+from hookgate.redaction.vocabulary import LEADING_NOT_NAMES, NAME_PARTICLES, PARTICLE_PATTERN
 
 Cue = Literal["none", "weak", "speaker", "strong", "title"]
 """What the words before or after a candidate (or the structure around it) say: nothing,
@@ -144,9 +144,8 @@ _WORD = (
 )
 """A capitalised word of a name in a Latin alphabet (``Ana``, ``Đức``, ``O'Brien``,
 ``d'Aubigny``, ``MacLeod``, ``García-López``), or a title."""
-_PARTICLE = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
 _RUN = regex.compile(
-    rf"(?<![\p{{L}}\p{{N}}_@./\\-]){_WORD}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_WORD}){{0,4}}"
+    rf"(?<![\p{{L}}\p{{N}}_@./\\-]){_WORD}(?:[ ]+(?:{PARTICLE_PATTERN}[ ]+)*{_WORD}){{0,4}}"
     rf"(?![\p{{L}}\p{{N}}_@/\\]|\.\p{{L}}|-\p{{L}})"
 )
 """A run of capitalised words on one line, name particles between them."""

@@ -38,7 +38,7 @@ from presidio_analyzer.predefined_recognizers import (
 )
 
 from hookgate.redaction.names import Cue, email_name_parts
-from hookgate.redaction.vocabulary import NAME_PARTICLES
+from hookgate.redaction.vocabulary import NAME_PARTICLES, PARTICLE_PATTERN
 
 _CASE_SENSITIVE = regex.DOTALL | regex.MULTILINE
 
@@ -528,10 +528,9 @@ _NAME_PART = (
 """A word of a name in any Latin-script alphabet: ``Ana``, ``Đức``, ``O'Brien``,
 ``d'Aubigny``, ``MacLeod``, ``García-López``, ``Ha-eun``, an initial ``J.``, a title ``Dr.``."""
 _TITLE = regex.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr)\.[ ]+")
-_PARTICLE = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
-_NAME_RUN = rf"{_NAME_PART}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_NAME_PART}){{1,3}}"
+_NAME_RUN = rf"{_NAME_PART}(?:[ ]+(?:{PARTICLE_PATTERN}[ ]+)*{_NAME_PART}){{1,3}}"
 """Two to four capitalised words, name particles between them; nothing else."""
-_SPEAKER_RUN = rf"{_NAME_PART}(?:[ ]+(?:{_PARTICLE}[ ]+)*{_NAME_PART}){{0,3}}"
+_SPEAKER_RUN = rf"{_NAME_PART}(?:[ ]+(?:{PARTICLE_PATTERN}[ ]+)*{_NAME_PART}){{0,3}}"
 """One to four: a chat log's speaker may go by one name."""
 _PERSON_LABELS = (
     "name|full name|customer|client|contact|patient|employee|owner|assignee|assigned to|"

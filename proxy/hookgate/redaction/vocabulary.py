@@ -16,6 +16,8 @@ _PARTICLES = (
 )
 NAME_PARTICLES = frozenset(_PARTICLES.split())
 """Lower-case words that may sit between the parts of a name (``Matheus da Mota``)."""
+PARTICLE_PATTERN = "(?:" + "|".join(sorted(NAME_PARTICLES, key=len, reverse=True)) + ")"
+"""A regular expression matching one of :data:`NAME_PARTICLES`, longest first."""
 _ROLE_WORDS = (
     "contact support sales info admin team help service customer billing mail email write "
     "call ask dear hi hello reply noreply our your the no security account accounts"
