@@ -31,7 +31,13 @@ async def test_policy_example_runs() -> None:
 
     def call(text: str) -> ModelCall:
         body = {"model": "m", "messages": [{"role": "user", "content": text}]}
-        return ModelCall("chat.completions", JsonBody.from_data(body), "m", False, (target,))
+        return ModelCall(
+            api="chat.completions",
+            payload=JsonBody.from_data(body),
+            model="m",
+            stream=False,
+            targets=(target,),
+        )
 
     ctx = Context(request_id="r", api="chat.completions")
     assert await policy.on_model_call(call("hello"), ctx, upstream) is ok

@@ -224,7 +224,13 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
 
         body = {"model": "m", "messages": [{"role": "user", "content": "go"}],
                 "tools": [{"type": "function", "function": {"name": "search"}}]}  # fmt: skip
-        call = ModelCall("chat.completions", JsonBody.from_data(body), "m", False, ())
+        call = ModelCall(
+            api="chat.completions",
+            payload=JsonBody.from_data(body),
+            model="m",
+            stream=False,
+            targets=(),
+        )
         await gate.model_call(call, model)
         assert seen[0]["tool_choice"] == "none"
         assert seen[0]["messages"][-1] == {"role": "system", "content": ctx.wrap_up}
@@ -250,7 +256,13 @@ async def test_model_call_limit_per_session_and_error() -> None:
             raise AssertionError("a reply begun past its session's limit reached the model")
 
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-        call = ModelCall("chat.completions", JsonBody.from_data(body), "m", False, ())
+        call = ModelCall(
+            api="chat.completions",
+            payload=JsonBody.from_data(body),
+            model="m",
+            stream=False,
+            targets=(),
+        )
         answered = await gate.model_call(call, model)
         assert answered.body["choices"][0]["message"]["content"] == STOPPED
     refusing = Gate(

@@ -242,7 +242,9 @@ async def test_count_tokens(client: anthropic.AsyncAnthropic, upstream: FakeUpst
 
 def echo_call(api: Api, body: dict[str, Any], *, stream: bool = False) -> ModelCall:
     target = Target("echo", None)
-    return ModelCall(api, JsonBody.from_data(body), "echo", stream, (target,))
+    return ModelCall(
+        api=api, payload=JsonBody.from_data(body), model="echo", stream=stream, targets=(target,)
+    )
 
 
 async def test_the_echo_provider_answers_messages() -> None:

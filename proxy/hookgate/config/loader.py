@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from hookgate.config import policy_sets
 from hookgate.config.policy_sets import DEFAULT
 from hookgate.config.schema import Config
-from hookgate.pipeline import registry
+from hookgate.pipeline import hooks, registry
 from hookgate.pipeline.hooks import Policy
 
 Loc = tuple[str | int, ...]
@@ -234,20 +234,35 @@ def _check_references(config: Config) -> list[Problem]:
 
 
 def _build_sets(config: Config, problems: list[Problem]) -> dict[str, tuple[Policy, ...]]:
-    """Each resolved set's policies; one instance per distinct ``(name, settings)``."""
+    """Each resolved set's policies, checked (:func:`~hookgate.pipeline.hooks.check`).
+
+    One instance per distinct ``(slot, name, settings)``: sets that list a policy alike
+    share it, and a second policy of a name in a list is its own instance, with its own
+    state. The same name and settings twice in one list is a problem: it would run twice.
+    """
     resolved, set_problems = policy_sets.resolve(config)
     problems.extend(Problem(p.loc, p.message) for p in set_problems)
     built: dict[bytes, Policy | None] = {}
     sets: dict[str, tuple[Policy, ...]] = {}
     for name, entries in resolved.items():
         policies: list[Policy] = []
-        for entry in entries:
-            identity = orjson.dumps([entry.name, entry.settings], option=orjson.OPT_SORT_KEYS)
+        listed: set[bytes] = set()
+        slots = hooks.slots_of([entry.name for entry in entries])
+        for entry, slot in zip(entries, slots, strict=True):
+            settings = orjson.dumps([entry.name, entry.settings], option=orjson.OPT_SORT_KEYS)
+            if settings in listed:
+                problems.append(
+                    Problem(entry.loc, f"{entry.name!r} is listed twice with the same settings")
+                )
+                continue
+            listed.add(settings)
+            identity = slot.encode() + b" " + settings
             if identity not in built:
                 built[identity] = _build(entry, problems)
             policy = built[identity]
             if policy is not None:
                 policies.append(policy)
+        hooks.check(policies)  # each was checked when built; this gives them their slots
         sets[name] = tuple(policies)
     return sets
 
@@ -259,6 +274,8 @@ def _build(entry: policy_sets.Entry, problems: list[Problem]) -> Policy | None:
         problems.append(Problem(entry.loc, str(exc)))
     except registry.PolicySettingsError as exc:
         problems.extend(Problem((*entry.loc, *e["loc"]), _message(e)) for e in exc.errors)
+    except hooks.PolicyDefinitionError as exc:
+        problems.extend(Problem(entry.loc, what) for _, what in exc.problems)
     except Exception as exc:  # valid settings, yet the policy could not start
         reason = f"{type(exc).__name__}: {exc}"
         problems.append(Problem(entry.loc, f"the policy could not start: {reason}"))

@@ -39,10 +39,12 @@ reaching the client.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from hookgate.pipeline.agent import (
     NextReply,
@@ -61,7 +63,11 @@ if TYPE_CHECKING:
     from hookgate.pipeline.services import Services
 
 Messages = Sequence[Any]
-"""Chat ``messages`` or Responses ``input`` items, exactly as the client sent them."""
+"""What ``convert_to_llm`` receives and returns, exactly as the client sent it, in one of
+three shapes: chat ``messages``, Responses ``input`` items (a string input arrives as one
+user message), or Anthropic Messages ``messages`` (content blocks). To read or rewrite
+every text the model reads in any of them, use :func:`hookgate.wire.texts.map_messages`
+(exported as ``hookgate.map_messages``) rather than walking one shape by hand."""
 
 Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
 """The rest of the ``on_model_call`` onion, ending in the upstream call."""
@@ -69,21 +75,58 @@ Next = Callable[[ModelCall, Context], Awaitable[ModelResponse]]
 Where = Literal["proxy", "sdk"]
 
 
-class NoSettings(BaseModel):
-    """Settings of a policy that has none: only ``{}`` (or nothing) is accepted."""
+class PolicyConfig(BaseModel):
+    """Base of a policy's settings: an unknown key is an error, and values are frozen.
+
+    Subclass it for a policy's ``Config``; hookgate validates the YAML entry against it
+    when the config loads, so a typo is a config error with a line number, never a
+    setting silently ignored.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Policy:
+class NoSettings(PolicyConfig):
+    """Settings of a policy that has none: only ``{}`` (or nothing) is accepted."""
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel, default=NoSettings)
+
+
+class PolicyDefinitionError(TypeError):
+    """Policies that cannot make a pipeline: a hook of the wrong kind, a missing name,
+    one instance listed twice. ``problems`` pairs each policy's label (its ``name``,
+    else its class) with what is wrong; the message lists them all."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(f"policy {who}: {what}" for who, what in self.problems))
+
+
+class Policy(Generic[ConfigT]):
     """Base class of every policy. Override only the hooks you need.
 
-    Subclasses set ``name`` (the YAML key) and ``Config`` (a strict pydantic model of the
-    policy's YAML settings), and take that config in ``__init__``. One instance serves
-    all requests of a pipeline, concurrently: keep per-request data in ``ctx.state``.
+    Declare the settings as a :class:`PolicyConfig` subclass and name it as the type
+    argument: ``class NoSecrets(Policy[NoSecretsConfig])``; ``Config`` is then that
+    class and ``self.config`` an instance of it (a policy without settings subclasses
+    plain ``Policy``). Set ``name``: the label of the policy's decisions in metrics,
+    spans and audit records (a built-in policy's YAML key; a custom policy is listed in
+    YAML by ``package.module:Class`` and reported by this name).
+
+    One instance serves all requests of a pipeline, concurrently: keep per-request data
+    in ``ctx.state[self.slot]`` (per model call) or the reply context's ``state``
+    (per agent reply: SDK and MCP gateway). ``slot`` is ``name``, or ``name#2``,
+    ``name#3`` for a second and third policy of the same name in one list, so two
+    instances never share state.
+
+    Hook kinds are fixed (:data:`HOOKS`): ``on_response_stream``, ``tool_offered``,
+    ``tools``, ``attach`` and ``status`` are plain methods, every other hook and
+    ``aclose`` is ``async``. Building a pipeline checks every policy (:func:`check`): an
+    override of the wrong kind or arity is a config error naming the policy, never a
+    coroutine at run time.
     """
 
-    name: ClassVar[str] = "policy"
+    name: ClassVar[str] = ""
     Config: ClassVar[type[BaseModel]] = NoSettings
     runs_in: ClassVar[frozenset[Where]] = frozenset({"proxy", "sdk"})
     """Where the policy applies: the proxy, the in-process SDK, or both."""
@@ -92,8 +135,23 @@ class Policy:
     proxy registers them when the policy is built, so each exists, at zero, from the
     start; one reported but not listed is registered when first reported."""
 
-    def __init__(self, config: Any = None) -> None:
-        self.config = config
+    config: ConfigT
+    slot: str
+    """Where the policy keeps its per-request and per-reply state (see above)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            if get_origin(base) is Policy:
+                (settings,) = get_args(base)
+                if isinstance(settings, type) and issubclass(settings, BaseModel):
+                    cls.Config = settings
+
+    def __init__(self, config: ConfigT | None = None) -> None:
+        """Take validated settings; ``None`` builds the defaults of ``Config``."""
+        self.config = type(self).Config() if config is None else config  # type: ignore[assignment]
+        self.slot = type(self).name
+        self._slot_given = False
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:
         """Observe a model call before any other hook runs; must not change it.
@@ -116,9 +174,11 @@ class Policy:
     async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
         """Return the messages the model should see.
 
-        Called with chat ``messages`` or Responses ``input`` items (a string input
-        arrives as one user message). Return a new list, never mutate the one given;
-        returning the same object means "unchanged" and keeps the fast path.
+        Called for chat, Responses and Anthropic Messages calls (``messages`` and
+        ``messages.count_tokens``) with the request's messages in the client's own shape
+        (see :data:`Messages`; ``ctx.api`` says which). Return a new list, never mutate
+        the one given; returning the same object means "unchanged" and keeps the fast
+        path.
         """
         return messages
 
@@ -220,21 +280,99 @@ class Policy:
         """
 
 
-HOOK_NAMES: tuple[str, ...] = (
-    "on_request",
-    "on_system_prompt",
-    "convert_to_llm",
-    "on_model_call",
-    "on_response",
-    "on_response_stream",
-    "on_reply",
-    "on_tool_call",
-    "needs_approval",
-    "should_stop_after_turn",
-    "tools",
-)
+HOOKS: Mapping[str, tuple[bool, int]] = {
+    "on_request": (True, 2),
+    "on_system_prompt": (True, 2),
+    "convert_to_llm": (True, 2),
+    "on_model_call": (True, 3),
+    "on_response": (True, 2),
+    "on_response_stream": (False, 1),
+    "on_reply": (True, 3),
+    "on_tool_call": (True, 3),
+    "needs_approval": (True, 2),
+    "should_stop_after_turn": (True, 1),
+    "tool_offered": (False, 1),
+    "tools": (False, 0),
+    "attach": (False, 1),
+    "status": (False, 0),
+    "aclose": (True, 0),
+}
+"""Every method a policy may override: whether it is ``async``, and how many arguments
+it takes besides ``self``. :func:`check` holds every override to it."""
 
 
-def implements(policy: Policy, hook: str) -> bool:
+def implements(policy: Policy[Any], hook: str) -> bool:
     """True when ``policy``'s class overrides ``hook`` of :class:`Policy`."""
     return getattr(type(policy), hook) is not getattr(Policy, hook)
+
+
+def label(policy: Policy[Any]) -> str:
+    """How problems name a policy: its ``name``, else its class's import path."""
+    cls = type(policy)
+    return cls.name or f"{cls.__module__}:{cls.__qualname__}"
+
+
+def definition_problems(policy: Policy[Any]) -> list[str]:
+    """What is wrong with a policy: a missing or malformed ``name``, an override of the
+    wrong kind (``async`` or not) or arity, a ``config`` that is not a ``Config``."""
+    cls = type(policy)
+    problems: list[str] = []
+    if not cls.name:
+        problems.append('sets no name (the label of its decisions): add `name = "..."`')
+    elif "#" in cls.name or not cls.name.isprintable() or cls.name.strip() != cls.name:
+        problems.append(f"name {cls.name!r} must be printable, without '#' or edge spaces")
+    for hook, (is_async, arity) in HOOKS.items():
+        if not implements(policy, hook):
+            continue
+        method = getattr(cls, hook)
+        if inspect.iscoroutinefunction(method) != is_async:
+            want = "an `async def`" if is_async else "a plain `def` (not async)"
+            problems.append(f"{hook} must be {want}")
+            continue
+        try:
+            inspect.signature(method).bind(None, *range(arity))
+        except TypeError:
+            problems.append(f"{hook} must take {arity} argument(s) besides self")
+    if not isinstance(getattr(policy, "config", None), cls.Config):
+        problems.append(f"config is not a {cls.Config.__name__} (call super().__init__(config))")
+    return problems
+
+
+def slots_of(names: Sequence[str]) -> list[str]:
+    """The state slot of each policy of a list, by name: ``name`` for the first,
+    ``name#2``, ``name#3``... for later ones of the same name."""
+    seen: dict[str, int] = {}
+    slots: list[str] = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        slots.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return slots
+
+
+def check(policies: Sequence[Policy[Any]]) -> None:
+    """Check the policies of one list and give each its state slot.
+
+    Raises :class:`PolicyDefinitionError` listing every problem: each class's own
+    (:func:`definition_problems`), one instance listed twice, an instance that already
+    serves another list under another slot. A policy keeps the first slot it is given,
+    so checking a sublist of a checked list (the proxy's or the SDK's share of it)
+    changes nothing.
+    """
+    problems: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    for policy in policies:
+        problems += [(label(policy), p) for p in definition_problems(policy)]
+        if id(policy) in seen:
+            problems.append((label(policy), "the same instance is listed twice"))
+        seen.add(id(policy))
+    if problems:
+        raise PolicyDefinitionError(problems)
+    slots = slots_of([type(p).name for p in policies])
+    for policy, slot in zip(policies, slots, strict=True):
+        if policy._slot_given and policy.slot != slot:
+            why = f"already serves another list as {policy.slot!r}: use one instance per list"
+            problems.append((label(policy), why))
+    if problems:
+        raise PolicyDefinitionError(problems)
+    for policy, slot in zip(policies, slots, strict=True):
+        policy.slot, policy._slot_given = slot, True

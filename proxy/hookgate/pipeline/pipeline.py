@@ -9,11 +9,11 @@ through), ``modify`` when a transformer returned something new, else ``allow``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hookgate.errors import HookgateError, UpstreamError
 from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
-from hookgate.pipeline.hooks import Next, Policy, implements
+from hookgate.pipeline.hooks import Next, Policy, check, implements
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import prompts
 from hookgate.wire.deltas import StreamTransform
@@ -30,7 +30,10 @@ class Pipeline:
     model-call onion with the first policy outermost, response hooks in reverse.
     """
 
-    def __init__(self, policies: Sequence[Policy], terminal: Next) -> None:
+    def __init__(self, policies: Sequence[Policy[Any]], terminal: Next) -> None:
+        """Raises :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` when a policy
+        cannot run (see :func:`~hookgate.pipeline.hooks.check`)."""
+        check(policies)
         self.policies = tuple(policies)
         listed = list(self.policies)
         backwards = list(reversed(listed))
@@ -39,19 +42,19 @@ class Pipeline:
         )
         self._system_prompt = compose_chain(
             [
-                _observed(p.name, p.on_system_prompt)
+                _observed(p.slot, p.on_system_prompt)
                 for p in listed
                 if implements(p, "on_system_prompt")
             ]
         )
         self._convert = compose_chain(
-            [_observed(p.name, p.convert_to_llm) for p in listed if implements(p, "convert_to_llm")]
+            [_observed(p.slot, p.convert_to_llm) for p in listed if implements(p, "convert_to_llm")]
         )
         self._call = compose_onion(
             [_observed_onion(p) for p in listed if implements(p, "on_model_call")], terminal
         )
         self._response = compose_chain(
-            [_observed(p.name, p.on_response) for p in backwards if implements(p, "on_response")]
+            [_observed(p.slot, p.on_response) for p in backwards if implements(p, "on_response")]
         )
         self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
 
@@ -122,9 +125,9 @@ def _observed(
 
 
 def _observed_onion(
-    policy: Policy,
+    policy: Policy[Any],
 ) -> Callable[[ModelCall, Context, Next], Awaitable[ModelResponse]]:
-    name, hook = policy.name, policy.on_model_call
+    name, hook = policy.slot, policy.on_model_call
 
     async def run(call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         try:
@@ -138,8 +141,8 @@ def _observed_onion(
     return run
 
 
-def _observed_observer(policy: Policy) -> Callable[[ModelCall, Context], Awaitable[None]]:
-    name, hook = policy.name, policy.on_request
+def _observed_observer(policy: Policy[Any]) -> Callable[[ModelCall, Context], Awaitable[None]]:
+    name, hook = policy.slot, policy.on_request
 
     async def run(call: ModelCall, ctx: Context) -> None:
         try:

@@ -14,7 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import (
+    Policy,
+    PolicyDefinitionError,
+    definition_problems,
+    label,
+)
 
 BUILTIN: Mapping[str, str] = {
     "budget": "hookgate.policies.budget:BudgetPolicy",
@@ -37,7 +42,7 @@ class UnknownPolicy(LookupError):
     """A policy name that is neither built in nor an importable ``module:Class``."""
 
 
-def resolve(name: str) -> type[Policy]:
+def resolve(name: str) -> type[Policy[Any]]:
     """The policy class for a YAML key; raises :class:`UnknownPolicy`."""
     path = BUILTIN.get(name)
     if path is None:
@@ -57,17 +62,22 @@ def resolve(name: str) -> type[Policy]:
     return cls
 
 
-def build(name: str, settings: Any) -> Policy:
+def build(name: str, settings: Any) -> Policy[Any]:
     """Validate ``settings`` with the policy's ``Config`` and instantiate it.
 
-    Raises :class:`UnknownPolicy`, or :class:`PolicySettingsError` listing every problem.
+    Raises :class:`UnknownPolicy`, :class:`PolicySettingsError` listing every problem
+    of the settings, or :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` listing
+    every problem of the class (a hook of the wrong kind, no ``name``).
     """
     cls = resolve(name)
     try:
         config = cls.Config.model_validate({} if settings is None else settings)
     except ValidationError as exc:
         raise PolicySettingsError(exc) from None
-    return cls(config)
+    policy = cls(config)
+    if problems := definition_problems(policy):
+        raise PolicyDefinitionError([(label(policy), problem) for problem in problems])
+    return policy
 
 
 class PolicySettingsError(ValueError):

@@ -85,9 +85,9 @@ class Target:
         return f"{self.provider}/{self.model or requested}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCall:
-    """One model request on its way upstream.
+    """One model request on its way upstream (built with keywords only).
 
     ``targets`` is the alias's ordered target list; the terminal handler sends to
     ``targets[0]``. A policy that wants another target (fallback, load balancing) calls
@@ -142,7 +142,7 @@ class ModelResponse:
 
     @property
     def body(self) -> Mapping[str, Any]:
-        """The JSON body of a non-streamed response, parsed on first access."""
+        """The JSON body of a non-streamed response (parsed when the response was made)."""
         if self.payload is None:
             raise TypeError("a streamed response has no body; use on_response_stream")
         return self.payload.data
@@ -175,9 +175,10 @@ ANONYMOUS = Identity()
 class Context:
     """Per-request facts every hook may read, plus mutable slots.
 
-    ``state`` is keyed by policy name: a policy keeps what its pre- and post-steps share
-    there (``ctx.state.setdefault(self.name, {})``). ``response_headers`` collects
-    ``x-hookgate-*`` headers policies want the client to see.
+    ``state`` is keyed by policy slot: a policy keeps what its pre- and post-steps share
+    there (``ctx.state.setdefault(self.slot, {})``; see :class:`~hookgate.Policy`).
+    ``response_headers`` collects ``x-hookgate-*`` headers policies want the client to
+    see.
     """
 
     request_id: str

@@ -37,7 +37,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from hookgate.budgets import tokens as token_estimates
 from hookgate.budgets.ledger import Ledger, Refusal, UsageRow
@@ -45,7 +45,7 @@ from hookgate.budgets.limits import Counter, Limit, counters
 from hookgate.budgets.pricing import Pricing
 from hookgate.errors import BudgetExceeded, InvalidRequest, StoreUnavailable
 from hookgate.ids import UniqueIds
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
@@ -72,10 +72,8 @@ BUSY_RETRY_AFTER_S = 1.0
 MAX_KEPT_BYTES = 8 * 1024 * 1024
 
 
-class LimitConfig(BaseModel):
+class LimitConfig(PolicyConfig):
     """One limit."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: Literal["key", "team", "user", "agent", "reply", "model"]
     window: Literal["minute", "hour", "day", "month", "total"] = "total"
@@ -89,10 +87,8 @@ class LimitConfig(BaseModel):
         return self
 
 
-class BudgetConfig(BaseModel):
+class BudgetConfig(PolicyConfig):
     """Settings of the ``budget`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     limits: list[LimitConfig] = Field(default_factory=list)
     """The YAML limits. Limits granted at run time (``/admin/keys``, ``/admin/teams``)
@@ -108,14 +104,12 @@ class BudgetConfig(BaseModel):
     closed) or ``allow`` it unchecked (fail open: logged, and the response says so)."""
 
 
-class BudgetPolicy(Policy):
+class BudgetPolicy(Policy[BudgetConfig]):
     """See the module docstring."""
 
     name = "budget"
     metrics = (REFUSALS, REMAINING)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
-    Config = BudgetConfig
-    config: BudgetConfig
     ledger: Ledger
     pricing: Pricing
 
@@ -175,10 +169,10 @@ class BudgetPolicy(Policy):
         if refusal is not None:
             scope = refusal.counter.limit.scope
             observation.attributes["hookgate.budget.decision"] = f"refused:{scope}"
-            observation.count(REFUSALS, self.name, scope)
+            observation.count(REFUSALS, self.slot, scope)
             raise _refused(refusal, usd, tokens)
         observation.attributes["hookgate.budget.decision"] = "reserved"
-        ctx.state[self.name] = (tokens, charged)
+        ctx.state[self.slot] = (tokens, charged)
         await self._remaining_headers(ctx, charged)
         injected = False
         if call.stream and call.api in ("chat.completions", "completions"):
@@ -252,7 +246,7 @@ class BudgetPolicy(Policy):
         priced = self.pricing.cost(model, usage)
         cost = priced or 0.0
         ctx.observation.charge = Charge(usage, priced, estimated)
-        reserved, charged = ctx.state[self.name]
+        reserved, charged = ctx.state[self.slot]
         if usage.input_tokens + usage.output_tokens > reserved:
             log.warning(
                 "request %s used %d tokens, more than the %d reserved (the provider counted "

@@ -51,10 +51,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from hookgate.budgets import tokens
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
@@ -78,10 +78,8 @@ SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 CACHE_SIZE = 1024
 
 
-class Size(BaseModel):
+class Size(PolicyConfig):
     """A prompt size: a token count, or a share of the model's context window."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tokens: int | None = Field(None, gt=0)
     share: float | None = Field(None, gt=0, le=1)
@@ -97,33 +95,25 @@ class Size(BaseModel):
         return self.tokens if self.tokens is not None else int(window * (self.share or 0))
 
 
-class ClearToolResults(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ClearToolResults(PolicyConfig):
     keep_last: int = Field(3, ge=0)
     exclude: tuple[str, ...] = ()
     placeholder: str = "[cleared: the tool result was removed to save context]"
 
 
-class Summarize(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Summarize(PolicyConfig):
     model: str | None = None
     max_tokens: int = Field(400, gt=0)
     prompt: str = SUMMARY_PROMPT
 
 
-class Turns(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Turns(PolicyConfig):
     keep_last: int = Field(2, ge=1)
     summarize: Summarize | None = None
 
 
-class ContextConfig(BaseModel):
+class ContextConfig(PolicyConfig):
     """Settings of the ``context`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     trigger: Size = Size(share=0.8)
     target: Size | None = None
@@ -133,13 +123,11 @@ class ContextConfig(BaseModel):
     turns: Turns | None = Turns()
 
 
-class ContextPolicy(Policy):
+class ContextPolicy(Policy[ContextConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "context"
-    Config = ContextConfig
     metrics = (EDITS,)
-    config: ContextConfig
 
     def __init__(self, config: ContextConfig) -> None:
         super().__init__(config)
@@ -256,8 +244,8 @@ class ContextPolicy(Policy):
             for t in call.targets
         )
         asked = ModelCall(
-            "chat.completions", JsonBody.from_data(body), model, False, targets,
-            headers=call.headers, query="",
+            api="chat.completions", payload=JsonBody.from_data(body), model=model,
+            stream=False, targets=targets, headers=call.headers,
         )  # fmt: skip
         try:
             response = await next(asked, ctx)

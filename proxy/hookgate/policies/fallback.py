@@ -40,10 +40,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from itertools import groupby
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hookgate.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout, UpstreamUnavailable
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import CANCELLED, Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.backoff import full_jitter, retry_after
@@ -65,10 +65,8 @@ CIRCUIT_STATE = Metric(
 )
 
 
-class CircuitConfig(BaseModel):
+class CircuitConfig(PolicyConfig):
     """Circuit breaker settings (per target)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     failures: Annotated[int, Field(gt=0)] = 5
     failure_rate: Annotated[float, Field(gt=0, le=1)] = 0.5
@@ -77,10 +75,8 @@ class CircuitConfig(BaseModel):
     open_s: Annotated[float, Field(gt=0)] = 30.0
 
 
-class FallbackConfig(BaseModel):
+class FallbackConfig(PolicyConfig):
     """Settings of the ``fallback`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     backoff_base_s: Annotated[float, Field(ge=0)] = 0.25
@@ -95,14 +91,12 @@ class FallbackConfig(BaseModel):
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
 
 
-class FallbackPolicy(Policy):
+class FallbackPolicy(Policy[FallbackConfig]):
     """See the module docstring."""
 
     name = "fallback"
     metrics = (RETRIES, FALLBACKS, CIRCUIT_STATE)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
-    Config = FallbackConfig
-    config: FallbackConfig
 
     def __init__(self, config: FallbackConfig) -> None:
         super().__init__(config)

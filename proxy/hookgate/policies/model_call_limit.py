@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import NextReply, Reply, ReplyContext
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import Policy, PolicyConfig
 
 LAST_CALL = (
     "This is your last model call for this reply. Do not call any tools: answer the user "
@@ -42,10 +42,8 @@ class ModelCallLimitExceeded(HookgateError):
     code = "model_call_limit"
 
 
-class ModelCallLimitConfig(BaseModel):
+class ModelCallLimitConfig(PolicyConfig):
     """Settings of the ``model_call_limit`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_calls: int | None = Field(None, ge=1)
     max_per_session: int | None = Field(None, ge=1)
@@ -59,13 +57,11 @@ class ModelCallLimitConfig(BaseModel):
         return self
 
 
-class ModelCallLimitPolicy(Policy):
+class ModelCallLimitPolicy(Policy[ModelCallLimitConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "model_call_limit"
-    Config = ModelCallLimitConfig
     runs_in = frozenset({"sdk"})
-    config: ModelCallLimitConfig
 
     async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
         limit = self.config.max_per_session
@@ -95,5 +91,5 @@ class ModelCallLimitPolicy(Policy):
 
     def _session(self, ctx: ReplyContext) -> dict[str, int]:
         """The session's count of model calls (``{"calls": n}``)."""
-        counted: dict[str, int] = ctx.session.setdefault(self.name, {"calls": 0})
+        counted: dict[str, int] = ctx.session.setdefault(self.slot, {"calls": 0})
         return counted

@@ -37,10 +37,10 @@ from typing import Any, ClassVar, Literal
 
 import jsonschema
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from hookgate.errors import HookgateError
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
 from hookgate.wire import prompts
@@ -58,10 +58,8 @@ class OutputInvalid(HookgateError):
     code = "output_invalid"
 
 
-class OutputCheckConfig(BaseModel):
+class OutputCheckConfig(PolicyConfig):
     """Settings of the ``output_check`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     json_schema: dict[str, Any] | None = None
     pattern: str | None = None
@@ -92,12 +90,10 @@ class OutputCheckConfig(BaseModel):
         return self
 
 
-class OutputCheckPolicy(Policy):
+class OutputCheckPolicy(Policy[OutputCheckConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "output_check"
-    Config = OutputCheckConfig
-    config: OutputCheckConfig
 
     def __init__(self, config: OutputCheckConfig) -> None:
         super().__init__(config)
@@ -122,7 +118,7 @@ class OutputCheckPolicy(Policy):
                 return response
             if retry == self.config.max_retries:
                 break
-            state = ctx.state.setdefault(self.name, {})
+            state = ctx.state.setdefault(self.slot, {})
             state["retries"] = retry + 1
             assert answer is not None
             call = _asked_again(call, answer, self.config.message.replace("{error}", error))

@@ -1,9 +1,9 @@
 """The ``pii`` policy: Presidio redaction before the model, exact restoration after it.
 
-Request side (every text the model reads; see :mod:`hookgate.redaction.texts`):
+Request side (every text the model reads; see :mod:`hookgate.wire.texts`):
 ``convert_to_llm`` for chat ``messages`` and Responses ``input``, ``on_system_prompt`` for
 Responses ``instructions``, and ``on_model_call`` for the texts outside the messages
-(:func:`~hookgate.redaction.texts.map_fields`: tool and schema descriptions, ``stop``,
+(:func:`~hookgate.wire.texts.map_fields`: tool and schema descriptions, ``stop``,
 ``user``, ...), a legacy completions ``prompt`` and, with ``embeddings: true``, an
 embeddings ``input``. Each distinct text is analyzed once and
 its redaction cached (bounded LRU): an agent resending its history pays only for its new
@@ -37,18 +37,17 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 
 from hookgate.errors import GuardrailUnavailable, PolicyBlocked
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.compose import ChainedStreamTransform
-from hookgate.pipeline.hooks import Messages, Next, Policy
+from hookgate.pipeline.hooks import Messages, Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
-from hookgate.redaction import texts
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
 from hookgate.redaction.names import FUNCTION_WORDS, TITLES, name_parts, sentence_start
 from hookgate.redaction.output import ScanningStream
@@ -57,6 +56,7 @@ from hookgate.redaction.redactor import Action, Redaction, Redactor
 from hookgate.redaction.restore import Restorer, RestoringStream
 from hookgate.redaction.vocabulary import PARTICLE_PATTERN, common_words
 from hookgate.telemetry import semconv
+from hookgate.wire import texts
 from hookgate.wire.deltas import StreamTransform
 
 log = logging.getLogger("hookgate")
@@ -84,10 +84,8 @@ allowed and when refused, and the refusal's consequence."""
 _ANSWER = ("answer scan", "answered unscanned", "withheld", "the answer was not shown")
 
 
-class OutputSettings(BaseModel):
+class OutputSettings(PolicyConfig):
     """``output:`` of the ``pii`` policy: scanning what the model writes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     action: Literal["mask", "redact", "block"] = "mask"
     """What to do with a value found in an answer whose type has no entry in ``actions``."""
@@ -126,13 +124,11 @@ class PiiConfig(AnalyzerSettings):
         return None if value == "" else value  # `${HOOKGATE_PII_SECRET:-}` when unset
 
 
-class PiiPolicy(Policy):
+class PiiPolicy(Policy[PiiConfig]):
     """See the module docstring."""
 
-    name: ClassVar[str] = "pii"
+    name = "pii"
     metrics = (ENTITIES, OUTPUT_ENTITIES)
-    Config: ClassVar[type[PiiConfig]] = PiiConfig
-    config: PiiConfig
 
     def __init__(self, config: PiiConfig) -> None:
         super().__init__(config)
@@ -228,7 +224,7 @@ class PiiPolicy(Policy):
         The session keeps the placeholders it made (in memory, per session); they are the
         same keyed hashes the proxy makes for the same values.
         """
-        values: dict[str, str] = ctx.session.setdefault(self.name, {})
+        values: dict[str, str] = ctx.session.setdefault(self.slot, {})
         if values:
             restorer = Restorer(dict(values))
             call = call.with_arguments(texts.map_leaves(call.arguments, restorer.text))
@@ -290,8 +286,8 @@ class PiiPolicy(Policy):
     def _restorer(self, ctx: Context) -> Restorer | None:
         """Restores this request's placeholders and, in the SDK, those the reply's tool
         results were given (the model may quote them; the user must read the values)."""
-        vault: Vault | None = ctx.state.get(self.name)
-        values = dict(ctx.reply.session.get(self.name, {})) if ctx.reply is not None else {}
+        vault: Vault | None = ctx.state.get(self.slot)
+        values = dict(ctx.reply.session.get(self.slot, {})) if ctx.reply is not None else {}
         if vault is not None:
             values.update(vault.values)
         return Restorer(values) if values else None
@@ -308,7 +304,7 @@ class PiiPolicy(Policy):
             done, fresh = await self._analyze(redactor, wanted)
         except Exception as exc:  # any analyzer failure fails closed
             return self._failed(ctx, value, exc)
-        vault: Vault = ctx.state.setdefault(self.name, Vault(redactor.secret))
+        vault: Vault = ctx.state.setdefault(self.slot, Vault(redactor.secret))
         occurrences = Counter(found)
         counts: dict[tuple[str, str], int] = {}
         blocked: set[str] = set()

@@ -28,22 +28,20 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from hookgate.budgets import tokens as token_estimates
 from hookgate.budgets.rates import Rate, RateCheck, RateLimiter, RateResult
 from hookgate.errors import RateLimited
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.budget import REFUSALS
 
 
-class RateConfig(BaseModel):
+class RateConfig(PolicyConfig):
     """One rate limit."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: Literal["key", "team", "model"]
     rpm: Annotated[int, Field(gt=0)] | None = None
@@ -56,19 +54,15 @@ class RateConfig(BaseModel):
         return self
 
 
-class ToolRateConfig(BaseModel):
+class ToolRateConfig(PolicyConfig):
     """One rate of tool calls."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: Literal["key", "team", "tool"]
     rpm: Annotated[int, Field(gt=0)]
 
 
-class RateLimitConfig(BaseModel):
+class RateLimitConfig(PolicyConfig):
     """Settings of the ``rate_limit`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     limits: list[RateConfig] = Field(default_factory=list)
     """The YAML rates. Rates granted at run time (``/admin/keys``, ``/admin/teams``) apply
@@ -79,14 +73,12 @@ class RateLimitConfig(BaseModel):
     """Tool calls per minute (the MCP gateway's ``tools/call``)."""
 
 
-class RateLimitPolicy(Policy):
+class RateLimitPolicy(Policy[RateLimitConfig]):
     """See the module docstring."""
 
     name = "rate_limit"
     metrics = (REFUSALS,)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
-    Config = RateLimitConfig
-    config: RateLimitConfig
     rates: RateLimiter
 
     def __init__(self, config: RateLimitConfig) -> None:
@@ -123,7 +115,7 @@ class RateLimitPolicy(Policy):
                         call.body, self.config.default_max_output_tokens
                     )
                 if estimate > limit.tpm:  # it would never fit: say so, and count nothing
-                    ctx.observation.count(REFUSALS, self.name, limit.scope)
+                    ctx.observation.count(REFUSALS, self.slot, limit.scope)
                     raise RateLimited(
                         f"Request too large for {limit.scope}={value}: it needs up to "
                         f"{estimate} tokens (prompt plus output ceiling), more than the limit "
@@ -143,7 +135,7 @@ class RateLimitPolicy(Policy):
             if not result.allowed:
                 assert result.check is not None
                 scope = result.check.key.split("|", 1)[1]
-                ctx.observation.count(REFUSALS, self.name, scope.split("=", 1)[0])
+                ctx.observation.count(REFUSALS, self.slot, scope.split("=", 1)[0])
                 raise RateLimited(
                     f"Rate limit reached for {scope}: {result.check.cap} {kind} per minute. "
                     f"Retry in {result.reset_s:.1f}s.",

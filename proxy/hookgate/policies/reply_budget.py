@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hookgate.pipeline.agent import ReplyContext
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import Policy, PolicyConfig
 from hookgate.wire.usage import Usage
 
 WRAP_UP = (
@@ -32,10 +32,8 @@ WRAP_UP = (
 )
 
 
-class Weights(BaseModel):
+class Weights(PolicyConfig):
     """Weight of each kind of token (cached input is part of input; reasoning of output)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(1.0, ge=0)
     output: float = Field(4.0, ge=0)
@@ -54,10 +52,8 @@ class Weights(BaseModel):
         )
 
 
-class ReplyBudgetConfig(BaseModel):
+class ReplyBudgetConfig(PolicyConfig):
     """Settings of the ``reply_budget`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tokens: float = Field(gt=0)
     weights: Weights = Field(default_factory=Weights)
@@ -65,16 +61,14 @@ class ReplyBudgetConfig(BaseModel):
     grace_turns: int = Field(1, ge=0)
 
 
-class ReplyBudgetPolicy(Policy):
+class ReplyBudgetPolicy(Policy[ReplyBudgetConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "reply_budget"
-    Config = ReplyBudgetConfig
     runs_in = frozenset({"sdk"})
-    config: ReplyBudgetConfig
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
-        state = ctx.state.setdefault(self.name, {})
+        state = ctx.state.setdefault(self.slot, {})
         spent = self.config.weights.cost(ctx.usage)
         state["spent"] = spent
         if spent < self.config.tokens:

@@ -23,18 +23,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import Policy, PolicyConfig
 from hookgate.pipeline.types import Context
 
 _PLACEHOLDER = re.compile(r"\{(prompt|agent|session_id|reply_id|date)\}")
 
 
-class SystemPromptConfig(BaseModel):
+class SystemPromptConfig(PolicyConfig):
     """Settings of the ``system_prompt`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     prepend: str = ""
     append: str = ""
@@ -50,12 +48,10 @@ class SystemPromptConfig(BaseModel):
         return self
 
 
-class SystemPromptPolicy(Policy):
+class SystemPromptPolicy(Policy[SystemPromptConfig]):
     """See the module docstring."""
 
     name = "system_prompt"
-    Config = SystemPromptConfig
-    config: SystemPromptConfig
 
     async def on_system_prompt(self, prompt: str, ctx: Context) -> str:
         config = self.config

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolInputError
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import Policy, PolicyConfig
 from hookgate.pipeline.types import Context
 
 TOOL = "write_todos"
@@ -55,10 +55,8 @@ PROMPT = (
 STATUSES = ("pending", "in_progress", "completed")
 
 
-class TodoConfig(BaseModel):
+class TodoConfig(PolicyConfig):
     """Settings of the ``todo`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     system_prompt: str = PROMPT
     tool_description: str = DESCRIPTION
@@ -66,13 +64,11 @@ class TodoConfig(BaseModel):
     max_items: int = Field(50, ge=1)
 
 
-class TodoPolicy(Policy):
+class TodoPolicy(Policy[TodoConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "todo"
-    Config = TodoConfig
     runs_in = frozenset({"sdk"})
-    config: TodoConfig
 
     def tools(self) -> Sequence[PolicyTool]:
         item = {
@@ -122,7 +118,7 @@ class TodoPolicy(Policy):
 
     def _kept(self, ctx: ReplyContext) -> dict[str, Any]:
         owner = ctx.session if ctx.session_id else ctx.state
-        kept: dict[str, Any] = owner.setdefault(self.name, {})
+        kept: dict[str, Any] = owner.setdefault(self.slot, {})
         return kept
 
 

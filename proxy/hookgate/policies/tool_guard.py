@@ -51,11 +51,11 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
 
@@ -70,10 +70,8 @@ class ToolLimitExceeded(HookgateError):
     code = "tool_call_limit"
 
 
-class ArgumentRule(BaseModel):
+class ArgumentRule(PolicyConfig):
     """Refuse calls of ``tool`` (a glob) whose JSON arguments match ``pattern``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tool: str = "*"
     pattern: str
@@ -88,10 +86,8 @@ class ArgumentRule(BaseModel):
 OnLimit = Literal["continue", "end", "error"]
 
 
-class ToolLimit(BaseModel):
+class ToolLimit(PolicyConfig):
     """Calls of the tools matching ``tool`` (a glob) per reply and per session."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tool: str
     max_per_reply: int | None = Field(None, ge=0)
@@ -100,10 +96,8 @@ class ToolLimit(BaseModel):
     """What a call over this limit does; default: the policy's ``on_limit``."""
 
 
-class ToolGuardConfig(BaseModel):
+class ToolGuardConfig(PolicyConfig):
     """Settings of the ``tool_guard`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     allow: tuple[str, ...] | None = None
     deny: tuple[str, ...] = ()
@@ -118,13 +112,10 @@ class ToolGuardConfig(BaseModel):
     limits: tuple[ToolLimit, ...] = ()
 
 
-class ToolGuardPolicy(Policy):
+class ToolGuardPolicy(Policy[ToolGuardConfig]):
     """See the module docstring. ``approver`` may also be set in code."""
 
     name: ClassVar[str] = "tool_guard"
-    Config = ToolGuardConfig
-
-    config: ToolGuardConfig
 
     def __init__(self, config: ToolGuardConfig, approver: Approver | None = None) -> None:
         super().__init__(config)
@@ -239,8 +230,8 @@ class ToolGuardPolicy(Policy):
         over: tuple[str, OnLimit] | None = None
         for limit, what in applying:
             key = "calls" if limit is everything else f"calls:{limit.tool}"
-            in_reply = _bump(ctx.state.setdefault(self.name, {}), key)
-            in_session = _bump(ctx.session.setdefault(self.name, {}), key)
+            in_reply = _bump(ctx.state.setdefault(self.slot, {}), key)
+            in_session = _bump(ctx.session.setdefault(self.slot, {}), key)
             on_limit = limit.on_limit or self.config.on_limit
             if over is None and limit.max_per_reply is not None and in_reply > limit.max_per_reply:
                 over = (f"at most {limit.max_per_reply} {what} per reply", on_limit)

@@ -32,19 +32,17 @@ import logging
 import random
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from hookgate.pipeline.agent import NextTool, NotRepeatable, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.hooks import Policy, PolicyConfig
 from hookgate.policies.globs import listed
 
 log = logging.getLogger("hookgate")
 
 
-class ToolRetryConfig(BaseModel):
+class ToolRetryConfig(PolicyConfig):
     """Settings of the ``tool_retry`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_retries: int = Field(2, ge=0, le=20)
     tools: tuple[str, ...] = ("*",)
@@ -69,13 +67,11 @@ class ToolRetryConfig(BaseModel):
         return random.uniform(delay / 2, delay) if self.jitter else delay
 
 
-class ToolRetryPolicy(Policy):
+class ToolRetryPolicy(Policy[ToolRetryConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "tool_retry"
-    Config = ToolRetryConfig
     runs_in = frozenset({"sdk"})
-    config: ToolRetryConfig
 
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
         if not listed(call.name, self.config.tools):
@@ -85,7 +81,7 @@ class ToolRetryPolicy(Policy):
         ran = 0
         for attempt in range(1, attempts + 1):
             if attempt > 1:
-                retries = ctx.state.setdefault(self.name, {})
+                retries = ctx.state.setdefault(self.slot, {})
                 retries["retries"] = retries.get("retries", 0) + 1
                 await asyncio.sleep(self.config.delay(attempt - 1))
             try:

@@ -43,10 +43,10 @@ from typing import Annotated, Any, Literal
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Next, Policy
+from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Attempt, AttributeValue, Metric, Outcome
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.telemetry import semconv
@@ -71,10 +71,8 @@ SPANS_DROPPED = Metric(
 )
 
 
-class TracingConfig(BaseModel):
+class TracingConfig(PolicyConfig):
     """Settings of the ``tracing`` policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     exporter: Literal["auto", "otlp", "console", "none"] = "auto"
     """``auto``: OTLP when an endpoint is configured (here or by ``OTEL_EXPORTER_OTLP_*``),
@@ -101,13 +99,11 @@ class TracingConfig(BaseModel):
     Default: ``OTEL_BSP_SCHEDULE_DELAY``, else 1000."""
 
 
-class TracingPolicy(Policy):
+class TracingPolicy(Policy[TracingConfig]):
     """See the module docstring."""
 
     name = "tracing"
     metrics = (SPANS_DROPPED,)
-    Config = TracingConfig
-    config: TracingConfig
 
     def __init__(self, config: TracingConfig) -> None:
         super().__init__(config)
@@ -157,7 +153,7 @@ class TracingPolicy(Policy):
             observation.trace_id = format(span.context.trace_id, "032x")
         observation.capture_output = self.config.capture_content and call.stream
         state: dict[str, str] = {}
-        ctx.state[self.name] = state
+        ctx.state[self.slot] = state
         api = call.api
         observation.on_finish.append(lambda outcome: self._finish(span, spans, outcome, ctx, api))
 
@@ -166,7 +162,7 @@ class TracingPolicy(Policy):
         rewrite it (what it saw is read in :meth:`_finish` from the body as sent)."""
         response = await next(call, ctx)
         if self.config.capture_content and response.payload is not None and response.status < 300:
-            ctx.state[self.name]["output"] = "".join(
+            ctx.state[self.slot]["output"] = "".join(
                 facts_of(call.api, response.body, collect_text=True).text
             )
         return response
@@ -241,7 +237,7 @@ class TracingPolicy(Policy):
         observation = ctx.observation
         attributes = semconv.outcome_attributes(outcome, observation.upstream)
         attributes.update(observation.attributes)
-        state = ctx.state[self.name]
+        state = ctx.state[self.slot]
         sent = observation.sent_body
         if self.config.capture_content and sent is not None:
             messages = prompts.messages_of(api, sent)

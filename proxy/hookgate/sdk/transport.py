@@ -89,11 +89,11 @@ class GateTransport(httpx.AsyncBaseTransport):
         if with_usage is not None:  # the span and the reply's turns need the usage chunk
             body = JsonBody.from_data(with_usage)
         call = ModelCall(
-            api,
-            body,
-            model if isinstance(model, str) else "",
-            stream,
-            (Target(request.url.host or "upstream", None),),
+            api=api,
+            payload=body,
+            model=model if isinstance(model, str) else "",
+            stream=stream,
+            targets=(Target(request.url.host or "upstream", None),),
         )
 
         async def send(call: ModelCall, ctx: Context) -> ModelResponse:

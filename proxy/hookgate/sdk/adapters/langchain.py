@@ -188,7 +188,13 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             payload = wire.completion(message, model) if message is not None else {}
             return GateResponse(200, {}, TARGET, payload=JsonBody.from_data(payload))
 
-        call = ModelCall("chat.completions", JsonBody.from_data(body), model, False, (TARGET,))
+        call = ModelCall(
+            api="chat.completions",
+            payload=JsonBody.from_data(body),
+            model=model,
+            stream=False,
+            targets=(TARGET,),
+        )
         response = await self.gate.model_call(call, terminal, self.gate.model_context(reply=ctx))
         if not answers:  # a policy answered without the model
             (made,) = convert_to_messages([response.body["choices"][0]["message"]])

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from hookgate.redaction.texts import map_messages, map_prompt, map_response
+from hookgate.wire.texts import map_messages, map_prompt, map_response
 
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "sys A"},

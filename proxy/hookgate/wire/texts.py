@@ -1,5 +1,9 @@
 """Where the model reads text in a request, and where it writes text in a response.
 
+The one walker over the texts of every message shape a hook meets: chat ``messages``,
+Responses ``input`` items and Anthropic Messages ``messages``. :func:`texts_of` reads
+them; :func:`map_messages` rewrites them (both exported by :mod:`hookgate`).
+
 :func:`map_messages` applies a function to every string the model will read in chat
 ``messages`` or Responses ``input`` items, whatever the role: string content and the text
 of content-part arrays (and a file's name), refusals, tool-call arguments in the history,
@@ -62,6 +66,19 @@ def map_messages(messages: Sequence[Any], fn: TextFn) -> Sequence[Any]:
                 out = list(messages)
             out[i] = mapped
     return messages if out is None else out
+
+
+def texts_of(messages: Sequence[Any]) -> list[str]:
+    """Every text the model reads in ``messages`` (any of the three shapes), in order:
+    exactly the strings :func:`map_messages` would hand its function."""
+    found: list[str] = []
+
+    def collect(text: str) -> str:
+        found.append(text)
+        return text
+
+    map_messages(messages, collect)
+    return found
 
 
 def map_prompt(prompt: Any, fn: TextFn) -> Any:
