@@ -5,21 +5,26 @@ too). The layers themselves are import-linter contracts (pyproject.toml, `make c
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import hookgate
+from hookgate.pipeline.hooks import HOOKS
 
 PACKAGE = Path(hookgate.__file__).parent
 
 PUBLIC = {
-    "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "DeltaKey",
-    "GuardrailUnavailable", "HookgateError", "Identity", "InvalidRequest", "JsonBody",
-    "Messages", "Metric", "ModelCall", "ModelResponse", "Next", "NextReply", "NextTool",
-    "Observation", "Outcome", "PermissionDenied", "Policy", "PolicyBlocked", "RateLimited",
-    "Reply", "ReplyContext", "Services", "StreamTransform", "Target", "ToolCall", "ToolResult",
-    "UpstreamError", "Usage", "__version__",
+    "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Decision", "DeltaKey",
+    "EventStream", "GuardrailUnavailable", "HookgateError", "Identity", "InvalidRequest",
+    "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse", "Next",
+    "NextReply", "NextTool", "NoSettings", "Observation", "Outcome", "PermissionDenied",
+    "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError", "PolicyTool",
+    "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyContext", "Services", "Span",
+    "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",
+    "UpstreamError", "Usage", "__version__", "map_messages", "texts_of",
 }  # fmt: skip
 
 
@@ -113,6 +118,31 @@ def test_the_public_api_is_pinned() -> None:
     assert len(hookgate.__all__) == len(PUBLIC)
     for name in hookgate.__all__:
         assert getattr(hookgate, name) is not None, name
+
+
+def _named_types(hint: object) -> set[type]:
+    """The classes a type hint names, through unions, generics and callables."""
+    found = {hint} if isinstance(hint, type) and hint.__module__.startswith("hookgate") else set()
+    for arg in typing.get_args(hint):
+        found |= _named_types(arg)
+    return found
+
+
+def test_every_type_a_policy_author_meets_is_exported() -> None:
+    """A hook's parameters and result, and what those carry (a call's targets, a context's
+    identity, a reply context's tool calls), are all reachable from ``hookgate``."""
+    exported = {getattr(hookgate, name) for name in hookgate.__all__}
+    met: set[type] = set()
+    for hook in HOOKS:
+        method = getattr(hookgate.Policy, hook)
+        hints = typing.get_type_hints(method, {**method.__globals__, **vars(hookgate)})
+        met |= set().union(*(_named_types(h) for h in hints.values()))
+    for carrier in list(met):
+        if dataclasses.is_dataclass(carrier):
+            for hint in typing.get_type_hints(carrier).values():
+                met |= _named_types(hint)
+    assert {hookgate.ModelCall, hookgate.ReplyContext, hookgate.PolicyTool} <= met
+    assert sorted(t.__qualname__ for t in met - exported) == []
 
 
 def test_the_import_name_is_hookgate_and_nothing_called_proxy(tmp_path: Path) -> None:

@@ -2,15 +2,21 @@
 
 An OpenAI-compatible proxy (``hookgate serve``) and an in-process SDK
 (:mod:`hookgate.sdk`) run one policy pipeline configured in YAML. This module is the
-public API of a policy author: the :class:`Policy` base class, the frozen inputs its
-hooks receive, the errors a policy raises to refuse a request, and the metric a policy
-declares. Everything else is reached through documented subpackages:
-:mod:`hookgate.sdk` (``Gate`` and the framework adapters), :mod:`hookgate.config`
-(loading YAML) and :func:`hookgate.server.app.create_app` (the proxy as an aiohttp app).
+public API of a policy author: the :class:`Policy` base class and its settings base
+:class:`PolicyConfig`, the frozen inputs its hooks receive, the one walker over the texts
+of every message shape (:func:`texts_of`, :func:`map_messages`), the errors a policy
+raises to refuse a request, and the metric a policy declares; :mod:`hookgate.testing`
+runs a policy on a call with no server. Everything else is reached through documented
+subpackages: :mod:`hookgate.sdk` (``Gate`` and the framework adapters),
+:mod:`hookgate.config` (loading YAML) and :func:`hookgate.server.app.create_app` (the
+proxy as an aiohttp app).
 
 Importing it starts nothing: no server, no thread, no network.
 """
 
+from hookgate.budgets.ledger import Ledger
+from hookgate.budgets.pricing import Pricing
+from hookgate.budgets.rates import RateLimiter
 from hookgate.errors import (
     AuthenticationFailed,
     BudgetExceeded,
@@ -23,15 +29,25 @@ from hookgate.errors import (
     UpstreamError,
 )
 from hookgate.pipeline.agent import (
+    Decision,
     NextReply,
     NextTool,
+    PolicyTool,
     Reply,
     ReplyContext,
     ToolCall,
+    ToolInputError,
     ToolResult,
 )
-from hookgate.pipeline.hooks import Messages, Next, Policy
-from hookgate.pipeline.observe import Metric, Observation, Outcome
+from hookgate.pipeline.hooks import (
+    Messages,
+    Next,
+    NoSettings,
+    Policy,
+    PolicyConfig,
+    PolicyDefinitionError,
+)
+from hookgate.pipeline.observe import Metric, Observation, Outcome, Span
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import (
     Api,
@@ -42,8 +58,11 @@ from hookgate.pipeline.types import (
     ModelResponse,
     Target,
 )
+from hookgate.store.base import Store
 from hookgate.version import __version__
 from hookgate.wire.deltas import DeltaKey, StreamTransform
+from hookgate.wire.sse import EventStream
+from hookgate.wire.texts import map_messages, texts_of
 from hookgate.wire.usage import Usage
 
 __all__ = [
@@ -51,12 +70,15 @@ __all__ = [
     "AuthenticationFailed",
     "BudgetExceeded",
     "Context",
+    "Decision",
     "DeltaKey",
+    "EventStream",
     "GuardrailUnavailable",
     "HookgateError",
     "Identity",
     "InvalidRequest",
     "JsonBody",
+    "Ledger",
     "Messages",
     "Metric",
     "ModelCall",
@@ -64,20 +86,31 @@ __all__ = [
     "Next",
     "NextReply",
     "NextTool",
+    "NoSettings",
     "Observation",
     "Outcome",
     "PermissionDenied",
     "Policy",
     "PolicyBlocked",
+    "PolicyConfig",
+    "PolicyDefinitionError",
+    "PolicyTool",
+    "Pricing",
     "RateLimited",
+    "RateLimiter",
     "Reply",
     "ReplyContext",
     "Services",
+    "Span",
+    "Store",
     "StreamTransform",
     "Target",
     "ToolCall",
+    "ToolInputError",
     "ToolResult",
     "UpstreamError",
     "Usage",
     "__version__",
+    "map_messages",
+    "texts_of",
 ]

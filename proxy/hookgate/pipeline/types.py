@@ -11,7 +11,7 @@ relayed as it came. A policy that changes a body returns a new one
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from hookgate.budgets.limits import Limit
 from hookgate.budgets.rates import Rate
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.observe import Observation
+from hookgate.wire import prompts
 from hookgate.wire.sse import EventStream
 
 Api = Literal[
@@ -109,6 +110,14 @@ class ModelCall:
     def body(self) -> Mapping[str, Any]:
         """The request body as a read-only mapping."""
         return self.payload.data
+
+    @property
+    def messages(self) -> Sequence[Any]:
+        """The call's messages in the client's shape, as ``convert_to_llm`` gets them:
+        chat ``messages``, Responses ``input`` items (a string as one user message), or
+        Anthropic Messages ``messages``; empty for embeddings and completions. Raises
+        :class:`~hookgate.errors.InvalidRequest` when the body's list is malformed."""
+        return prompts.messages_of(self.api, self.body) or ()
 
     def with_body(self, body: Mapping[str, Any]) -> ModelCall:
         """A copy carrying a new body (encoded once, when it is sent)."""

@@ -34,7 +34,8 @@ _TEXT_PART_TYPES = frozenset({"text", "input_text"})
 
 
 def messages_of(api: str, body: Mapping[str, Any]) -> Sequence[Any] | None:
-    """The message list hooks see: chat ``messages`` or Responses ``input`` items.
+    """The message list hooks see: chat ``messages``, Responses ``input`` items, or
+    Anthropic Messages ``messages`` (``messages`` and ``messages.count_tokens``).
 
     A string Responses ``input`` is presented as one user message. ``None`` for APIs
     without messages.

@@ -1,0 +1,337 @@
+"""Run policies on model calls in-process, with a scripted model: no server, no network.
+
+The kit a policy author tests with. A :class:`Harness` builds the same
+:class:`~hookgate.pipeline.pipeline.Pipeline` the proxy builds (so a policy that cannot
+run fails here as it would at start-up) and answers every model call with a scripted
+reply in the call's own API shape — chat completions, Responses or Anthropic Messages,
+streamed or not — through the very code the proxy's built-in ``echo`` provider uses::
+
+    from hookgate.testing import Harness, chat
+
+    async def test_the_word_is_refused() -> None:
+        async with Harness(NoSecrets(NoSecretsConfig(word="ruby"))) as harness:
+            result = await harness.call(chat("tell me about ruby"))
+        assert result.status == 400 and result.error_code == "word_blocked"
+        assert result.sent == []  # the model never saw it
+
+A :class:`CallResult` holds what the client got (``status``, ``body`` or ``events``,
+``text``), what the model was sent (``sent``: one body per upstream attempt), and what
+the policies did (``decisions``, ``ctx.state``, ``ctx.response_headers``). A refusal is
+a result, never an exception: ``error`` holds the :class:`~hookgate.errors.HookgateError`
+and ``body``/``status`` the error exactly as the proxy would answer it. A stream a policy
+ends mid-way ends with the proxy's ``error`` event.
+
+A harness keeps its services (a SQLite store in a temporary folder, the budget ledger,
+the rate limiter) across calls, so budgets and limits accumulate as in the proxy; use it
+as an ``async with`` block, or call :meth:`Harness.aclose`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hookgate.budgets.pricing import Price, Pricing
+from hookgate.errors import HookgateError
+from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.pipeline import Pipeline
+from hookgate.pipeline.services import Services
+from hookgate.pipeline.types import (
+    ANONYMOUS,
+    Api,
+    Context,
+    Identity,
+    JsonBody,
+    ModelCall,
+    ModelResponse,
+    Target,
+)
+from hookgate.store.open import open_budgets, open_store
+from hookgate.wire import sse, synth
+from hookgate.wire.stream_rewrite import rewriter_for
+from hookgate.wire.synth import Reply, ToolCall
+from hookgate.wire.usage import StreamFacts, facts_of
+
+__all__ = [
+    "CallResult",
+    "Harness",
+    "Reply",
+    "Request",
+    "Script",
+    "ToolCall",
+    "chat",
+    "messages",
+    "responses",
+]
+
+MODEL = "test-model"
+TARGET = Target("scripted", None)
+
+Script = Reply | str | HookgateError | ModelResponse | Callable[[ModelCall], Any]
+"""One scripted answer of the model: a :class:`Reply` (text, tool calls, usage), a plain
+string (a text reply), an error the upstream raises (an
+:class:`~hookgate.errors.UpstreamError` to test a retry or fallback), a ready
+:class:`~hookgate.pipeline.types.ModelResponse`, or a function of the call returning any
+of these (to answer by target, model or content)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A client's request: its API and its JSON body (``stream`` read from the body)."""
+
+    api: Api
+    body: Mapping[str, Any]
+
+
+def chat(
+    text: str, *, system: str | None = None, stream: bool = False, model: str = MODEL, **extra: Any
+) -> Request:
+    """A chat-completions request with one user message (and a system prompt)."""
+    history = [{"role": "system", "content": system}] if system is not None else []
+    body = {"model": model, "messages": [*history, {"role": "user", "content": text}]}
+    return Request("chat.completions", {**body, "stream": stream, **extra})
+
+
+def responses(
+    text: str,
+    *,
+    instructions: str | None = None,
+    stream: bool = False,
+    model: str = MODEL,
+    **extra: Any,
+) -> Request:
+    """A Responses request whose ``input`` is one user message (and ``instructions``)."""
+    body: dict[str, Any] = {"model": model, "input": [{"role": "user", "content": text}]}
+    if instructions is not None:
+        body["instructions"] = instructions
+    return Request("responses", {**body, "stream": stream, **extra})
+
+
+def messages(
+    text: str,
+    *,
+    system: str | None = None,
+    stream: bool = False,
+    model: str = MODEL,
+    max_tokens: int = 1024,
+    **extra: Any,
+) -> Request:
+    """An Anthropic Messages request with one user message (and a ``system`` prompt)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": text}],
+    }
+    if system is not None:
+        body["system"] = system
+    return Request("messages", {**body, "stream": stream, **extra})
+
+
+@dataclass(slots=True)
+class CallResult:
+    """What one call through the policies came to (see the module docstring)."""
+
+    status: int
+    ctx: Context
+    sent: list[Mapping[str, Any]]
+    """The body of every call that reached the model, in order (empty when refused
+    before it)."""
+    body: Mapping[str, Any] | None = None
+    """The JSON body the client got (a refusal's error body too); None for a stream."""
+    stream: bytes = b""
+    """A streamed answer's bytes as the client got them (empty when not streamed)."""
+    error: HookgateError | None = None
+    """The refusal or failure the client got, as an HTTP error or a stream's last event."""
+
+    @property
+    def text(self) -> str:
+        """The answer's text (text deltas joined, for a stream), in any API's shape."""
+        api = self.ctx.api
+        if self.body is not None:
+            return "".join(facts_of(api, self.body, collect_text=True).text)
+        facts = StreamFacts(api, collect_text=True)
+        facts.feed(self.stream)
+        return "".join(facts.facts.text)
+
+    @property
+    def events(self) -> list[sse.Event]:
+        """A streamed answer's events, parsed (see :class:`~hookgate.wire.sse.Event`)."""
+        return [sse.parse(block) for block in sse.split(self.stream)]
+
+    @property
+    def error_code(self) -> str | None:
+        """The refusal's machine-readable ``code`` (``budget_exceeded``, ...), if any."""
+        return None if self.error is None else self.error.code
+
+    @property
+    def decisions(self) -> Mapping[str, str]:
+        """Each policy's decision by slot: ``allow``, ``modify`` or ``block``."""
+        return dict(self.ctx.observation.decisions)
+
+
+class Harness:
+    """Policies built into a pipeline whose upstream is a scripted model."""
+
+    def __init__(
+        self,
+        *policies: Policy[Any],
+        services: Services | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ) -> None:
+        """Build the pipeline (raising
+        :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` as the proxy would) and
+        attach ``services`` — by default a fresh SQLite store and in-memory budgets, with
+        ``prices`` per model for the budget policy."""
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        if services is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="hookgate-testing-")
+            store = open_store(f"sqlite:///{self._folder.name}/hookgate.db")
+            ledger, rates = open_budgets(store)
+            services = Services(
+                store=store, pricing=Pricing(dict(prices or {})), ledger=ledger, rates=rates
+            )
+        self.services = services
+        self.pipeline = Pipeline(policies, self._upstream)
+        for policy in policies:
+            policy.attach(services)
+        self._script: Iterator[Script] = iter(())
+        self._sent: list[Mapping[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    async def call(
+        self,
+        request: Request,
+        reply: Script | Sequence[Script] = "ok",
+        *,
+        targets: Sequence[Target] = (TARGET,),
+        identity: Identity = ANONYMOUS,
+        agent: str | None = None,
+        session_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CallResult:
+        """Run ``request`` through the policies; the model answers with ``reply`` (a
+        sequence: one per upstream attempt, the last one repeated)."""
+        script = [reply] if not isinstance(reply, Sequence) or isinstance(reply, str) else reply
+        self._script = itertools.chain(script, itertools.repeat(script[-1]))
+        sent: list[Mapping[str, Any]] = []
+        self._sent = sent
+        ctx = Context(
+            request_id=f"req_test_{next(self._ids)}",
+            api=request.api,
+            identity=identity,
+            agent=agent,
+            session_id=session_id,
+        )
+        call = ModelCall(
+            api=request.api,
+            payload=JsonBody.from_data(request.body),
+            model=str(request.body.get("model", MODEL)),
+            stream=bool(request.body.get("stream")),
+            targets=tuple(targets),
+            headers=dict(headers or {}),
+        )
+        try:
+            response = await self.pipeline.run(call, ctx)
+        except HookgateError as exc:
+            return CallResult(exc.status, ctx, sent, body=_error_body(request.api, exc), error=exc)
+        if response.stream is None:
+            return CallResult(response.status, ctx, sent, body=response.body)
+        result = CallResult(response.status, ctx, sent)
+        chunks = [block async for block in self._relayed(response, ctx, result)]
+        result.stream = b"".join(chunks)
+        return result
+
+    async def aclose(self) -> None:
+        """Close every policy and the default services' store."""
+        await self.pipeline.aclose()
+        if self._folder is not None:
+            await self.services.store.close()
+            self._folder.cleanup()
+
+    async def __aenter__(self) -> Harness:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _relayed(
+        self, response: ModelResponse, ctx: Context, result: CallResult
+    ) -> AsyncIterator[bytes]:
+        """The stream through the policies' transforms, as the proxy relays it."""
+        assert response.stream is not None
+        transform = self.pipeline.stream_transform(ctx)
+        rewriter = rewriter_for(ctx.api, transform) if transform is not None else None
+        try:
+            async for block in response.stream:
+                if rewriter is None:
+                    yield block
+                    continue
+                async for rewritten in rewriter.rewrite(block):
+                    yield rewritten
+        except HookgateError as exc:
+            result.error = exc
+            yield sse.encode(_error_body(ctx.api, exc), event="error")
+        finally:
+            await response.stream.aclose()
+
+    async def _upstream(self, call: ModelCall, ctx: Context) -> ModelResponse:
+        self._sent.append(call.body)
+        answer: Any = next(self._script)
+        if callable(answer) and not isinstance(answer, HookgateError):
+            answer = answer(call)
+        if isinstance(answer, HookgateError):
+            raise answer
+        if isinstance(answer, ModelResponse):
+            return answer
+        reply = Reply(text=answer) if isinstance(answer, str) else answer
+        return _answer(call, reply)
+
+
+def _answer(call: ModelCall, reply: Reply) -> ModelResponse:
+    """``reply`` in the call's API shape, streamed when the call asks for a stream."""
+    target, model = call.targets[0] if call.targets else TARGET, call.model
+    kind = "text/event-stream" if call.stream else "application/json"
+    headers = {"content-type": kind}
+    if call.stream:
+        if call.api == "messages":
+            blocks = synth.message_stream(model, reply)
+        elif call.api == "responses":
+            blocks = synth.response_stream(model, reply)
+        else:
+            options = call.body.get("stream_options")
+            usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+            blocks = synth.chat_stream(model, reply, include_usage=usage)
+        return ModelResponse(200, headers, target, stream=_stream(list(blocks)))
+    if call.api == "messages":
+        data = synth.message_object(model, reply)
+    elif call.api == "responses":
+        data = synth.response_object(model, reply)
+    else:
+        data = synth.chat_completion(model, reply)
+    return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
+
+
+class _stream:
+    """An :class:`~hookgate.wire.sse.EventStream` over prepared event blocks."""
+
+    def __init__(self, blocks: list[bytes]) -> None:
+        self._blocks = iter(blocks)
+
+    def __aiter__(self) -> _stream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return next(self._blocks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._blocks = iter(())
+
+
+def _error_body(api: str, exc: HookgateError) -> Mapping[str, Any]:
+    return exc.to_anthropic_body() if api == "messages" else exc.to_body()
