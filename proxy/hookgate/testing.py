@@ -185,6 +185,7 @@ class Harness:
         :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` as the proxy would) and
         attach ``services`` — by default a fresh SQLite store and in-memory budgets, with
         ``prices`` per model for the budget policy."""
+        self.pipeline = Pipeline(policies, self._upstream)
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         if services is None:
             self._folder = tempfile.TemporaryDirectory(prefix="hookgate-testing-")
@@ -194,7 +195,6 @@ class Harness:
                 store=store, pricing=Pricing(dict(prices or {})), ledger=ledger, rates=rates
             )
         self.services = services
-        self.pipeline = Pipeline(policies, self._upstream)
         for policy in policies:
             policy.attach(services)
         self._script: Iterator[Script] = iter(())
