@@ -25,7 +25,7 @@ from hookgate.config.loader import load_text
 from tests.conftest import UPSTREAM_KEY, ProxyFactory, config_text
 from tests.fakes import Echo, FakeUpstream, Status
 from tests.otlp import OtlpReceiver
-from tests.server.test_pii import MESSAGE, PII
+from tests.policies.test_pii import MESSAGE, PII
 
 ADMIN = "admin-key-seeded-5f1c9a"
 
