@@ -177,14 +177,18 @@ def lookup(obj: Any, parts: list[str]) -> Any:
 
 
 def qualified(name: str) -> bool:
-    """``name`` is ``a.b.c`` of an importable module ``a.b`` and attribute path ``c``."""
+    """``name`` is ``a.b.c`` of an importable module ``a.b`` and attribute path ``c``. A
+    module that exists but fails to import fails the test with its own error."""
     parts = name.split(".")
     if not all(parts):
         return False
     for cut in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:cut])
         try:
-            module = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
+            module = importlib.import_module(candidate)
+        except ModuleNotFoundError as missing:
+            if missing.name is None or not f"{candidate}.".startswith(f"{missing.name}."):
+                raise
             continue
         return lookup(module, parts[cut:]) is not MISSING
     return False
