@@ -1,4 +1,7 @@
-"""Shared fixtures: a loop thread hosting real servers, the fake upstream, proxies on ports."""
+"""Shared fixtures: a loop thread hosting real servers, the fake upstream, proxies on ports.
+
+``openai`` and ``anthropic`` are imported only when a test asks for a client, so the pure
+tests run without either installed."""
 
 from __future__ import annotations
 
@@ -7,10 +10,8 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
-import openai
 import pytest
 
 from hookgate.config.loader import LoadedConfig, load_text
@@ -18,6 +19,10 @@ from hookgate.server.app import create_app
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.otlp import OtlpReceiver
 from tests.services import RedisServer
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-credential-abcdef"
@@ -27,6 +32,8 @@ _CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
 
 def openai_client(url: str, **kwargs: Any) -> openai.OpenAI:
     """A real ``openai`` client for ``url`` (no retries), closed when the session ends."""
+    import openai
+
     client = openai.OpenAI(base_url=url, api_key=CLIENT_KEY, max_retries=0, **kwargs)
     _CLIENTS.append(client)
     return client
@@ -35,6 +42,8 @@ def openai_client(url: str, **kwargs: Any) -> openai.OpenAI:
 def anthropic_client(url: str, **kwargs: Any) -> anthropic.Anthropic:
     """A real ``anthropic`` client for the proxy at ``url`` (its base ends in ``/v1``; the
     SDK appends ``/v1/messages`` itself), no retries, closed when the session ends."""
+    import anthropic
+
     kwargs.setdefault("api_key", CLIENT_KEY)
     client = anthropic.Anthropic(base_url=url.removesuffix("/v1"), max_retries=0, **kwargs)
     _CLIENTS.append(client)

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import yaml
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, start_serve
+from tests.waits import eventually
 
 
 def hookgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -104,7 +104,7 @@ def test_serve_logs_url_answers_and_drains_on_sigterm(
 
     reader = threading.Thread(target=read)
     reader.start()
-    time.sleep(0.5)  # the stream is in flight
+    eventually(lambda: bool(upstream.requests))  # the stream is in flight
     process.send_signal(signal.SIGTERM)
     reader.join(15)
     assert texts == ["a slow streamed answer"]

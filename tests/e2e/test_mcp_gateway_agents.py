@@ -10,7 +10,6 @@ the audit log.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.mcp_servers import McpServer
+from tests.waits import eventually_async
 
 set_tracing_disabled(True)  # the SDK would export its traces to OpenAI
 
@@ -112,11 +112,15 @@ async def test_an_agent_s_mcp_tools_are_governed_by_the_gateway(
     calls = mcp_server.calls()
     assert [c["tool"] for c in calls] == ["lookup_contact", "send_email"]
     assert calls[1]["arguments"] == {"to": EMAIL, "body": "Hi"}  # the original came back
-    await asyncio.sleep(0.1)  # the audit log is written in the background
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute(
-            "SELECT model, error, agent FROM audit WHERE api = 'mcp.tools/call' ORDER BY ts"
-        ).fetchall()
+
+    def audited_tool_calls() -> list[tuple[str, str | None, str]]:
+        with sqlite3.connect(db) as connection:
+            return connection.execute(
+                "SELECT model, error, agent FROM audit WHERE api = 'mcp.tools/call' ORDER BY ts"
+            ).fetchall()
+
+    await eventually_async(lambda: len(audited_tool_calls()) == 2)  # written in the background
+    rows = audited_tool_calls()
     assert rows == [("lookup_contact", None, "mailer"), ("send_email", None, "mailer")]
 
 

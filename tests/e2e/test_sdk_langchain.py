@@ -25,8 +25,8 @@ from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
+from tests.policies.test_context import SYSTEM, assert_well_formed, conversation
 from tests.sdk.harness import GUARD, SECRET, assert_joined_trace, make_gate, traced_proxy, tracing
-from tests.server.test_context import SYSTEM, assert_well_formed, conversation
 
 PII = f"  - pii: {{secret: '{SECRET}'}}\n"
 FORECAST = "sunny in {city}; forecast by Siobhan O'Brien, siobhan@example.org"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -25,7 +24,8 @@ from hookgate.config.loader import load_text
 from tests.conftest import UPSTREAM_KEY, ProxyFactory, config_text
 from tests.fakes import Echo, FakeUpstream, Status
 from tests.otlp import OtlpReceiver
-from tests.server.test_pii import MESSAGE, PII
+from tests.policies.test_pii import MESSAGE, PII
+from tests.waits import eventually
 
 ADMIN = "admin-key-seeded-5f1c9a"
 
@@ -130,10 +130,8 @@ def test_nothing_seeded_reaches_logs_spans_metrics_or_the_store(
     spans = receiver.wait_until(lambda found: sum(s.name.startswith("chat") for s in found) >= 4)
     metrics = httpx.get(f"{base}/metrics", headers={"accept": "application/openmetrics-text"}).text
     with closing(sqlite3.connect(db)) as conn:
-        for _ in range(50):  # audit records are group-committed every 10 ms
-            if conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] >= 12:
-                break
-            time.sleep(0.05)
+        # audit records are group-committed every 10 ms
+        eventually(lambda: conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] >= 12)
         store_dump = "\n".join(conn.iterdump())
     assert 'INSERT INTO "audit"' in store_dump  # the audit log is there to be scanned
     _scan("the logs", caplog.text, seeds)

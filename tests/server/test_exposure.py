@@ -18,8 +18,9 @@ from hookgate.config.loader import ConfigError, load_file, load_text
 from hookgate.server import exposure
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, start_serve
-from tests.server.test_reload import eventually, write
+from tests.server.test_reload import write
 from tests.services import free_port
+from tests.waits import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_KEY = "hg-shared-client-key-0123456789abcdef"

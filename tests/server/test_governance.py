@@ -23,7 +23,8 @@ from hookgate.server.app import create_app
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.services import RedisServer
-from tests.spend import PER_REQUEST_USD, PRICE
+from tests.spend import PER_REQUEST_USD, PRICE, audited
+from tests.waits import eventually
 
 ADMIN = "admin-secret-for-tests"
 EMAIL = "ann.lee@example.com"
@@ -110,7 +111,7 @@ def test_one_yaml_blocks_pii_for_one_team_and_pseudonymizes_it_for_another(
     with openai.OpenAI(base_url=proxy, api_key=other, max_retries=0) as client:
         embedded = client.embeddings.with_raw_response.create(model="cheap", input="x")
     assert embedded.headers["x-hookgate-policy-set"] == "embeddings"  # matched on route
-    time.sleep(0.2)  # the audit log is written in the background
+    eventually(lambda: audited(tmp_path / "gov.db")[2] == 4)  # written in the background
     with sqlite3.connect(tmp_path / "gov.db") as db:
         rows = db.execute("SELECT team, api, status, policy_set FROM audit ORDER BY ts")
         assert rows.fetchall() == [

@@ -26,6 +26,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from hookgate.config.schema import JwtConfig
 from hookgate.errors import AuthenticationFailed
 from hookgate.server.jwt_auth import Claims, JwksUnavailable, JwtVerifier, looks_like_jwt
+from tests.waits import eventually_async
 
 ISSUER = "https://idp.example.test/"
 AUDIENCE = "hookgate"
@@ -444,7 +445,7 @@ async def test_a_cancelled_caller_leaves_the_fetch_to_the_others(
     idp.delay = 0.05
     first = asyncio.create_task(verifier.verify(token()))
     second = asyncio.create_task(verifier.verify(token()))
-    await asyncio.sleep(0.01)
+    await eventually_async(lambda: idp.hits == 1)  # both wait on the one fetch
     first.cancel()
     assert (await second).team == "blue"
     with pytest.raises(asyncio.CancelledError):

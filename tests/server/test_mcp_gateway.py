@@ -25,6 +25,8 @@ from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.mcp_servers import McpServer
 from tests.otlp import OtlpReceiver
+from tests.spend import audited
+from tests.waits import eventually_async
 
 ADMIN = "admin-secret-for-tests"
 SERVER_TOKEN = "mcp-server-secret-token-123"
@@ -164,7 +166,7 @@ async def test_a_call_is_a_span_of_the_agent_s_trace_and_a_row_of_the_audit_log(
     weather = next(s for s in spans if s.name == "execute_tool get_weather")
     assert weather.trace_id == trace_id
     assert weather.attributes["gen_ai.tool.name"] == "get_weather"
-    await asyncio.sleep(0.1)  # the audit log is written in the background
+    await eventually_async(lambda: audited(db)[2] == 2)  # written in the background
     with sqlite3.connect(db) as connection:
         rows = connection.execute(
             "SELECT api, model, target, status, error, team, agent FROM audit ORDER BY ts"

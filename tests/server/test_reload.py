@@ -4,8 +4,6 @@ in-flight requests finish on the config they started with."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import openai
@@ -16,18 +14,12 @@ from hookgate.server.app import create_app
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
+from tests.waits import eventually
 
 POLICY = (
     "server: {reload_interval_s: 0.05}\n"
     "policies:\n  - tests.policies_for_tests:Recorder: {label: %s}\n"
 )
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def write(path: Path, text: str) -> None:
@@ -77,9 +69,10 @@ def test_reload_swaps_keeps_old_on_error_and_inflight_finish_on_theirs(
         upstream.push(synth.Reply(text="slow answer", pieces=6))
         upstream.stream_delay = 0.15
         result: list[str] = []
+        sent = len(upstream.requests)
         reader = threading.Thread(target=lambda: result.append(reply_text()))
         reader.start()
-        time.sleep(0.2)
+        eventually(lambda: len(upstream.requests) > sent)  # the slow stream is in flight
         write(path, config_text(upstream.base_url, POLICY % "three"))
         reader.join(10)
         upstream.stream_delay = 0

@@ -151,7 +151,8 @@ class ModelResponse:
 
     @property
     def body(self) -> Mapping[str, Any]:
-        """The JSON body of a non-streamed response (parsed when the response was made)."""
+        """The JSON body of a non-streamed response, already parsed (treat it as
+        read-only); a streamed response has none (:class:`TypeError`)."""
         if self.payload is None:
             raise TypeError("a streamed response has no body; use on_response_stream")
         return self.payload.data

@@ -50,7 +50,8 @@ FRAME_RECORDS = 32
 class SpanShipper(SpanProcessor):
     """Batches span records and writes them to an export worker (see the module docstring).
 
-    ``settings`` is the worker's exporter configuration (:func:`main` reads it).
+    ``settings`` is the worker's exporter configuration (:func:`~hookgate.telemetry.worker.main`
+    reads it).
     """
 
     def __init__(

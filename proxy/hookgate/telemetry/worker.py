@@ -59,7 +59,8 @@ def make_exporter(
 
 
 def readable_spans(records: Sequence[Record], resource: Any, version: str) -> list[ReadableSpan]:
-    """SDK spans from records (the worker's half of :func:`record_of`)."""
+    """SDK spans from records (the worker's half of
+    :func:`~hookgate.telemetry.frames.record_of`)."""
     from opentelemetry.sdk.trace import Event
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags

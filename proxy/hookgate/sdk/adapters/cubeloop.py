@@ -4,9 +4,9 @@
 
     from hookgate.sdk.adapters.cubeloop import HookgateMiddleware
 
-    hookgate = HookgateMiddleware(gate)
-    provider = hookgate.instrument(OpenAIProvider(api_key=..., base_url=...))
-    agent = Agent(model=provider.model("gpt-4o-mini"), tools=[...], middleware=[hookgate])
+    middleware = HookgateMiddleware(gate)
+    provider = middleware.instrument(OpenAIProvider(api_key=..., base_url=...))
+    agent = Agent(model=provider.model("gpt-4o-mini"), tools=[...], middleware=[middleware])
     await agent.prompt("What's the weather in Paris?")
 
 Mapping (cubeloop composes its middleware in list order; put hookgate first):
@@ -78,7 +78,8 @@ class HookgateMiddleware(Middleware):
 
     async def _reply(self, ctx: AgentContext) -> ReplyContext:
         """The reply of the run ``ctx`` belongs to, opened at the run's first model call
-        and made current for the run's task (:func:`on_payload` reads it there)."""
+        and made current for the run's task (the instrumented client's
+        :class:`~hookgate.sdk.transport.GateTransport` reads it there)."""
         reply = self.gate.reply_of(self._runs.get(ctx.run_id))
         if reply is None:
             reply = await self.gate.open_reply(agent=self.agent)

@@ -18,6 +18,7 @@ from hookgate.store.sqlite import CHECKPOINT_EVERY_S, SQLiteStore
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.spend import PER_REQUEST_USD, PRICE, settled
+from tests.waits import eventually_async
 
 
 def test_kill_9_loses_no_settled_spend(tmp_path: Path, upstream: FakeUpstream) -> None:
@@ -91,10 +92,16 @@ async def test_committed_rows_reach_the_database_file_without_a_close(tmp_path: 
     store = SQLiteStore(f"sqlite:///{tmp_path / 'hookgate.db'}")
     rows = [UsageRow(time.time(), f"r{i}", "m", 10, 5, 0.01) for i in range(20)]
     await asyncio.gather(*(store.record_usage(row) for row in rows))  # one group commit or more
-    await asyncio.sleep(CHECKPOINT_EVERY_S * 1.5)
-    shutil.copy(tmp_path / "hookgate.db", tmp_path / "copy.db")  # the file alone, no WAL
-    with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
-        assert copy.execute("SELECT COUNT(*) FROM usage").fetchone() == (20,)
+
+    def in_the_file() -> bool:
+        shutil.copy(tmp_path / "hookgate.db", tmp_path / "copy.db")  # the file alone, no WAL
+        with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
+            try:
+                return bool(copy.execute("SELECT COUNT(*) FROM usage").fetchone() == (20,))
+            except sqlite3.OperationalError:  # not even the table has reached the file yet
+                return False
+
+    await eventually_async(in_the_file, within_s=CHECKPOINT_EVERY_S * 10)
     await store.close()
 
 

@@ -17,6 +17,7 @@ from hookgate.config.loader import load_text
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream, Status
 from tests.spend import PER_REQUEST_USD, PRICE, audited, settled
+from tests.waits import eventually
 
 
 def budget_config(upstream: FakeUpstream, db: Path, limits: str, extra: str = "") -> str:
@@ -214,9 +215,7 @@ def test_stream_without_usage_is_charged_by_its_text(
 
 def _audit_settles(db: Path) -> tuple[float, int, int]:
     """The audit log's spend, once its record is written (off the response path)."""
-    deadline = time.monotonic() + 5
-    while not audited(db)[2] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    eventually(lambda: audited(db)[2] > 0)
     return audited(db)
 
 
@@ -403,9 +402,7 @@ def test_a_stream_that_produced_output_is_charged_however_it_ends(
                     break  # everything read; leave now
     assert got == text
     expected = prompt_tokens("chat.completions", "m", {"messages": question}) + count("m", text)
-    deadline = time.monotonic() + 5  # the proxy settles as it sees the client go
-    while not settled(db)[1] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    eventually(lambda: settled(db)[1] > 0)  # the proxy settles as it sees the client go
     assert settled(db) == (pytest.approx(expected * 0.001), 1)
     # the audit log (what `hookgate spend` reads) says what the budget charged
     assert _audit_settles(db) == (pytest.approx(expected * 0.001), expected, 1)
