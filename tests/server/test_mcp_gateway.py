@@ -340,7 +340,7 @@ async def test_idle_and_unconfigured_stdio_sessions_are_reaped(tmp_path: Path) -
     """The sessions' supervisor on its own: an idle session and one of a server that left
     the config are stopped; a fresh one of a configured server keeps running."""
     from hookgate.config.schema import McpServerConfig
-    from hookgate.server.mcp_stdio import StdioSessions
+    from hookgate.server.mcp.stdio import StdioSessions
 
     sessions = StdioSessions()
     quick = McpServerConfig(command=[sys.executable, str(WEATHER)], idle_timeout_s=0.2)
@@ -404,7 +404,7 @@ def rpc(id: int, method: str, params: dict[str, object]) -> dict[str, object]:
 
 
 async def test_an_outbox_sends_each_message_on_one_stream_and_replays_only_what_was_taken() -> None:
-    from hookgate.server.mcp_stdio import Outbox
+    from hookgate.server.mcp.stdio import Outbox
 
     outbox = Outbox(keep=4)
     for n in range(1, 6):
