@@ -129,7 +129,8 @@ class Gate:
     """The SDK policies of one config, composed once. Safe to share between replies."""
 
     MAX_SESSIONS = 10_000
-    """Sessions whose shared state is kept (least recently used ones are forgotten)."""
+    """Sessions whose shared state a gate without a store keeps (least recently used ones
+    are forgotten); with a store, the store keeps it (:mod:`hookgate.store.state`)."""
 
     def __init__(
         self, policies: Sequence[Policy], *, agent: str = "agent", store: Store | None = None
@@ -390,8 +391,9 @@ class Gate:
 
     async def _session_kept(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
         """The outermost reply layer of a gate with a store: a session's shared state is read
-        from the store as each of its replies begins and written back as it ends (and when
-        it pauses), so per-session counts hold across processes and replicas."""
+        from the store as each of its replies begins and what the reply changed is merged
+        back as it ends (and when it pauses), so per-session counts hold across processes
+        and replicas, and tool calls through the MCP gateway meanwhile keep theirs."""
         if not ctx.session_id:
             return await next(reply, ctx)
         assert self._store is not None
