@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.gate import STOPPED
+from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
-from tests.conftest import CLIENT_KEY, ProxyFactory
+from tests.conftest import CLIENT_KEY, TEST_STORE, ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
@@ -185,4 +187,7 @@ async def test_replies_belong_to_the_attached_session(
     await gate.aclose()
     assert answers == ["One.", "Two.", "Three."]
     assert {r.headers.get("x-hookgate-session-id") for r in upstream.requests} == {"s-1"}
-    assert gate._sessions["s-1"]["model_call_limit"] == {"calls": 3}
+    kept = SQLiteStore(f"sqlite:///{TEST_STORE}")  # the gate's (config_text's) store
+    session = orjson.loads(await kept.load_state("session:s-1") or b"{}")
+    await kept.close()
+    assert session["model_call_limit"] == {"calls": 3}

@@ -1,4 +1,4 @@
-"""merge_state: the three-way merge of policy state two parallel tool calls wrote."""
+"""merge_state: the three-way merge of policy state two writers of one record wrote."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hookgate.pipeline.agent import merge_state
+from hookgate.store.state import merge_state
 
 
 @pytest.mark.parametrize(

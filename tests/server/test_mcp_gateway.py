@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 from httpx_sse import aconnect_sse
 from mcp import ClientSession
@@ -20,7 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from hookgate.config.loader import load_text
+from hookgate.pipeline import registry
 from hookgate.redaction.placeholders import placeholder
+from hookgate.sdk import Gate
+from hookgate.store.sqlite import SQLiteStore
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.mcp_servers import McpServer
@@ -338,11 +342,36 @@ async def test_a_session_limit_counts_across_mcp_sessions_of_one_conversation(
     assert len(mcp_server.calls()) == 3
 
 
+async def test_an_sdk_reply_that_ends_after_gateway_calls_keeps_their_counts(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    """The agent's SDK and the gateway keep one record per conversation
+    (``session:{id}``). A reply that read it before the agent called tools through the
+    gateway, and ends after, writes back what it changed, merged: the gateway's counts
+    stand, so the session's limit still holds."""
+    db = tmp_path / "g.db"
+    base = gateway(make_proxy, upstream, mcp_server, db, "  - tool_guard: {max_per_session: 2}\n")
+    key, url, conversation = new_key(base), f"{base}/mcp/crm", {"x-hookgate-session-id": "c-1"}
+    store = SQLiteStore(f"sqlite:///{db}")  # the gateway's store, as the agent's gate opens it
+    gate = Gate([registry.build("model_call_limit", {"max_per_session": 5})], store=store)
+    async with gate.reply(session_id="c-1"):
+        assert not await gate.after_turn(None)  # the reply's model call, counted
+        async with session(url, key, **conversation) as client:
+            for city in ("Paris", "Rome"):  # the session's two tool calls
+                assert not (await client.call_tool("get_weather", {"city": city})).isError
+    async with session(url, key, **conversation) as client:  # after the reply ended
+        assert (await client.call_tool("get_weather", {"city": "Oslo"})).isError
+    kept = orjson.loads(await store.load_state("session:c-1") or b"{}")
+    assert kept["model_call_limit"] == {"calls": 1} and kept["tool_guard"] == {"calls": 3}
+    assert [c["tool"] for c in mcp_server.calls()] == ["get_weather"] * 2
+    await gate.aclose()
+
+
 async def test_idle_and_unconfigured_stdio_sessions_are_reaped(tmp_path: Path) -> None:
     """The sessions' supervisor on its own: an idle session and one of a server that left
     the config are stopped; a fresh one of a configured server keeps running."""
     from hookgate.config.schema import McpServerConfig
-    from hookgate.server.mcp_stdio import StdioSessions
+    from hookgate.server.mcp.stdio import StdioSessions
 
     sessions = StdioSessions()
     quick = McpServerConfig(command=[sys.executable, str(WEATHER)], idle_timeout_s=0.2)
@@ -406,7 +435,7 @@ def rpc(id: int, method: str, params: dict[str, object]) -> dict[str, object]:
 
 
 async def test_an_outbox_sends_each_message_on_one_stream_and_replays_only_what_was_taken() -> None:
-    from hookgate.server.mcp_stdio import Outbox
+    from hookgate.server.mcp.stdio import Outbox
 
     outbox = Outbox(keep=4)
     for n in range(1, 6):

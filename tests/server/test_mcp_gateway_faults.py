@@ -20,7 +20,7 @@ from aiohttp import web
 
 from hookgate.config.loader import load_text
 from hookgate.config.schema import McpServerConfig
-from hookgate.server.mcp_stdio import SessionGone, StdioSessions
+from hookgate.server.mcp.stdio import SessionGone, StdioSessions
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
 from tests.mcp_servers import McpServer

@@ -114,7 +114,7 @@ class ProviderConfig(Strict):
 class McpServerConfig(Strict):
     """An MCP server hookgate serves at ``/mcp/{name}`` over Streamable HTTP: one it
     reaches at ``url`` (Streamable HTTP), or one it starts from ``command`` (stdio, a
-    process per client session; see :mod:`hookgate.server.mcp_stdio`).
+    process per client session; see :mod:`hookgate.server.mcp.stdio`).
 
     ``headers`` go with every request to a ``url`` server (its credentials: use
     ``${ENV}``), ``env`` to a ``command`` server's processes (beside ``PATH``); they never

@@ -11,12 +11,9 @@ Pure: no framework, no I/O. Values are frozen and changed with ``with_*`` method
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-import orjson
 
 from hookgate.pipeline.observe import Span
 from hookgate.wire.usage import Usage
@@ -111,6 +108,11 @@ class ReplyContext:
     """Set by a policy (or by ``should_stop_after_turn``): end the reply after this turn."""
     span: Span | None = None
     """The reply's span (set by the tracing policy); the model calls' trace parent."""
+    parent_trace: dict[str, str] = field(default_factory=dict)
+    """The W3C trace context (``traceparent``, ``tracestate``) of a caller whose trace the
+    reply continues, where the caller sent one: the MCP gateway's ``tools/call``. The
+    tracing policy parents the reply's spans there when the reply has no span of its
+    own (in the SDK, the framework's current span is their parent)."""
     key_id: str | None = None
     """Who runs the reply, where the caller is known: the MCP gateway's authenticated key
     (None in the SDK, whose caller the proxy authenticates)."""
@@ -224,60 +226,3 @@ class Decision:
         if self.type == "edit" and self.arguments is not None:
             return call.with_arguments(self.arguments)
         return call
-
-
-log = logging.getLogger("hookgate")
-
-STATE_TTL_S = 7 * 24 * 3600.0
-"""How long the store keeps a reply's or a session's policy state after it was last
-written (the SDK's paused replies and sessions, the MCP gateway's tool calls)."""
-
-
-def json_safe(state: dict[str, Any]) -> dict[str, Any]:
-    """The entries of a policy-keyed state dict that JSON can carry, as the store keeps
-    them (a policy that keeps a live object there keeps it in this process only). The SDK
-    and the MCP gateway write the same ``session:{id}`` record with it."""
-    kept: dict[str, Any] = {}
-    for name, value in state.items():
-        try:
-            orjson.dumps(value)
-        except TypeError:
-            log.debug("hookgate: %s's state is not JSON; it is not kept in the store", name)
-            continue
-        kept[name] = value
-    return kept
-
-
-_ABSENT: Any = object()
-
-
-def merge_state(base: Any, ours: Any, theirs: Any) -> Any:
-    """Three-way merge of policy state two tool calls changed at once: both read ``base``;
-    ``ours`` is this call's result, ``theirs`` what the other call wrote meanwhile.
-
-    What only one side changed is taken from it; objects are merged key by key (so two
-    calls' placeholders are both kept, and a key one side removed stays removed); a number
-    both changed gets both changes (policy state's numbers are counts, so two calls that
-    each counted one leave two); any other value both changed is ours.
-    """
-    if ours == base:
-        return theirs
-    if theirs == base:
-        return ours
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        before = base if isinstance(base, dict) else {}
-        merged = {}
-        for key in {**theirs, **ours}:
-            value = merge_state(
-                before.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
-            )
-            if value is not _ABSENT:
-                merged[key] = value
-        return merged
-    if all(_is_count(v) for v in (ours, theirs)) and (base is _ABSENT or _is_count(base)):
-        return theirs + ours - (0 if base is _ABSENT else base)
-    return ours
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -195,7 +195,8 @@ class TracingPolicy(Policy[TracingConfig]):
             span.end()
 
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
-        """SDK: an ``execute_tool {name}`` span, a child of the reply's span.
+        """An ``execute_tool {name}`` span: in the SDK a child of the reply's span; in
+        the MCP gateway, of the trace the caller sent (``ctx.parent_trace``).
 
         With ``capture_content`` the arguments and result are recorded as the model wrote
         and will read them (after any redaction by policies listed after this one).
@@ -209,10 +210,15 @@ class TracingPolicy(Policy[TracingConfig]):
             attributes[semconv.TOOL_CALL_ID] = call.call_id
         if self.config.capture_content:
             attributes[semconv.TOOL_CALL_ARGUMENTS] = semconv.json_text(call.arguments)
-        parent = ctx.span.otel if isinstance(ctx.span, OtelSpan) else trace.get_current_span()
+        if isinstance(ctx.span, OtelSpan):
+            parent = trace.set_span_in_context(ctx.span.otel)
+        elif ctx.parent_trace:  # the MCP gateway's caller
+            parent = parent_context(ctx.parent_trace)
+        else:
+            parent = trace.set_span_in_context(trace.get_current_span())
         span = self.tracer.start_span(
             f"execute_tool {call.name}",
-            context=trace.set_span_in_context(parent),
+            context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )

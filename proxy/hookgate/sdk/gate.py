@@ -45,7 +45,6 @@ from jsonschema.protocols import Validator
 
 from hookgate.errors import HookgateError, PolicyBlocked
 from hookgate.pipeline.agent import (
-    STATE_TTL_S,
     NextReply,
     NotRepeatable,
     PolicyTool,
@@ -54,7 +53,6 @@ from hookgate.pipeline.agent import (
     ToolCall,
     ToolInputError,
     ToolResult,
-    json_safe,
 )
 from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Next, Policy, implements
@@ -63,6 +61,7 @@ from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store
+from hookgate.store.state import STATE_TTL_S, json_safe, shared
 from hookgate.wire import prompts, sse
 from hookgate.wire.deltas import StreamTransform
 from hookgate.wire.sse import EventStream
@@ -130,7 +129,8 @@ class Gate:
     """The SDK policies of one config, composed once. Safe to share between replies."""
 
     MAX_SESSIONS = 10_000
-    """Sessions whose shared state is kept (least recently used ones are forgotten)."""
+    """Sessions whose shared state a gate without a store keeps (least recently used ones
+    are forgotten); with a store, the store keeps it (:mod:`hookgate.store.state`)."""
 
     def __init__(
         self, policies: Sequence[Policy], *, agent: str = "agent", store: Store | None = None
@@ -324,7 +324,7 @@ class Gate:
                 ", ".join(t.name for t in self.tools),
             )
         session: dict[str, Any] = {}
-        if session_id:
+        if session_id and self._store is None:  # with a store: the store's (_session_kept)
             session = self._sessions.setdefault(session_id, session)
             self._sessions.move_to_end(session_id)
             while len(self._sessions) > self.MAX_SESSIONS:
@@ -391,20 +391,24 @@ class Gate:
 
     async def _session_kept(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
         """The outermost reply layer of a gate with a store: a session's shared state is read
-        from the store as each of its replies begins and written back as it ends (and when
-        it pauses), so per-session counts hold across processes and replicas."""
+        from the store as each of its replies begins and what the reply changed is merged
+        back as it ends (and when it pauses), so per-session counts hold across processes
+        and replicas, and tool calls through the MCP gateway meanwhile keep theirs."""
         if not ctx.session_id:
             return await next(reply, ctx)
-        ctx.session.update(await self._load(f"session:{ctx.session_id}") or {})
+        assert self._store is not None
+        kept = shared(self._store, f"session:{ctx.session_id}")  # held while the reply runs
+        ctx.session = await kept.load()
         try:
             return await next(reply, ctx)
         finally:
-            await self._save_session(ctx)
+            await kept.save()
 
     async def _save_session(self, ctx: ReplyContext) -> None:
+        """Write back what the reply changed in its session's state (merged with what
+        others wrote meanwhile, :mod:`hookgate.store.state`)."""
         if ctx.session_id and self._store is not None:
-            value = orjson.dumps(json_safe(ctx.session))
-            await self._store.save_state(f"session:{ctx.session_id}", value, self.PAUSED_TTL_S)
+            await shared(self._store, f"session:{ctx.session_id}").save()
 
     async def _load(self, key: str) -> dict[str, Any] | None:
         assert self._store is not None

@@ -31,7 +31,7 @@ from hookgate.errors import (
     UpstreamError,
 )
 from hookgate.ids import UniqueIds
-from hookgate.server import exposure, mcp, routes
+from hookgate.server import exposure, routes
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -44,7 +44,8 @@ from hookgate.server.appkeys import (
     STORE,
 )
 from hookgate.server.grants_cache import GrantsCache
-from hookgate.server.mcp_stdio import StdioSessions
+from hookgate.server.mcp import routes as mcp_routes
+from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.store.base import display_url
@@ -139,7 +140,7 @@ def create_app(
         app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
     app.cleanup_ctx.append(_lifecycle)
     routes.add_routes(app, ops=loaded.config.server.ops is None)
-    mcp.add_routes(app)
+    mcp_routes.add_routes(app)
     return app
 
 

@@ -6,7 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from hookgate.server.grants_cache import GrantsCache
-from hookgate.server.mcp_stdio import StdioSessions
+from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics

@@ -7,6 +7,7 @@ is durable state); the ledgers and rate limiters that fit a store are built besi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -156,6 +157,17 @@ class Store(Protocol):
 
     async def load_state(self, key: str) -> bytes | None:
         """What :meth:`save_state` kept under ``key``, or None (never saved, or expired)."""
+        ...
+
+    async def update_state(
+        self, key: str, change: Callable[[bytes | None], bytes], ttl_s: float
+    ) -> bytes:
+        """Replace what is kept under ``key`` (None: nothing, or expired) by ``change`` of
+        it, for ``ttl_s`` seconds, and return what was written: atomically, so no other
+        write of ``key`` (from this process or another sharing the store) falls between
+        the read and the write. ``change`` may run more than once (an optimistic store
+        runs it again on the newer value); what it raises is raised, with nothing
+        written. :mod:`hookgate.store.state` merges reply and session state with it."""
         ...
 
     async def secret(self, name: str) -> bytes:

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -211,6 +212,28 @@ class RedisStore:
     async def load_state(self, key: str) -> bytes | None:
         value = await self.call(self.client.get(f"hg:state:{key}"))  # UTF-8 JSON, decoded
         return value.encode() if isinstance(value, str) else value
+
+    async def update_state(
+        self, key: str, change: Callable[[bytes | None], bytes], ttl_s: float
+    ) -> bytes:
+        name = f"hg:state:{key}"
+
+        async def attempt() -> bytes:
+            async with self.client.pipeline(transaction=True) as pipe:
+                while True:  # optimistic: redone when the key changed since the read
+                    try:
+                        await pipe.watch(name)
+                        now = await pipe.get(name)  # UTF-8 JSON, decoded
+                        value = change(now.encode() if isinstance(now, str) else now)
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.set(name, value, px=max(1, int(ttl_s * 1000)))
+                        await pipe.execute()
+                        return value
+                    except WatchError:
+                        continue
+
+        result: bytes = await self.call(attempt())
+        return result
 
     async def secret(self, name: str) -> bytes:
         key = f"hg:secret:{name}"

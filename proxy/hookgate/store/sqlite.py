@@ -408,6 +408,29 @@ class SQLiteStore:
 
         return await self._run(load)
 
+    async def update_state(
+        self, key: str, change: Callable[[bytes | None], bytes], ttl_s: float
+    ) -> bytes:
+        def update(db: sqlite3.Connection) -> bytes:
+            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
+            try:
+                now = time.time()
+                row = db.execute(
+                    "SELECT value FROM states WHERE key = ? AND expires >= ?", (key, now)
+                ).fetchone()
+                value = change(bytes(row[0]) if row is not None else None)
+                db.execute(
+                    "INSERT OR REPLACE INTO states (key, value, expires) VALUES (?, ?, ?)",
+                    (key, value, now + ttl_s),
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return value
+
+        return await self._run(update)
+
     async def secret(self, name: str) -> bytes:
         def get_or_create(db: sqlite3.Connection) -> bytes:
             db.execute(

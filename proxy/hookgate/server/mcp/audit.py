@@ -1,0 +1,55 @@
+"""What the gateway records of a ``tools/call``: its metrics and its audit record (who
+called which tool of which server, and how it ended; never its arguments or result).
+
+The audit record is built here alone (:func:`tool_call_record`), in the vocabulary the
+gateway has always written (api ``mcp.tools/call``, the tool as model, ``mcp/{server}``
+as target, each policy of the set ``"applied"``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+from aiohttp import web
+
+from hookgate.pipeline.agent import ReplyContext
+from hookgate.pipeline.hooks import Policy
+from hookgate.server.appkeys import HOLDER, METRICS, REQUEST_ID, STORE
+from hookgate.server.auth import Caller
+from hookgate.store.base import AuditRecord
+
+
+def record_tool_call(
+    request: web.Request, server: str, tool: str, caller: Caller, reply: ReplyContext,
+    started: float, status: int, error: str | None, policy_set: str,
+    policies: tuple[Policy, ...],
+) -> None:  # fmt: skip
+    """Measure one tool call (``started``: its ``perf_counter``) and, when the audit log
+    is on, queue its record."""
+    seconds = time.perf_counter() - started
+    request.app[METRICS].observe_tool(server, tool, error, seconds)
+    if not request.app[HOLDER].current.config.audit.enabled:
+        return
+    record = tool_call_record(
+        request[REQUEST_ID], server, tool, caller, reply, seconds, status, error,
+        policy_set, policies,
+    )  # fmt: skip
+    request.app[STORE].submit_audit(record)
+
+
+def tool_call_record(
+    request_id: str, server: str, tool: str, caller: Caller, reply: ReplyContext,
+    seconds: float, status: int, error: str | None, policy_set: str,
+    policies: tuple[Policy, ...],
+) -> AuditRecord:  # fmt: skip
+    """The audit record of one tool call."""
+    identity = caller.identity
+    return AuditRecord(
+        ts=time.time(), request_id=request_id, api="mcp.tools/call", model=tool,
+        status=status, latency_ms=round(seconds * 1000, 3), target=f"mcp/{server}",
+        error=error, key_id=identity.key_id, team=identity.team, user=identity.user,
+        agent=reply.agent, session=reply.session_id, reply=reply.reply_id, attempts=1,
+        policy_set=policy_set,
+        decisions=orjson.dumps({p.name: "applied" for p in policies}).decode(),
+    )  # fmt: skip
