@@ -36,7 +36,7 @@ from hookgate.errors import (
 )
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.providers import translated as translation
+from hookgate.providers import translating as translation
 from hookgate.providers.base import API_PATHS, OPENAI_APIS, json_object
 from hookgate.providers.scrub import Scrubber, credentials
 from hookgate.wire import sse
