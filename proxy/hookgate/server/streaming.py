@@ -14,7 +14,7 @@ stops the upstream's work.
 While relaying, the time spent waiting for upstream events is added to the request's
 upstream time (so ``overhead = total - upstream`` is the proxy's own work) and the time to
 the first event is recorded. (Usage and response facts are read earlier, from the
-upstream's own events: see :class:`~hookgate.providers.routing.Upstreams`.)
+upstream's own events: see :class:`~hookgate.providers.terminal.Upstreams`.)
 """
 
 from __future__ import annotations
