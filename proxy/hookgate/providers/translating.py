@@ -83,9 +83,9 @@ class StreamTranslator(Protocol):
 
 
 class TranslatingProvider:
-    """``inner``, taking calls in every client API: those in its :attr:`~HttpProvider.native`
-    APIs as they are, the others translated (see the module docstring). Relaying and
-    model listing are ``inner``'s."""
+    """``inner``, taking calls in every client API: those in its native APIs
+    (:attr:`~hookgate.providers.http.HttpProvider.native`) as they are, the others
+    translated (see the module docstring). Relaying and model listing are ``inner``'s."""
 
     def __init__(self, inner: HttpProvider) -> None:
         self.name = inner.name
