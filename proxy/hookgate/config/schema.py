@@ -57,7 +57,7 @@ class ProviderConfig(Strict):
     ``anthropic-version`` unless the client sent one. ``type: gemini`` is Google's Gemini
     API at ``base_url`` (default ``https://generativelanguage.googleapis.com/v1beta``): the
     key in ``x-goog-api-key``. Calls in another provider's API are translated (see
-    ``hookgate.providers.translated``; every call to Gemini is). ``type: echo`` is built
+    ``hookgate.providers.translating``; every call to Gemini is). ``type: echo`` is built
     in: it answers every request locally by echoing the last user message, labelled as an echo,
     and is meant for trying hookgate out and for users' own tests.
     """

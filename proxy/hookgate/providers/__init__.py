@@ -1,1 +1,2 @@
-"""Upstreams behind one small interface; transport errors become :mod:`hookgate.errors` kinds."""
+"""Upstreams behind one small interface (:class:`~hookgate.providers.base.Provider`);
+transport errors become :mod:`hookgate.errors` kinds at this boundary."""

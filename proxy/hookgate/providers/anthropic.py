@@ -2,12 +2,13 @@
 
 Messages calls (``/v1/messages``, ``/v1/messages/count_tokens``) are sent as they are,
 below ``base_url`` (default ``https://api.anthropic.com/v1``); Chat Completions calls are
-translated (:mod:`hookgate.providers.translated`). The key goes in ``x-api-key``;
+translated (:mod:`hookgate.providers.translating`). The key goes in ``x-api-key``;
 ``anthropic-version`` is the client's when it sent one (Claude Code and the ``anthropic``
 SDK do), else the configured one, and the client's ``anthropic-beta`` flags are passed
 on unchanged. Everything else — streams ending at ``message_stop``, an ``error`` event
 before any other counting as a failed attempt, redirects refused, the key scrubbed from
-what comes back — is the OpenAI provider's transport.
+what comes back — is the :class:`~hookgate.providers.http.HttpProvider` transport, and
+its models are listed from ``GET {base_url}/models`` as OpenAI's are.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import aiohttp
 
 from hookgate.config.schema import ProviderConfig
 from hookgate.pipeline.types import Api
-from hookgate.providers.openai import OpenAIProvider
+from hookgate.providers.http import HttpProvider
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 
 
-class AnthropicProvider(OpenAIProvider):
+class AnthropicProvider(HttpProvider):
     """See the module docstring."""
 
     kind = "anthropic"

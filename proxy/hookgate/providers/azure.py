@@ -14,7 +14,7 @@ Two schemes, chosen per provider (``azure_path``):
 A call's deployment is ``deployments[model]`` for the model name it is sent with (the
 target's ``model``, else the client's), or that name itself. The key goes in an
 ``api-key`` header; no ``Authorization`` header is sent. Everything else — streaming, error
-handling, scrubbing the key from what comes back — is the OpenAI provider's.
+handling, scrubbing the key from what comes back — is the OpenAI provider's (it is one).
 """
 
 from __future__ import annotations

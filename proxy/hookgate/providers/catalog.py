@@ -3,9 +3,9 @@
 A ``"*"`` route serves any model name its provider knows, so a model picker filled from
 ``/v1/models`` must see the provider's list too. Each provider behind ``"*"`` is asked once
 per ``server.models_cache_s`` (concurrent listings share one request); a provider that
-cannot list (down, an error, a local echo provider) is left out with one log line per
-attempt, never a 5xx. A catalogue belongs to one config generation, so a reload refreshes
-it.
+cannot list (down, an error) is left out with one log line per attempt, never a 5xx; a
+local echo provider lists nothing. A catalogue belongs to one config generation, so a
+reload refreshes it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 from hookgate.errors import HookgateError
 from hookgate.pipeline.types import Target
 from hookgate.providers.base import Provider
-from hookgate.providers.openai import OpenAIProvider
 
 log = logging.getLogger("hookgate")
 
@@ -41,7 +40,7 @@ class ModelCatalog:
     ) -> None:
         self._aliases = list(aliases)
         names = dict.fromkeys(t.provider for t in wildcard or ())
-        self._listed = [p for n in names if isinstance(p := providers[n], OpenAIProvider)]
+        self._listed = [providers[n] for n in names]
         self._ttl_s = ttl_s
         self._cached: dict[str, tuple[float, list[dict[str, Any]]]] = {}
         self._pending: dict[str, asyncio.Task[list[dict[str, Any]]]] = {}
@@ -59,7 +58,7 @@ class ModelCatalog:
                     out.append(model)
         return out
 
-    async def _of(self, provider: OpenAIProvider) -> list[dict[str, Any]]:
+    async def _of(self, provider: Provider) -> list[dict[str, Any]]:
         cached = self._cached.get(provider.name)
         if cached is not None and time.monotonic() - cached[0] < self._ttl_s:
             return cached[1]
@@ -70,7 +69,7 @@ class ModelCatalog:
             task.add_done_callback(lambda _: self._pending.pop(provider.name, None))
         return await asyncio.shield(task)
 
-    async def _fetch(self, provider: OpenAIProvider) -> list[dict[str, Any]]:
+    async def _fetch(self, provider: Provider) -> list[dict[str, Any]]:
         try:
             models = await provider.models()
         except HookgateError as exc:  # a listing is a convenience: never fail for it

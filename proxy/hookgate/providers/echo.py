@@ -11,16 +11,21 @@ of its ``tool_result`` blocks (whose content is a string or text blocks); tool r
 come back inside user messages, so after one the echo repeats the result. ``count_tokens``
 answers the word count of the system prompt and the messages, the ``input_tokens`` a
 Messages reply reports.
+
+It has no models of its own to list, and nowhere to relay a request outside the model
+pipeline to (:meth:`EchoProvider.relay` is a 404).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from hookgate.errors import InvalidRequest
+from hookgate.errors import InvalidRequest, NotFound
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
+from hookgate.providers.base import Relayed
 from hookgate.wire import prompts, synth
 
 PREFIX = "[hookgate echo] "
@@ -95,6 +100,24 @@ class EchoProvider:
         return ModelResponse(
             200, headers, target, payload=JsonBody.from_data(synth.chat_completion(model, reply))
         )
+
+    def relay(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: AsyncIterable[bytes] | None,
+    ) -> AbstractAsyncContextManager[Relayed]:
+        """Raises :class:`NotFound`: only the model endpoints are answered locally."""
+        raise NotFound(
+            f"Unknown request URL: {method} /v1{path} (provider {self.name!r} answers "
+            "locally and serves only model endpoints)"
+        )
+
+    async def models(self) -> list[dict[str, Any]]:
+        """None: the echo answers under any model name."""
+        return []
 
 
 async def _agen(blocks: Iterable[bytes]) -> AsyncGenerator[bytes, None]:

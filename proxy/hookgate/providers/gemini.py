@@ -1,7 +1,7 @@
 """Google's Gemini API as a provider (``type: gemini``).
 
 Gemini speaks none of the client APIs, so every call is translated
-(:mod:`hookgate.providers.translated`): a Chat Completions call becomes a
+(:mod:`hookgate.providers.translating`): a Chat Completions call becomes a
 ``generateContent`` call (:mod:`hookgate.wire.translate.chat_to_gemini`), and Responses and
 Messages calls become Chat Completions ones first, the answers going back through both
 translations. A call is sent to ``{base_url}/models/{model}:generateContent``, or to
@@ -10,7 +10,8 @@ translations. A call is sent to ``{base_url}/models/{model}:generateContent``, o
 A stream ends at the chunk that carries a ``finishReason`` (Gemini sends no end marker);
 one that stops before it is a cut stream. ``GET /v1/models`` lists the provider's models
 from Gemini's ``models`` list. Everything else — timeouts, redirects refused, the key
-scrubbed from what comes back — is the OpenAI provider's transport.
+scrubbed from what comes back — is the :class:`~hookgate.providers.http.HttpProvider`
+transport.
 """
 
 from __future__ import annotations
@@ -21,19 +22,18 @@ from urllib.parse import quote
 from yarl import URL
 
 from hookgate.pipeline.types import Api, ModelCall
-from hookgate.providers.openai import OpenAIProvider
+from hookgate.providers.http import HttpProvider
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
 
-class GeminiProvider(OpenAIProvider):
+class GeminiProvider(HttpProvider):
     """See the module docstring."""
 
     kind = "gcp.gemini"
     """``gen_ai.provider.name`` of the Gemini API (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"generate_content"})
     default_base_url = DEFAULT_BASE_URL
-    reads_gemini_ids = True
 
     @staticmethod
     def key_headers(key: str) -> dict[str, str]:

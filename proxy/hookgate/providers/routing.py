@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
-from hookgate.config.schema import Config, TargetConfig
+from hookgate.config.schema import Config, ProviderConfig, TargetConfig
 from hookgate.errors import NotFound
 from hookgate.pipeline.types import Target
 from hookgate.providers.anthropic import AnthropicProvider
@@ -15,7 +15,9 @@ from hookgate.providers.azure import AzureProvider
 from hookgate.providers.base import Provider
 from hookgate.providers.echo import EchoProvider
 from hookgate.providers.gemini import GeminiProvider
+from hookgate.providers.http import HttpProvider
 from hookgate.providers.openai import OpenAIProvider
+from hookgate.providers.translating import TranslatingProvider
 
 log = logging.getLogger("hookgate")
 
@@ -68,7 +70,8 @@ class Router:
 def build_providers(
     config: Config, session: Callable[[], aiohttp.ClientSession]
 ) -> dict[str, Provider]:
-    """One provider object per configured provider, sharing the app's session."""
+    """One provider object per configured provider, sharing the app's session: an HTTP
+    provider behind a :class:`TranslatingProvider`, or the echo provider."""
     providers: dict[str, Provider] = {}
     for name, settings in config.providers.items():
         if settings.type == "echo":
@@ -81,12 +84,18 @@ def build_providers(
                 settings.base_url,
             )
             providers[name] = EchoProvider(name)
-        elif settings.type == "azure":
-            providers[name] = AzureProvider(name, settings, session)
-        elif settings.type == "anthropic":
-            providers[name] = AnthropicProvider(name, settings, session)
-        elif settings.type == "gemini":
-            providers[name] = GeminiProvider(name, settings, session)
         else:
-            providers[name] = OpenAIProvider(name, settings, session)
+            providers[name] = TranslatingProvider(_http_provider(name, settings, session))
     return providers
+
+
+def _http_provider(
+    name: str, settings: ProviderConfig, session: Callable[[], aiohttp.ClientSession]
+) -> HttpProvider:
+    if settings.type == "azure":
+        return AzureProvider(name, settings, session)
+    if settings.type == "anthropic":
+        return AnthropicProvider(name, settings, session)
+    if settings.type == "gemini":
+        return GeminiProvider(name, settings, session)
+    return OpenAIProvider(name, settings, session)

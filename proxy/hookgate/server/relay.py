@@ -27,7 +27,6 @@ from hookgate.errors import (
     UpstreamError,
 )
 from hookgate.providers.base import Provider
-from hookgate.providers.openai import OpenAIProvider
 from hookgate.server.appkeys import GRANTS, HOLDER, REQUEST_ID
 from hookgate.server.auth import authenticate
 from hookgate.server.runtime import Runtime
@@ -60,14 +59,9 @@ async def forward(
     request: web.Request, runtime: Runtime, to: Provider | None = None
 ) -> web.StreamResponse:
     """Send ``request`` (already authenticated and allowed) to ``to`` (default: the relay
-    provider) and stream its answer back."""
-    target = runtime.relay if to is None else to
-    if not isinstance(target, OpenAIProvider):
-        raise NotFound(
-            f"Unknown request URL: {request.method} {request.path} (provider "
-            f"{target.name!r} answers locally and serves only model endpoints)"
-        )
-    provider = target
+    provider) and stream its answer back; a provider that answers locally has nothing to
+    relay to (404)."""
+    provider = runtime.relay if to is None else to
     suffix = request.rel_url.raw_path.removeprefix("/v1")
     if (problem := path_problem(suffix)) is not None:
         raise InvalidRequest(f"The request path {problem}.", code="invalid_path")

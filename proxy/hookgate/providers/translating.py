@@ -1,9 +1,10 @@
-"""Calls in an API a provider does not speak, translated at the provider boundary.
+"""A provider that speaks every client API over an HTTP provider that speaks some.
 
 Policies see every call in the client's API (the body it sent, the answer it gets), so a
 pipeline is the same whichever provider serves an alias, and one alias may mix providers
 (Claude first, GPT second). Only here, between the pipeline and the wire, is a call
-translated:
+translated, by :class:`TranslatingProvider` in front of each
+:class:`~hookgate.providers.http.HttpProvider`:
 
 * a Chat Completions call to an Anthropic provider is sent as a Messages call, and its
   answer (JSON, stream or error) comes back as Chat Completions
@@ -30,6 +31,12 @@ The translated call is then fitted to its model (:mod:`hookgate.wire.translate.f
 a client written for one provider asks what its models take (Claude Code asks every
 model for thinking and 32,000 output tokens), which another model may refuse outright.
 
+Tool call ids the Gemini translation made carry Gemini's call id and thought signature
+(:mod:`hookgate.wire.translate.chat_to_gemini`); only the Gemini leg reads them, so a
+call sent in any other API has them cut to their head
+(:func:`~hookgate.wire.translate.chat_to_gemini.portable_ids`): a conversation Gemini
+took part in may go on with another provider.
+
 What cannot be translated is refused with a 400 that names the field, never dropped; the
 translation modules list what they translate, refuse and leave out on purpose. The
 client's query string goes only to a provider of its own API.
@@ -40,12 +47,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+
+import orjson
 
 from hookgate.budgets import tokens
 from hookgate.errors import InvalidRequest, UpstreamStatusError
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.providers.base import Relayed
+from hookgate.providers.http import HttpProvider
 from hookgate.wire import models, sse
 from hookgate.wire.sse import EventStream
 from hookgate.wire.translate import (
@@ -59,17 +71,6 @@ from hookgate.wire.translate import (
 log = logging.getLogger("hookgate")
 
 
-class NativeSender(Protocol):
-    """A provider that sends calls of its own APIs as they are."""
-
-    name: str
-    native: frozenset[Api]
-    max_tokens: int
-    """The ``max_tokens`` of a call translated to Messages whose client set none."""
-
-    async def send_native(self, call: ModelCall, target: Target) -> ModelResponse: ...
-
-
 class StreamTranslator(Protocol):
     """Turns one upstream event block into the client's event blocks."""
 
@@ -81,20 +82,58 @@ class StreamTranslator(Protocol):
     def feed(self, block: bytes) -> list[bytes]: ...
 
 
-async def send(provider: NativeSender, call: ModelCall, target: Target) -> ModelResponse:
-    """Send ``call`` through ``provider`` in an API it speaks; see the module docstring."""
-    legs = _legs(provider, call, target)
-    counting = call.api == "messages.count_tokens"
-    if legs is None and counting and _from_chat(provider, call, target) is not None:
-        return _counted(call, target)
-    if legs is None:
-        raise InvalidRequest(
-            f"the model '{call.model}' is served by provider '{provider.name}', which cannot "
-            f"take {_NAMES[call.api]} requests, and hookgate does not translate them to its API",
-            param="model",
-            code="unsupported_api",
-        )
-    return await _through(provider, call, target, legs)
+class TranslatingProvider:
+    """``inner``, taking calls in every client API: those in its native APIs
+    (:attr:`~hookgate.providers.http.HttpProvider.native`) as they are, the others
+    translated (see the module docstring). Relaying and model listing are ``inner``'s."""
+
+    def __init__(self, inner: HttpProvider) -> None:
+        self.name = inner.name
+        self.address = inner.address
+        self._inner = inner
+
+    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+        """Send ``call`` through ``inner`` in an API it speaks."""
+        provider = self._inner
+        if call.api in provider.native:
+            return await provider.send(_portable(call), target)
+        legs = _legs(provider, call, target)
+        counting = call.api == "messages.count_tokens"
+        if legs is None and counting and _from_chat(provider, call, target) is not None:
+            return _counted(call, target)
+        if legs is None:
+            raise InvalidRequest(
+                f"the model '{call.model}' is served by provider '{provider.name}', which "
+                f"cannot take {_NAMES[call.api]} requests, and hookgate does not translate "
+                "them to its API",
+                param="model",
+                code="unsupported_api",
+            )
+        return await _through(provider, call, target, legs)
+
+    def relay(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: AsyncIterable[bytes] | None,
+    ) -> AbstractAsyncContextManager[Relayed]:
+        return self._inner.relay(method, path, query, headers, body)
+
+    async def models(self) -> list[dict[str, Any]]:
+        return await self._inner.models()
+
+
+def _portable(call: ModelCall) -> ModelCall:
+    """``call`` with the tool call ids the Gemini translation made cut to their head,
+    unless it goes to Gemini (the one API that reads what they carry)."""
+    if call.api == "generate_content":
+        return call
+    cut = chat_to_gemini.portable_ids(call.payload.to_bytes())
+    if cut is None:
+        return call
+    return dataclasses.replace(call, payload=JsonBody.parsed(cut, orjson.loads(cut)))
 
 
 _NAMES: dict[Api, str] = {
@@ -123,7 +162,7 @@ class _Leg:
     """An upstream error body in ``to``'s shape → one in the leg's client API's shape."""
 
 
-def _legs(provider: NativeSender, call: ModelCall, target: Target) -> list[_Leg] | None:
+def _legs(provider: HttpProvider, call: ModelCall, target: Target) -> list[_Leg] | None:
     """The translations from the call's API to one ``provider`` speaks, client side
     first: every path goes through Chat Completions. None when there is none."""
     tail = _from_chat(provider, call, target)
@@ -139,7 +178,7 @@ def _legs(provider: NativeSender, call: ModelCall, target: Target) -> list[_Leg]
     return None
 
 
-def _from_chat(provider: NativeSender, call: ModelCall, target: Target) -> list[_Leg] | None:
+def _from_chat(provider: HttpProvider, call: ModelCall, target: Target) -> list[_Leg] | None:
     """How a Chat Completions body reaches ``provider``: as it is (``[]``), through one
     translation, or not at all (None)."""
     if "chat.completions" in provider.native:
@@ -156,7 +195,7 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
     return isinstance(options, dict) and bool(options.get("include_usage"))
 
 
-def _chat_to_messages(provider: NativeSender, call: ModelCall) -> _Leg:
+def _chat_to_messages(provider: HttpProvider, call: ModelCall) -> _Leg:
     return _Leg(
         to="messages",
         request=lambda body: chat_to_messages.request(body, default_max_tokens=provider.max_tokens),
@@ -205,7 +244,7 @@ def _messages_to_chat(call: ModelCall, target: Target) -> _Leg:
 
 
 async def _through(
-    provider: NativeSender, call: ModelCall, target: Target, legs: list[_Leg]
+    provider: HttpProvider, call: ModelCall, target: Target, legs: list[_Leg]
 ) -> ModelResponse:
     """``call`` sent through ``legs`` in turn, and its answer back through them all."""
     bodies: list[Mapping[str, Any]] = [call.body]
@@ -291,7 +330,7 @@ def _then(
 
 
 async def _sent_as(
-    provider: NativeSender,
+    provider: HttpProvider,
     call: ModelCall,
     target: Target,
     api: Api,
@@ -303,7 +342,7 @@ async def _sent_as(
     already in it)."""
     sent = dataclasses.replace(call, api=api, payload=JsonBody.from_data(body), query="")
     try:
-        return await provider.send_native(sent, target)
+        return await provider.send(_portable(sent), target)
     except UpstreamStatusError as exc:
         if error is None:
             raise
