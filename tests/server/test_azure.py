@@ -106,7 +106,7 @@ def test_spans_name_azure_as_the_provider(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
 ) -> None:
     tracing = (
-        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
     )
     url = make_proxy(loaded=load_text(azure(upstream) + tracing))
     upstream.push(synth.Reply("One."))

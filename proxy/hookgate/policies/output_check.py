@@ -10,7 +10,7 @@ YAML (one of ``json_schema`` and ``pattern``)::
         models: ["*"]                    # which model names (globs) it applies to
         max_retries: 2                   # times the model is asked again
         message: "Your answer is not valid: {error}. Answer again with only the corrected answer."
-        on_failure: pass                 # after the last retry: pass the answer on, or
+        on_failure: continue             # after the last retry: pass the answer on, or
                                          #   error (a 422 output_invalid)
         streams: hold                    # hold a streamed answer until it passed, or pass
                                          #   streams through unchecked
@@ -43,6 +43,7 @@ from hookgate.errors import HookgateError
 from hookgate.pipeline.hooks import Next, Policy
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
+from hookgate.policies.vocabulary import OnFailure
 from hookgate.wire import prompts
 from hookgate.wire.usage import ResponseFacts, StreamFacts, facts_of
 
@@ -68,7 +69,7 @@ class OutputCheckConfig(BaseModel):
     models: tuple[str, ...] = ("*",)
     max_retries: int = Field(2, ge=0, le=10)
     message: str = RETRY
-    on_failure: Literal["pass", "error"] = "pass"
+    on_failure: OnFailure = "continue"
     streams: Literal["hold", "pass"] = "hold"
 
     @field_validator("json_schema")
