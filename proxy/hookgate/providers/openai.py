@@ -24,7 +24,7 @@ import orjson
 from aiohttp.payload import TOO_LARGE_BYTES_BODY
 from yarl import URL
 
-from hookgate.config.schema import ProviderConfig
+from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings, ProviderSettings
 from hookgate.errors import (
     UpstreamAuthFailed,
     UpstreamBadResponse,
@@ -136,6 +136,9 @@ class OpenAIProvider:
     """The APIs it sends as they are; calls in others are translated."""
     default_base_url: str | None = None
     """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The ``max_tokens`` of a chat call translated to Messages whose client set none (an
+    Anthropic provider's own setting)."""
     reads_gemini_ids: bool = False
     """Whether what Gemini's tool call ids carry is sent on (only to Gemini, which needs
     it back); other providers refuse such ids."""
@@ -143,7 +146,7 @@ class OpenAIProvider:
     def __init__(
         self,
         name: str,
-        config: ProviderConfig,
+        config: ProviderSettings,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         base_url = config.base_url or self.default_base_url
@@ -157,8 +160,7 @@ class OpenAIProvider:
             self._headers.update(self.key_headers(config.api_key.get_secret_value()))
         self.scrub = Scrubber(credentials(self._headers))
         """Masks this provider's credentials in what it sends back."""
-        self.max_tokens = config.max_tokens
-        if config.apis is not None:
+        if isinstance(config, OpenAICompatibleSettings) and config.apis is not None:
             self.native = frozenset(config.apis)
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s

@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
-from hookgate.config.schema import Config, TargetConfig
+from hookgate.config.schema import (
+    AnthropicProviderConfig,
+    AzureProviderConfig,
+    Config,
+    EchoProviderConfig,
+    GeminiProviderConfig,
+    TargetConfig,
+)
 from hookgate.errors import NotFound
 from hookgate.pipeline.types import Target
 from hookgate.providers.anthropic import AnthropicProvider
@@ -71,7 +78,7 @@ def build_providers(
     """One provider object per configured provider, sharing the app's session."""
     providers: dict[str, Provider] = {}
     for name, settings in config.providers.items():
-        if settings.type == "echo":
+        if isinstance(settings, EchoProviderConfig):
             providers[name] = EchoProvider(name)
         elif settings.key_missing:
             log.warning(
@@ -81,11 +88,11 @@ def build_providers(
                 settings.base_url,
             )
             providers[name] = EchoProvider(name)
-        elif settings.type == "azure":
+        elif isinstance(settings, AzureProviderConfig):
             providers[name] = AzureProvider(name, settings, session)
-        elif settings.type == "anthropic":
+        elif isinstance(settings, AnthropicProviderConfig):
             providers[name] = AnthropicProvider(name, settings, session)
-        elif settings.type == "gemini":
+        elif isinstance(settings, GeminiProviderConfig):
             providers[name] = GeminiProvider(name, settings, session)
         else:
             providers[name] = OpenAIProvider(name, settings, session)
