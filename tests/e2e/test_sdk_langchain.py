@@ -234,7 +234,7 @@ def test_the_messages_stream_never_shows_a_placeholder(
 def test_a_flaky_tool_is_retried(upstream: FakeUpstream, tmp_path: Path, entry: Any) -> None:
     """tool_retry on LangChain's own tool: it raised twice, ran the third time, and the
     model read its result."""
-    gate = make_gate(tmp_path, upstream, "  - tool_retry: {max_retries: 2, backoff_base_s: 0}\n")
+    gate = make_gate(tmp_path, upstream, "  - tool_retry: {retries: 2, backoff_base_s: 0}\n")
     attempts: list[str] = []
 
     @tool

@@ -48,25 +48,25 @@ async def run(gate: Gate, tool: Flaky, name: str = "get_weather") -> ToolResult:
 @pytest.mark.parametrize("error", [ConnectionError, None], ids=["raised", "error-result"])
 async def test_a_flaky_tool_is_retried_until_it_works(error: type[Exception] | None) -> None:
     tool = Flaky(2, error)
-    result = await run(gate(max_retries=2), tool)
+    result = await run(gate(retries=2), tool)
     assert result.content == "sunny" and result.success
     assert tool.calls == 3
 
 
 async def test_after_the_last_attempt_the_model_reads_what_went_wrong() -> None:
     tool = Flaky(5)
-    result = await run(gate(max_retries=2), tool)
+    result = await run(gate(retries=2), tool)
     assert tool.calls == 3 and result.error and not result.blocked
     assert result.content == (
         "Tool 'get_weather' failed after 3 attempts: ConnectionError: attempt 3 failed"
     )
-    error_result = await run(gate(max_retries=1), Flaky(5, None))
+    error_result = await run(gate(retries=1), Flaky(5, None))
     assert (error_result.content, error_result.error) == ("upstream said 503", True)  # its own
 
 
 async def test_on_failure_error_and_exceptions_not_listed_propagate() -> None:
     with pytest.raises(ConnectionError, match="attempt 2"):
-        await run(gate(max_retries=1, on_failure="error"), Flaky(5))
+        await run(gate(retries=1, on_failure="error"), Flaky(5))
     tool = Flaky(5, ValueError)
     with pytest.raises(ValueError, match="attempt 1"):
         await run(gate(exceptions=["ConnectionError"]), tool)
@@ -114,7 +114,7 @@ async def test_backoff_grows_and_is_capped() -> None:
         assert all(0 <= d <= bound for d in delays)
         assert max(delays) > 0.9 * bound
     tool = Flaky(3)
-    await run(gate(max_retries=3, backoff_base_s=0.04, backoff_max_s=0.05), tool)
+    await run(gate(retries=3, backoff_base_s=0.04, backoff_max_s=0.05), tool)
     waits = [b - a for a, b in zip(tool.at, tool.at[1:], strict=False)]
     assert len(waits) == 3 and sum(waits) < 0.15 + 0.1
 
@@ -122,7 +122,7 @@ async def test_backoff_grows_and_is_capped() -> None:
 async def test_a_tool_the_framework_runs_once_keeps_its_outcome() -> None:
     """cubeloop and AgentScope run a tool between two hooks (a split onion): it cannot be
     run again from a hook, so its error stands instead of failing the reply."""
-    retrying = gate(max_retries=3)
+    retrying = gate(retries=3)
     async with retrying.reply() as ctx:
         split = await retrying.begin_tool(ToolCall("get_weather", {}, "c1"), ctx)
         assert not split.short_circuited

@@ -3,7 +3,7 @@
 YAML (LangChain's ``ToolRetryMiddleware``, in hookgate's words: docs/vocabulary.md)::
 
     - tool_retry:
-        max_retries: 2              # attempts after the first
+        retries: 2                  # attempts after the first
         tools: ["*"]                # which tools (globs, case-insensitive)
         retry_on: [exception, error_result]  # exception: the tool raised; error_result: it
                                     #   returned an error result
@@ -47,7 +47,7 @@ class ToolRetryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_retries: int = Field(2, ge=0, le=20)
+    retries: int = Field(2, ge=0, le=20)
     tools: tuple[str, ...] = ("*",)
     retry_on: tuple[Literal["exception", "error_result"], ...] = ("exception", "error_result")
     exceptions: tuple[str, ...] = ("Exception",)
@@ -87,7 +87,7 @@ class ToolRetryPolicy(Policy):
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
         if not listed(call.name, self.config.tools):
             return await next(call, ctx)
-        attempts = self.config.max_retries + 1
+        attempts = self.config.retries + 1
         outcome: ToolResult | Exception | None = None
         ran = 0
         for attempt in range(1, attempts + 1):
