@@ -97,10 +97,10 @@ def test_an_azure_error_reaches_the_client_without_the_key(
 def test_azure_settings_belong_to_azure_providers() -> None:
     text = "providers:\n  up: {base_url: 'http://127.0.0.1:9', deployments: {a: b}}\n"
     with pytest.raises(
-        ConfigError, match="providers.up.deployments: a setting of type azure, not openai"
+        ConfigError, match=r"providers\.up\.deployments: a setting of type azure, not openai"
     ):
         load_text(text + 'models:\n  "*": [{provider: up}]\n')
-    with pytest.raises(ConfigError, match="providers.az.base_url: Field required"):
+    with pytest.raises(ConfigError, match=r"providers\.az\.base_url: Field required"):
         load_text('providers:\n  az: {type: azure}\nmodels:\n  "*": [{provider: az}]\n')
 
 
