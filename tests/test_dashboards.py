@@ -42,7 +42,7 @@ def config(upstream: str, dead: str, bogus: bool = False) -> str:
         "  - system_prompt: {prepend: rules}\n"
         "  - tests.policies_for_tests:BlockWord: {word: forbidden}\n"
         "  - pii: {secret: dashboard-test-secret, actions: {US_SSN: block}, output: {}}\n"
-        "  - budget: {limits: [{scope: model, window: day, usd: 5}], unpriced: allow}\n"
+        "  - budget: {limits: [{scope: model, window: day, usd: 5}], on_unpriced: continue}\n"
         # the breaker opens only for a target that always fails (the dead one): a round of
         # traffic gives the good target at most 5 failures in a row, and a reload starts
         # every breaker afresh, so fewer than 8 requests never decide

@@ -66,7 +66,7 @@ policies:
     lines = problems(text)
     assert "c.yaml:2: server.port: Input should be less than or equal to 65535" in lines
     assert "c.yaml:3: server.colour: unknown key" in lines
-    assert "c.yaml:5: providers.up: base_url must start with http:// or https://" in lines
+    assert "c.yaml:5: providers.up.base_url: must start with http:// or https://" in lines
     assert "c.yaml:10: models.empty: a model alias needs at least one target" in lines
     assert any(line.startswith("c.yaml:14: policies[2]: each policy entry") for line in lines)
 
@@ -123,3 +123,35 @@ def test_format_loc() -> None:
     assert format_loc(("models", "gpt-4o", 0, "provider")) == "models.gpt-4o[0].provider"
     assert format_loc(("models", "*")) == 'models."*"'
     assert format_loc(()) == "(top level)"
+
+
+def test_a_provider_takes_only_the_settings_of_its_type() -> None:
+    """Providers are a union on ``type``: the same YAML loads, and a setting of another
+    type, a missing one or an unknown type is an error at its own path."""
+
+    def provider(settings: str) -> str:
+        return f'providers:\n  p: {settings}\nmodels: {{"*": [{{provider: p}}]}}\n'
+
+    loaded = load_text(provider("{base_url: 'http://x', apis: [chat.completions]}"))
+    assert type(loaded.config.providers["p"]).__name__ == "OpenAIProviderConfig"
+    assert load_text(provider("{type: anthropic, max_tokens: 8}")).config.providers["p"].type == (
+        "anthropic"
+    )
+    assert problems(provider("{type: gemini, apis: [responses]}")) == [
+        "c.yaml:2: providers.p.apis: a setting of type openai and azure, not gemini"
+    ]
+    assert problems(provider("{base_url: 'http://x', max_tokens: 8}")) == [
+        "c.yaml:2: providers.p.max_tokens: a setting of type anthropic, not openai"
+    ]
+    assert problems(provider("{type: echo, colour: blue}")) == [
+        "c.yaml:2: providers.p.colour: unknown key"
+    ]
+    assert problems(provider("{type: openai}")) == [
+        "c.yaml:2: providers.p.base_url: Field required"
+    ]
+    assert problems(provider("{type: bedrock}")) == [
+        "c.yaml:2: providers.p: type must be one of openai, azure, anthropic, gemini, echo"
+    ]
+    assert problems(provider("{base_url: 'http://x', apis: []}"))[0].startswith(
+        "c.yaml:2: providers.p.apis: List should have at least 1 item"
+    )

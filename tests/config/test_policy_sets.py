@@ -37,7 +37,7 @@ def test_a_set_extends_overrides_places_and_removes() -> None:
         "    extends: default\n"
         "    policies:\n"
         "      - system_prompt: {append: 'Be careful.'}\n"
-        "      - model_call_limit: {max_calls: 3}\n"
+        "      - model_call_limit: {max_per_reply: 3}\n"
         "        before: fallback\n"
         "      - budget: {limits: [{scope: team, usd: 5}]}\n"
         "  stricter:\n"

@@ -77,7 +77,7 @@ def test_claude_code_completes_a_tool_round_trip_through_the_pipeline(
         f'  "*": [{{provider: claude}}, {{provider: gpt, model: gpt-4o}}]\n'
         f"store: 'sqlite:///{db}'\n"
         "policies:\n"
-        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
         "  - budget: {limits: [{scope: key, usd: 5}]}\n"
         "  - fallback: {retries: 0}\n"
         f"  - pii: {{secret: '{SECRET}'}}\n"

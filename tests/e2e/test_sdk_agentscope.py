@@ -272,7 +272,9 @@ async def test_a_stopped_reply_ends_its_reasoning_loop(
 ) -> None:
     """model_call_limit ``stop`` through ``on_reasoning``: after its one call the reply's
     tool call still runs, then AgentScope's loop ends instead of calling the model again."""
-    gate = make_gate(tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n")
+    gate = make_gate(
+        tmp_path, upstream, "  - model_call_limit: {max_per_reply: 1, on_limit: end}\n"
+    )
     calls: list[str] = []
     weather = [
         synth.Reply(tool_calls=[synth.ToolCall(f"c{n}", "get_weather", '{"city": "Paris"}')])

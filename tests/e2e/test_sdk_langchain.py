@@ -234,7 +234,7 @@ def test_the_messages_stream_never_shows_a_placeholder(
 def test_a_flaky_tool_is_retried(upstream: FakeUpstream, tmp_path: Path, entry: Any) -> None:
     """tool_retry on LangChain's own tool: it raised twice, ran the third time, and the
     model read its result."""
-    gate = make_gate(tmp_path, upstream, "  - tool_retry: {max_retries: 2, initial_delay: 0}\n")
+    gate = make_gate(tmp_path, upstream, "  - tool_retry: {retries: 2, backoff_base_s: 0}\n")
     attempts: list[str] = []
 
     @tool
@@ -358,7 +358,7 @@ def weather_calls(*cities: str) -> list[synth.Reply]:
     ]
 
 
-@pytest.mark.parametrize("on_limit", ["stop", "error"])
+@pytest.mark.parametrize("on_limit", ["end", "error"])
 def test_the_model_call_limit_ends_a_run(
     upstream: FakeUpstream, tmp_path: Path, on_limit: str
 ) -> None:
@@ -366,12 +366,12 @@ def test_the_model_call_limit_ends_a_run(
     tools forever gets two calls; ``stop`` makes the second answer final (its tool call
     dropped), ``error`` ends the run with a 429 error."""
     gate = make_gate(
-        tmp_path, upstream, f"  - model_call_limit: {{max_calls: 2, on_limit: {on_limit}}}\n"
+        tmp_path, upstream, f"  - model_call_limit: {{max_per_reply: 2, on_limit: {on_limit}}}\n"
     )
     calls: list[str] = []
     agent = agent_with(gate, upstream.base_url, calls)
     upstream.push(*weather_calls("Paris", "Rome", "Oslo"))
-    if on_limit == "stop":
+    if on_limit == "end":
         state = agent.invoke(question())
         last = state["messages"][-1]
         assert isinstance(last, AIMessage) and not last.tool_calls
@@ -389,7 +389,7 @@ def test_the_model_call_limit_counts_across_a_thread(
     """``max_per_session`` is the thread limit: the thread's second run has one call left,
     and a third run, begun with none, gets hookgate's final message without the model."""
     gate = make_gate(
-        tmp_path, upstream, "  - model_call_limit: {max_per_session: 3, on_limit: stop}\n"
+        tmp_path, upstream, "  - model_call_limit: {max_per_session: 3, on_limit: end}\n"
     )
     calls: list[str] = []
     agent = agent_with(gate, upstream.base_url, calls)

@@ -89,7 +89,7 @@ async def test_redacted_tool_result_wrap_up_and_stop(
         assert "siobhan@example.org" in result.final_output  # the model quoted a placeholder
         assert not PATTERN.search(result.final_output)
         stopper = make_gate(
-            tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n"
+            tmp_path, upstream, "  - model_call_limit: {max_per_reply: 1, on_limit: end}\n"
         )
         stopped = await Runner.run(attach(stopper, make_agent(client, calls)), "Weather?")
     # the stopping turn's tool call still ran; the model was not called again

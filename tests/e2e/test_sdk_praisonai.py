@@ -132,7 +132,7 @@ async def test_turns_wrap_up_and_stop(
 
     upstream.requests.clear()
     stopper = make_gate(
-        tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n"
+        tmp_path, upstream, "  - model_call_limit: {max_per_reply: 1, on_limit: end}\n"
     )
     agent = make_agent(stopper, upstream.base_url, calls, monkeypatch)
     answer = await agent.astart("Weather in Paris?")

@@ -88,7 +88,7 @@ class Proxy:
             "  - tracing: {exporter: none}\n"
             "  - system_prompt: {prepend: 'Be brief.'}\n"
             "  - tool_guard: {deny: ['rm_*']}\n"
-            "  - budget: {limits: [{scope: model, usd: 1000000000}], unpriced: allow}\n"
+            "  - budget: {limits: [{scope: model, usd: 1000000000}], on_unpriced: continue}\n"
             "  - rate_limit: {limits: [{scope: key, rpm: 100000000}]}\n"
             "  - fallback: {}\n"
         )

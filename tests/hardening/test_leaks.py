@@ -58,7 +58,7 @@ def test_nothing_seeded_reaches_logs_spans_metrics_or_the_store(
                 f"keys: {{required: true, admin_key: {ADMIN}}}\n"
                 "pricing: {m: {input: 1.0, output: 2.0}}\n"
                 "policies:\n"
-                f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50,"
+                f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05,"
                 " capture_content: true}\n"
                 "  - pii: {secret: 'leak-test-secret-0123', embeddings: true}\n"
                 "  - budget: {limits: [{scope: user, usd: 0.05}]}\n"

@@ -13,7 +13,7 @@ SCHEMA = (
     "  - output_check:\n"
     "      json_schema: {type: object, required: [city, forecast],\n"
     "                    properties: {forecast: {enum: [sunny, rainy]}}}\n"
-    "      max_retries: 2\n"
+    "      retries: 2\n"
 )
 GOOD = '{"city": "Paris", "forecast": "sunny"}'
 

@@ -354,7 +354,9 @@ def test_actions_mask_redact_hash_and_block(
     assert PII["PHONE_NUMBER"] in content and "<PERSON>" in content  # only pseudonyms return
 
 
-def test_fails_closed_and_on_error_allow(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+def test_fails_closed_and_on_error_continue(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
     with openai_client(pii_proxy(make_proxy, ", timeout_s: 0.000001")) as c:
         with pytest.raises(openai.InternalServerError) as failed:
             c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
@@ -362,7 +364,7 @@ def test_fails_closed_and_on_error_allow(make_proxy: ProxyFactory, upstream: Fak
         assert isinstance(failed.value.body, dict)
         assert failed.value.body["code"] == "guardrail_unavailable"
         assert upstream.requests == []
-    settings = ", timeout_s: 0.000001, on_error: allow"
+    settings = ", timeout_s: 0.000001, on_error: continue"
     with openai_client(pii_proxy(make_proxy, settings)) as c:
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": MESSAGE}])
         assert PII["PERSON"] in sent(upstream).decode()
@@ -396,7 +398,7 @@ def test_telemetry_has_counts_never_values(
     url = make_proxy(
         f"store: 'sqlite:///{db}'\n"
         "policies:\n"
-        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50,"
+        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05,"
         " capture_content: true}\n"
         "  - pii: {secret: 'test-secret-0123456789'}\n"
     )

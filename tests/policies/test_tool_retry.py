@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -34,7 +35,7 @@ class Flaky:
 
 
 def gate(**settings: Any) -> Gate:
-    settings.setdefault("initial_delay", 0)
+    settings.setdefault("backoff_base_s", 0)
     return Gate([ToolRetryPolicy(ToolRetryConfig(**settings))])
 
 
@@ -47,31 +48,44 @@ async def run(gate: Gate, tool: Flaky, name: str = "get_weather") -> ToolResult:
 @pytest.mark.parametrize("error", [ConnectionError, None], ids=["raised", "error-result"])
 async def test_a_flaky_tool_is_retried_until_it_works(error: type[Exception] | None) -> None:
     tool = Flaky(2, error)
-    result = await run(gate(max_retries=2), tool)
+    result = await run(gate(retries=2), tool)
     assert result.content == "sunny" and result.success
     assert tool.calls == 3
 
 
 async def test_after_the_last_attempt_the_model_reads_what_went_wrong() -> None:
     tool = Flaky(5)
-    result = await run(gate(max_retries=2), tool)
+    result = await run(gate(retries=2), tool)
     assert tool.calls == 3 and result.error and not result.blocked
     assert result.content == (
         "Tool 'get_weather' failed after 3 attempts: ConnectionError: attempt 3 failed"
     )
-    error_result = await run(gate(max_retries=1), Flaky(5, None))
+    error_result = await run(gate(retries=1), Flaky(5, None))
     assert (error_result.content, error_result.error) == ("upstream said 503", True)  # its own
 
 
-async def test_on_failure_raise_and_exceptions_not_listed_propagate() -> None:
+async def test_on_failure_error_and_exceptions_not_listed_propagate() -> None:
     with pytest.raises(ConnectionError, match="attempt 2"):
-        await run(gate(max_retries=1, on_failure="raise"), Flaky(5))
+        await run(gate(retries=1, on_failure="error"), Flaky(5))
     tool = Flaky(5, ValueError)
     with pytest.raises(ValueError, match="attempt 1"):
-        await run(gate(retry_on=["ConnectionError", "error"]), tool)
+        await run(gate(exceptions=["ConnectionError"]), tool)
     assert tool.calls == 1
     subclass = Flaky(1, ConnectionResetError)  # a ConnectionError
-    assert (await run(gate(retry_on=["ConnectionError"]), subclass)).content == "sunny"
+    assert (await run(gate(exceptions=["ConnectionError"]), subclass)).content == "sunny"
+    results_only = Flaky(5)
+    with pytest.raises(ConnectionError, match="attempt 1"):
+        await run(gate(retry_on=["error_result"]), results_only)
+    assert (await run(gate(retry_on=["exception"]), Flaky(1, None))).error  # not retried
+
+
+def test_retry_conditions_are_checked() -> None:
+    with pytest.raises(ValueError, match="retry_on lists nothing"):
+        ToolRetryConfig(retry_on=())
+    with pytest.raises(ValueError, match="exceptions narrows"):
+        ToolRetryConfig(retry_on=("error_result",), exceptions=("TimeoutError",))
+    with pytest.raises(ValueError, match="retry_on"):
+        ToolRetryConfig.model_validate({"retry_on": ["TimeoutError"]})
 
 
 async def test_only_the_listed_tools_and_never_a_refused_call() -> None:
@@ -82,7 +96,7 @@ async def test_only_the_listed_tools_and_never_a_refused_call() -> None:
     guarded = Gate(
         [
             ToolGuardPolicy(ToolGuardConfig(deny=("get_weather",))),
-            ToolRetryPolicy(ToolRetryConfig(initial_delay=0)),
+            ToolRetryPolicy(ToolRetryConfig(backoff_base_s=0)),
         ]
     )
     tool = Flaky(0)
@@ -91,21 +105,24 @@ async def test_only_the_listed_tools_and_never_a_refused_call() -> None:
 
 
 async def test_backoff_grows_and_is_capped() -> None:
+    """The one backoff (``hookgate.resilience.backoff.full_jitter``, as ``fallback``'s):
+    before retry n, a wait drawn in [0, min(max, base * 2**(n-1))]."""
+    config = ToolRetryConfig(backoff_base_s=1, backoff_max_s=5)
+    rng = random.Random(7)
+    for retry, bound in ((1, 1), (2, 2), (3, 4), (4, 5), (5, 5)):
+        delays = [config.delay_s(retry, rng) for _ in range(400)]
+        assert all(0 <= d <= bound for d in delays)
+        assert max(delays) > 0.9 * bound
     tool = Flaky(3)
-    settings = {"max_retries": 3, "initial_delay": 0.05, "backoff_factor": 2, "jitter": False}
-    await run(gate(**settings, max_delay=0.1), tool)
+    await run(gate(retries=3, backoff_base_s=0.04, backoff_max_s=0.05), tool)
     waits = [b - a for a, b in zip(tool.at, tool.at[1:], strict=False)]
-    assert waits[0] >= 0.05 and waits[1] >= 0.1 and waits[2] >= 0.1
-    config = ToolRetryConfig(initial_delay=1, backoff_factor=3, max_delay=5, jitter=False)
-    assert [config.delay(n) for n in (1, 2, 3)] == [1, 3, 5]
-    jittered = ToolRetryConfig(initial_delay=2, jitter=True)
-    assert all(1 <= jittered.delay(1) <= 2 for _ in range(50))
+    assert len(waits) == 3 and sum(waits) < 0.15 + 0.1
 
 
 async def test_a_tool_the_framework_runs_once_keeps_its_outcome() -> None:
     """cubeloop and AgentScope run a tool between two hooks (a split onion): it cannot be
     run again from a hook, so its error stands instead of failing the reply."""
-    retrying = gate(max_retries=3)
+    retrying = gate(retries=3)
     async with retrying.reply() as ctx:
         split = await retrying.begin_tool(ToolCall("get_weather", {}, "c1"), ctx)
         assert not split.short_circuited

@@ -16,7 +16,7 @@ SECRET = "sdk-e2e-secret-0123456789"
 
 
 def tracing(receiver: OtlpReceiver) -> str:
-    return f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+    return f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
 
 
 def make_gate(tmp_path: Path, upstream: FakeUpstream, policies: str) -> Gate:

@@ -241,7 +241,7 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
 async def test_model_call_limit_per_session_and_error() -> None:
     """LangChain's thread_limit: a session's calls carry over to its next reply; and
     exit_behavior error."""
-    gate = Gate([registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "stop"})])
+    gate = Gate([registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "end"})])
     async with gate.reply(session_id="t-1") as first:
         stops = [await gate.after_turn(None) for _ in range(2)]
     async with gate.reply(session_id="t-1") as second:
@@ -274,7 +274,7 @@ async def test_model_call_limit_per_session_and_error() -> None:
     with pytest.raises(HookgateError, match="for this session"):
         async with refusing.reply(session_id="t-1"):
             raise AssertionError("a reply of a spent session must not begin")
-    erring = Gate([registry.build("model_call_limit", {"max_calls": 1, "on_limit": "error"})])
+    erring = Gate([registry.build("model_call_limit", {"max_per_reply": 1, "on_limit": "error"})])
     with pytest.raises(HookgateError) as raised:
         async with erring.reply():
             await erring.after_turn(None)
@@ -289,7 +289,7 @@ async def test_a_session_carries_over_between_gates_sharing_a_store(tmp_path: Pa
 
     def gate() -> Gate:
         store = SQLiteStore(f"sqlite:///{tmp_path / 'h.db'}")
-        limit = registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "stop"})
+        limit = registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "end"})
         return Gate([limit], store=store)
 
     first, second = gate(), gate()
@@ -311,7 +311,7 @@ async def test_a_session_carries_over_between_gates_sharing_a_store(tmp_path: Pa
 
 
 async def test_model_call_limit_wraps_up_before_the_last_call() -> None:
-    gate = Gate([registry.build("model_call_limit", {"max_calls": 3})])
+    gate = Gate([registry.build("model_call_limit", {"max_per_reply": 3})])
     async with gate.reply() as ctx:
         assert await gate.after_turn(None) is False and ctx.wrap_up is None
         assert await gate.after_turn(None) is False and ctx.wrap_up is not None

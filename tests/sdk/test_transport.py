@@ -148,7 +148,9 @@ async def test_outside_a_reply_requests_pass_untouched(
 async def test_a_stopped_reply_gets_a_final_answer_without_the_model(
     tmp_path: Path, upstream: FakeUpstream
 ) -> None:
-    gate = make_gate(tmp_path, upstream, "  - model_call_limit: {max_calls: 1, on_limit: stop}\n")
+    gate = make_gate(
+        tmp_path, upstream, "  - model_call_limit: {max_per_reply: 1, on_limit: end}\n"
+    )
     governed = openai.AsyncOpenAI(
         base_url=upstream.base_url, api_key="k", http_client=http_client(turns=True)
     )

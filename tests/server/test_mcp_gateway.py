@@ -158,7 +158,7 @@ async def test_a_call_is_a_span_of_the_agent_s_trace_and_a_row_of_the_audit_log(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "g.db"
-    tracing = f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+    tracing = f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
     base = gateway(make_proxy, upstream, mcp_server, db, tracing + GUARD)
     key = new_key(base)
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"

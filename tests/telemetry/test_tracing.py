@@ -24,7 +24,7 @@ SPAN_KIND_CLIENT = 3
 STATUS_ERROR = 2
 
 
-def tracing(endpoint: str, extra: str = ", schedule_delay_ms: 50") -> str:
+def tracing(endpoint: str, extra: str = ", schedule_delay_s: 0.05") -> str:
     return (
         "policies:\n"
         f"  - tracing: {{endpoint: '{endpoint}'{extra}}}\n"
@@ -127,7 +127,7 @@ def test_errors_mark_the_span(
 
 
 def test_content_capture_when_enabled(make_proxy: ProxyFactory, receiver: OtlpReceiver) -> None:
-    url = make_proxy(tracing(receiver.endpoint, ", schedule_delay_ms: 50, capture_content: true"))
+    url = make_proxy(tracing(receiver.endpoint, ", schedule_delay_s: 0.05, capture_content: true"))
     openai_client(url).chat.completions.create(
         model="m", messages=[{"role": "user", "content": "hello"}], stop="END"
     )
@@ -142,7 +142,7 @@ def test_dead_exporter_never_fails_requests_and_drops_are_counted(
     make_proxy: ProxyFactory, refused_port: int, capfd: pytest.CaptureFixture[str]
 ) -> None:
     dead = f"http://127.0.0.1:{refused_port}/v1/traces"
-    url = make_proxy(tracing(dead, ", max_queue_size: 4, timeout_s: 0.5, schedule_delay_ms: 60000"))
+    url = make_proxy(tracing(dead, ", max_queue_size: 4, timeout_s: 0.5, schedule_delay_s: 60"))
     client = openai_client(url)
 
     def dropped() -> float:
@@ -169,7 +169,7 @@ def test_dead_exporter_never_fails_requests_and_drops_are_counted(
 def test_console_exporter_prints_spans_to_the_log_and_drops_none(
     make_proxy: ProxyFactory, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    url = make_proxy("policies:\n  - tracing: {exporter: console, schedule_delay_ms: 20}\n")
+    url = make_proxy("policies:\n  - tracing: {exporter: console, schedule_delay_s: 0.02}\n")
     client = openai_client(url)
     for _ in range(5):
         assert client.chat.completions.create(model="m", messages=[]).choices
@@ -196,7 +196,7 @@ def test_each_fallback_attempt_is_a_child_span(
         f"providers:\n  dead: {{base_url: 'http://127.0.0.1:{port}/v1'}}\n"
         f"  up: {{base_url: '{upstream.base_url}'}}\n"
         "models:\n  m: [{provider: dead, model: a}, {provider: up, model: b}]\n"
-        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_ms: 50}}\n"
+        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
         "  - fallback: {retries: 1, backoff_base_s: 0.01}\n"
     ))  # fmt: skip
     openai_client(url).chat.completions.create(model="m", messages=[])
@@ -267,7 +267,7 @@ def test_the_standard_otel_variables_name_the_service(
         "OTEL_RESOURCE_ATTRIBUTES",
         ",".join(filter(None, [env.get("OTEL_RESOURCE_ATTRIBUTES"), "deployment.environment=ci"])),
     )
-    url = make_proxy(tracing(receiver.endpoint, f", schedule_delay_ms: 50{written}"))
+    url = make_proxy(tracing(receiver.endpoint, f", schedule_delay_s: 0.05{written}"))
     openai_client(url).chat.completions.create(model="m", messages=[])
     (span,) = [s for s in receiver.wait_for(1) if s.name == "chat m"]
     assert span.resource["service.name"] == expected
@@ -281,7 +281,7 @@ def test_the_otel_sampler_variables_apply_when_the_yaml_sets_no_ratio(
     monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
     url = make_proxy(tracing(receiver.endpoint))
     openai_client(url).chat.completions.create(model="m", messages=[])
-    written = make_proxy(tracing(receiver.endpoint, ", schedule_delay_ms: 50, sample_ratio: 1.0"))
+    written = make_proxy(tracing(receiver.endpoint, ", schedule_delay_s: 0.05, sample_ratio: 1.0"))
     openai_client(written).chat.completions.create(model="m", messages=[])
     spans = receiver.wait_for(1)
     time.sleep(0.5)  # the unsampled one would have arrived with it

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from hookgate.config import policy_sets
 from hookgate.config.policy_sets import DEFAULT
-from hookgate.config.schema import Config
+from hookgate.config.schema import PROVIDER_TYPES, Config, EchoProviderConfig, provider_types_with
 from hookgate.pipeline import hooks, registry
 from hookgate.pipeline.hooks import Policy
 
@@ -123,7 +123,7 @@ def load_text(text: str, source: str = "<string>") -> LoadedConfig:
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        problems.extend(Problem(tuple(e["loc"]), _message(e)) for e in exc.errors())
+        problems.extend(_problem(e) for e in exc.errors())
     else:
         problems.extend(_check_references(config))
         sets = _build_sets(config, problems)
@@ -131,6 +131,19 @@ def load_text(text: str, source: str = "<string>") -> LoadedConfig:
     if problems or loaded is None:
         raise _error(source, problems, lines)
     return loaded
+
+
+def _problem(error: Mapping[str, Any]) -> Problem:
+    """A validation error as a problem at the YAML path. A provider's settings are one
+    model per ``type`` (a union on it): pydantic's path names the type, the YAML's does
+    not, and a setting of another type is said to be one."""
+    loc: Loc = tuple(error["loc"])
+    if len(loc) > 2 and loc[0] == "providers" and loc[2] in PROVIDER_TYPES:
+        kind, loc = loc[2], (*loc[:2], *loc[3:])
+        owners = provider_types_with(str(loc[2])) if len(loc) == 3 else ()
+        if error.get("type") == "extra_forbidden" and owners:
+            return Problem(loc, f"a setting of type {' and '.join(owners)}, not {kind}")
+    return Problem(loc, _message(error))
 
 
 def _message(error: Mapping[str, Any]) -> str:
@@ -222,6 +235,8 @@ def _check_references(config: Config) -> list[Problem]:
             Problem(("server", "relay_provider"), f"unknown provider {relay!r} (known: {known})")
         )
     for name, provider in config.providers.items():
+        if isinstance(provider, EchoProviderConfig):
+            continue
         if provider.key_missing and provider.missing_key == "error":
             problems.append(
                 Problem(

@@ -14,15 +14,17 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     SecretStr,
+    Tag,
     field_validator,
     model_validator,
 )
 
 DEFAULT_PORT = 8787
 OpenAIApi = Literal["chat.completions", "responses", "completions", "embeddings"]
-"""The model APIs an OpenAI client calls (``ProviderConfig.apis`` names some of them)."""
+"""The model APIs an OpenAI client calls (a provider's ``apis`` names some of them)."""
 MIN_STATIC_KEY_CHARS = 16
 
 
@@ -43,27 +45,24 @@ class TimeoutConfig(Strict):
     """Longest silence allowed while waiting for the next byte (headers or body)."""
 
 
-class ProviderConfig(Strict):
-    """Where requests for a provider go.
+DEFAULT_MAX_TOKENS = 4096
+"""The ``max_tokens`` of a chat call translated to Messages when neither the client nor the
+provider's settings say."""
 
-    ``type: openai`` speaks the OpenAI HTTP API at ``base_url`` (OpenAI itself, vLLM,
-    Ollama, LiteLLM, ...). ``type: azure`` is Azure OpenAI at its resource's ``base_url``
-    (``https://NAME.openai.azure.com``): the key in an ``api-key`` header, and either the
-    deployments path (``/openai/deployments/{deployment}/...?api-version=...``, the
-    default) or the v1 path (``azure_path: v1``: ``/openai/v1/...``, the deployment as the
-    body's model); ``deployments`` maps a model name to its deployment (unmapped names are
-    used as they are). ``type: anthropic`` speaks Anthropic's Messages API at ``base_url``
-    (default ``https://api.anthropic.com/v1``): the key in ``x-api-key``, and
-    ``anthropic-version`` unless the client sent one. ``type: gemini`` is Google's Gemini
-    API at ``base_url`` (default ``https://generativelanguage.googleapis.com/v1beta``): the
-    key in ``x-goog-api-key``. Calls in another provider's API are translated (see
-    ``hookgate.providers.translating``; every call to Gemini is). ``type: echo`` is built
-    in: it answers every request locally by echoing the last user message, labelled as an echo,
-    and is meant for trying hookgate out and for users' own tests.
-    """
 
-    type: Literal["openai", "azure", "anthropic", "gemini", "echo"] = "openai"
-    base_url: str | None = None
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+
+
+class ProviderSettings(Strict):
+    """What every provider reached over HTTP takes (every ``type`` but ``echo``)."""
+
+    base_url: HttpUrl | None = None
     api_key: SecretStr | None = None
     missing_key: Literal["error", "echo"] = "error"
     """What to do when ``api_key`` is given but resolves to an empty string (an unset
@@ -72,43 +71,119 @@ class ProviderConfig(Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers sent with every upstream request (e.g. ``api-version``)."""
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
-    api_version: str = "2024-10-21"
-    """Azure: the ``api-version`` of the deployments path (the v1 path takes none)."""
-    azure_path: Literal["deployments", "v1"] = "deployments"
-    """Azure: which of its two URL schemes to call."""
-    deployments: dict[str, str] = Field(default_factory=dict)
-    """Azure: model name (as sent upstream) → deployment name."""
-    apis: list[OpenAIApi] | None = None
-    """OpenAI and Azure: the APIs the provider serves, when not all of OpenAI's (many
-    OpenAI-compatible servers have no Responses API). A Responses call to a provider
-    without it is translated to Chat Completions; calls in other missing APIs are a 400."""
-    anthropic_version: str = "2023-06-01"
-    """Anthropic: the ``anthropic-version`` sent when the client sends none."""
-    max_tokens: Annotated[int, Field(gt=0)] = 4096
-    """Anthropic: the ``max_tokens`` of a chat call translated to Messages when the client
-    set none (Anthropic requires one; OpenAI's APIs do not)."""
-
-    @model_validator(mode="after")
-    def _needs_url(self) -> ProviderConfig:
-        if self.type in ("openai", "azure") and not self.base_url:
-            raise ValueError(f"base_url is required for a provider of type {self.type}")
-        if self.type != "azure" and (self.deployments or "azure_path" in self.model_fields_set):
-            raise ValueError("deployments and azure_path are settings of type azure")
-        if self.type not in ("openai", "azure") and self.apis is not None:
-            raise ValueError("apis is a setting of types openai and azure")
-        if self.apis is not None and not self.apis:
-            raise ValueError("apis must name at least one API")
-        anthropic_only = {"anthropic_version", "max_tokens"} & self.model_fields_set
-        if self.type != "anthropic" and anthropic_only:
-            raise ValueError(f"{', '.join(sorted(anthropic_only))}: settings of type anthropic")
-        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
-            raise ValueError("base_url must start with http:// or https://")
-        return self
 
     @property
     def key_missing(self) -> bool:
         """True when ``api_key`` was configured but is empty."""
         return self.api_key is not None and not self.api_key.get_secret_value()
+
+
+class OpenAICompatibleSettings(ProviderSettings):
+    """What the providers that speak OpenAI's HTTP API (``openai``, ``azure``) take."""
+
+    base_url: HttpUrl
+    apis: Annotated[list[OpenAIApi], Field(min_length=1)] | None = None
+    """The APIs the provider serves, when not all of OpenAI's (many OpenAI-compatible
+    servers have no Responses API). A Responses call to a provider without it is
+    translated to Chat Completions; calls in other missing APIs are a 400."""
+
+
+class OpenAIProviderConfig(OpenAICompatibleSettings):
+    """``type: openai`` (the default): the OpenAI HTTP API at ``base_url`` (OpenAI itself,
+    vLLM, Ollama, LiteLLM, ...)."""
+
+    type: Literal["openai"] = "openai"
+
+
+class AzureProviderConfig(OpenAICompatibleSettings):
+    """``type: azure``: Azure OpenAI at its resource's ``base_url``
+    (``https://NAME.openai.azure.com``): the key in an ``api-key`` header, and either the
+    deployments path (``/openai/deployments/{deployment}/...?api-version=...``, the
+    default) or the v1 path (``azure_path: v1``: ``/openai/v1/...``, the deployment as the
+    body's model)."""
+
+    type: Literal["azure"]
+    api_version: str = "2024-10-21"
+    """The ``api-version`` of the deployments path (the v1 path takes none)."""
+    azure_path: Literal["deployments", "v1"] = "deployments"
+    """Which of its two URL schemes to call."""
+    deployments: dict[str, str] = Field(default_factory=dict)
+    """Model name (as sent upstream) → deployment name; unmapped names are used as they
+    are."""
+
+
+class AnthropicProviderConfig(ProviderSettings):
+    """``type: anthropic``: Anthropic's Messages API at ``base_url`` (default
+    ``https://api.anthropic.com/v1``): the key in ``x-api-key``, and ``anthropic-version``
+    unless the client sent one. Calls in OpenAI's APIs are translated (see
+    ``hookgate.providers.translated``)."""
+
+    type: Literal["anthropic"]
+    anthropic_version: str = "2023-06-01"
+    """The ``anthropic-version`` sent when the client sends none."""
+    max_tokens: Annotated[int, Field(gt=0)] = DEFAULT_MAX_TOKENS
+    """The ``max_tokens`` of a chat call translated to Messages when the client set none
+    (Anthropic requires one; OpenAI's APIs do not)."""
+
+
+class GeminiProviderConfig(ProviderSettings):
+    """``type: gemini``: Google's Gemini API at ``base_url`` (default
+    ``https://generativelanguage.googleapis.com/v1beta``): the key in ``x-goog-api-key``;
+    every call is translated."""
+
+    type: Literal["gemini"]
+
+
+class EchoProviderConfig(Strict):
+    """``type: echo``, built in: it answers every request locally by echoing the last user
+    message, labelled as an echo; meant for trying hookgate out and for users' own
+    tests. It takes no other setting."""
+
+    type: Literal["echo"]
+
+
+HttpProviderConfig = (
+    OpenAIProviderConfig | AzureProviderConfig | AnthropicProviderConfig | GeminiProviderConfig
+)
+"""A provider reached over HTTP."""
+
+
+def _provider_type(value: Any) -> str | None:
+    if isinstance(value, dict):
+        kind = value.get("type", "openai")
+        return kind if isinstance(kind, str) else None
+    return getattr(value, "type", None)
+
+
+ProviderConfig = Annotated[
+    Annotated[OpenAIProviderConfig, Tag("openai")]
+    | Annotated[AzureProviderConfig, Tag("azure")]
+    | Annotated[AnthropicProviderConfig, Tag("anthropic")]
+    | Annotated[GeminiProviderConfig, Tag("gemini")]
+    | Annotated[EchoProviderConfig, Tag("echo")],
+    Discriminator(
+        _provider_type,
+        custom_error_type="provider_type",
+        custom_error_message="type must be one of openai, azure, anthropic, gemini, echo",
+    ),
+]
+"""Where requests for a provider go: one model per ``type``, each with only its own
+settings (a setting of another type is an unknown key)."""
+
+
+PROVIDER_TYPES: dict[str, type[Strict]] = {
+    "openai": OpenAIProviderConfig,
+    "azure": AzureProviderConfig,
+    "anthropic": AnthropicProviderConfig,
+    "gemini": GeminiProviderConfig,
+    "echo": EchoProviderConfig,
+}
+"""Each value of a provider's ``type`` (``openai`` when it is left out) and its model."""
+
+
+def provider_types_with(setting: str) -> tuple[str, ...]:
+    """The provider types that take ``setting`` (for an error that says where it goes)."""
+    return tuple(kind for kind, model in PROVIDER_TYPES.items() if setting in model.model_fields)
 
 
 class McpServerConfig(Strict):

@@ -9,8 +9,10 @@ YAML::
           - {scope: key, window: month, usd: 10, tokens: 2000000}
         default_max_output_tokens: 4096   # worst case when a request sets no max
         image_tokens: 1600                # prompt tokens reserved per image part
-        unpriced: refuse                  # or allow (then only token limits apply)
-        on_store_error: refuse            # store down: refuse (503) or allow unchecked
+        on_unpriced: error                # a model without a price: refuse the request
+                                          #   (400), or continue (only token limits apply)
+        on_error: error                   # store down: refuse the request (503), or
+                                          #   continue unchecked
 
 Before the call the worst case — estimated prompt tokens (tiktoken) plus the output
 ceiling, priced at the dearest of the alias's targets — is reserved against every
@@ -49,6 +51,7 @@ from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.policies.vocabulary import OnFailure
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
 from hookgate.wire.usage import Charge, Usage, is_usage_chunk, usage_of, usage_requested
@@ -98,10 +101,13 @@ class BudgetConfig(PolicyConfig):
     image_tokens: Annotated[int, Field(ge=0)] = token_estimates.IMAGE_TOKENS
     """Prompt tokens reserved per image part (see ``hookgate.budgets.tokens.IMAGE_TOKENS``;
     raise it for models that weight image tokens, e.g. ~50000 for gpt-4o-mini)."""
-    unpriced: Literal["refuse", "allow"] = "refuse"
-    on_store_error: Literal["refuse", "allow"] = "refuse"
-    """When the store cannot be read to check a limit: ``refuse`` the request (503, fail
-    closed) or ``allow`` it unchecked (fail open: logged, and the response says so)."""
+    on_unpriced: OnFailure = "error"
+    """A model the price table lacks: ``error`` refuses the request (400
+    ``model_unpriced``); ``continue`` serves it, bound by token limits only."""
+    on_error: OnFailure = "error"
+    """When the store cannot be read to check a limit: ``error`` refuses the request (503,
+    fail closed); ``continue`` serves it unchecked (fail open: logged, and the response
+    says so)."""
 
 
 class BudgetPolicy(Policy[BudgetConfig]):
@@ -152,14 +158,14 @@ class BudgetPolicy(Policy[BudgetConfig]):
             await self.ledger.load(charged)
             refusal = await self.ledger.reserve(reservation, charged, usd, tokens)
         except StoreUnavailable as exc:
-            if self.config.on_store_error == "refuse":
+            if self.config.on_error == "error":
                 raise StoreUnavailable(
                     f"The budget cannot be checked, so the request was refused (budget "
-                    f"on_store_error: refuse): {exc.message}"
+                    f"on_error: error): {exc.message}"
                 ) from exc
             log.warning(
-                "budget: store unavailable, request %s served unchecked (on_store_error: "
-                "allow): %s", ctx.request_id, exc.message,
+                "budget: store unavailable, request %s served unchecked (on_error: "
+                "continue): %s", ctx.request_id, exc.message,
             )  # fmt: skip
             observation.attributes["hookgate.budget.decision"] = "unchecked"
             ctx.response_headers["x-hookgate-budget"] = "unchecked: store unavailable"
@@ -205,10 +211,10 @@ class BudgetPolicy(Policy[BudgetConfig]):
         )
         worst = Usage(input_tokens=prompt, output_tokens=output)
         costs = [self.pricing.cost(t.model or call.model, worst) for t in call.targets]
-        if any(c is None for c in costs) and self.config.unpriced == "refuse":
+        if any(c is None for c in costs) and self.config.on_unpriced == "error":
             raise InvalidRequest(
                 f"model '{call.model}' has no price, so its spend cannot be budgeted; add it "
-                "to `pricing:` (or set the budget policy's unpriced: allow)",
+                "to `pricing:` (or set the budget policy's on_unpriced: continue)",
                 param="model",
                 code="model_unpriced",
             )

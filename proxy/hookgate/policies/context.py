@@ -6,7 +6,7 @@ YAML (every key optional)::
         trigger: {share: 0.8}          # act when the prompt exceeds this: {tokens: N}, or
                                        #   {share: S} of the model's context window
         target: {share: 0.6}           # then shrink it to this (default: 3/4 of trigger)
-        window: 128000                 # the window when the model's target names none
+        context_window: 128000         # the window when the model's target names none
                                        #   (``context_window`` in ``models:``)
         tool_result_limit: 2000        # 1. cap each tool result at this many tokens
         clear_tool_results:            # 2. replace old tool results, oldest first
@@ -117,7 +117,7 @@ class ContextConfig(PolicyConfig):
 
     trigger: Size = Size(share=0.8)
     target: Size | None = None
-    window: int = Field(128_000, gt=0)
+    context_window: int = Field(128_000, gt=0)
     tool_result_limit: int | None = Field(None, gt=0)
     clear_tool_results: ClearToolResults | None = None
     turns: Turns | None = Turns()
@@ -137,7 +137,7 @@ class ContextPolicy(Policy[ContextConfig]):
         if call.api not in ("chat.completions", "responses"):
             return await next(call, ctx)
         window = call.targets[0].context_window if call.targets else None
-        window = window or self.config.window
+        window = window or self.config.context_window
         size = tokens.prompt_tokens(call.api, call.model, call.body)
         if size <= self.config.trigger.of(window):
             return await next(call, ctx)

@@ -4,7 +4,8 @@ YAML (every key optional)::
 
     - fallback:
         retries: 2                # extra tries of the same target before moving on
-        backoff_base_s: 0.25      # full jitter: wait U(0, min(backoff_max_s, base * 2**n))
+        backoff_base_s: 0.25      # full jitter: before retry n (from 1) wait
+                                  #   U(0, min(backoff_max_s, base * 2**(n-1)))
         backoff_max_s: 8
         retry_after_max_s: 30     # honour Retry-After / retry-after-ms up to this; asked
                                   # for longer, the next target is tried at once

@@ -3,13 +3,13 @@
 YAML::
 
     - model_call_limit:
-        max_calls: 8          # model calls one reply may make (LangChain's run_limit)
+        max_per_reply: 8      # model calls one reply may make (LangChain's run_limit)
         max_per_session: 50   # model calls all replies of a session may make (thread_limit)
-        on_limit: wrap_up     # wrap_up | stop | error
+        on_limit: wrap_up     # wrap_up | end | error
 
 ``wrap_up`` lets the last allowed call be the answer: before it, the reply is told to wrap
 up (``ctx.wrap_up``: the message and ``tool_choice: none``, applied as for ``reply_budget``);
-after it, the reply stops. ``stop`` (LangChain's ``end``) ends the reply once its calls are
+after it, the reply ends. ``end`` (LangChain's ``end``) ends the reply once its calls are
 used. ``error`` aborts the reply with a 429 ``model_call_limit`` error once they are. A
 session's count carries over from reply to reply (the session is the framework's thread or
 conversation id); a reply's allowance is whichever of the two limits leaves it fewer calls.
@@ -45,15 +45,15 @@ class ModelCallLimitExceeded(HookgateError):
 class ModelCallLimitConfig(PolicyConfig):
     """Settings of the ``model_call_limit`` policy."""
 
-    max_calls: int | None = Field(None, ge=1)
+    max_per_reply: int | None = Field(None, ge=1)
     max_per_session: int | None = Field(None, ge=1)
-    on_limit: Literal["wrap_up", "stop", "error"] = "wrap_up"
+    on_limit: Literal["wrap_up", "end", "error"] = "wrap_up"
     message: str = LAST_CALL
 
     @model_validator(mode="after")
     def _some_limit(self) -> ModelCallLimitConfig:
-        if self.max_calls is None and self.max_per_session is None:
-            raise ValueError("set max_calls, max_per_session, or both")
+        if self.max_per_reply is None and self.max_per_session is None:
+            raise ValueError("set max_per_reply, max_per_session, or both")
         return self
 
 
@@ -75,7 +75,7 @@ class ModelCallLimitPolicy(Policy[ModelCallLimitConfig]):
         session = self._session(ctx)
         session["calls"] += 1
         limits = self.config
-        in_reply = None if limits.max_calls is None else limits.max_calls - ctx.turns
+        in_reply = None if limits.max_per_reply is None else limits.max_per_reply - ctx.turns
         in_session = (
             None if limits.max_per_session is None else limits.max_per_session - session["calls"]
         )

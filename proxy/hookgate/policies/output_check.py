@@ -8,9 +8,9 @@ YAML (one of ``json_schema`` and ``pattern``)::
           required: [city, forecast]
         pattern: "^[A-Z]{3}-\\\\d{4}$"    # or: the answer must match this regex (search)
         models: ["*"]                    # which model names (globs) it applies to
-        max_retries: 2                   # times the model is asked again
+        retries: 2                       # times the model is asked again
         message: "Your answer is not valid: {error}. Answer again with only the corrected answer."
-        on_failure: pass                 # after the last retry: pass the answer on, or
+        on_failure: continue             # after the last retry: pass the answer on, or
                                          #   error (a 422 output_invalid)
         streams: hold                    # hold a streamed answer until it passed, or pass
                                          #   streams through unchecked
@@ -18,7 +18,7 @@ YAML (one of ``json_schema`` and ``pattern``)::
 A final answer is a chat completion or Responses result that calls no tool; its text is
 checked (a fenced ```json block is read as its content). When it fails, the model's answer
 and the message (``{error}`` is what failed) are added to the conversation and the model is
-called again, up to ``max_retries`` times — LangChain's ``after_model`` with ``jump_to``,
+called again, up to ``retries`` times — LangChain's ``after_model`` with ``jump_to``,
 cubeloop's ``after_model_response`` that loops back to the model, expressed as the
 ``on_model_call`` onion calling ``next`` again. It runs in the proxy and in the SDK (every
 in-process model call). A streamed answer cannot be judged before it ends, so with
@@ -43,6 +43,7 @@ from hookgate.errors import HookgateError
 from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
+from hookgate.policies.vocabulary import OnFailure
 from hookgate.wire import prompts
 from hookgate.wire.usage import ResponseFacts, StreamFacts, facts_of
 
@@ -64,9 +65,9 @@ class OutputCheckConfig(PolicyConfig):
     json_schema: dict[str, Any] | None = None
     pattern: str | None = None
     models: tuple[str, ...] = ("*",)
-    max_retries: int = Field(2, ge=0, le=10)
+    retries: int = Field(2, ge=0, le=10)
     message: str = RETRY
-    on_failure: Literal["pass", "error"] = "pass"
+    on_failure: OnFailure = "continue"
     streams: Literal["hold", "pass"] = "hold"
 
     @field_validator("json_schema")
@@ -112,11 +113,11 @@ class OutputCheckPolicy(Policy[OutputCheckConfig]):
         ):
             return await next(call, ctx)
         response, answer = await _judged(call, ctx, next)
-        for retry in range(self.config.max_retries + 1):
+        for retry in range(self.config.retries + 1):
             error = None if answer is None else self.error(answer)
             if error is None:
                 return response
-            if retry == self.config.max_retries:
+            if retry == self.config.retries:
                 break
             state = ctx.state.setdefault(self.slot, {})
             state["retries"] = retry + 1

@@ -23,7 +23,7 @@ stream with that error before the segment that held the value. Tool-call argumen
 not scanned: a tool needs the real values.
 
 Fails closed: an analyzer error or timeout refuses the request (503
-``guardrail_unavailable``) unless ``on_error: allow``. Telemetry gets counts by entity type
+``guardrail_unavailable``) unless ``on_error: continue``. Telemetry gets counts by entity type
 and action only (``ctx.observation.findings``, the ``hookgate_pii_entities`` and
 ``hookgate_pii_output_entities`` metrics, an ``apply_guardrail pii`` span), never values.
 """
@@ -48,6 +48,7 @@ from hookgate.pipeline.hooks import Messages, Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.policies.vocabulary import OnFailure
 from hookgate.redaction.analyzer import AnalyzerSettings, analyzer_for
 from hookgate.redaction.names import FUNCTION_WORDS, TITLES, name_parts, sentence_start
 from hookgate.redaction.output import ScanningStream
@@ -100,8 +101,9 @@ class PiiConfig(AnalyzerSettings):
     """What to do with an entity whose type has no entry in ``actions``."""
     actions: dict[str, Action] = Field(default_factory=dict)
     """Entity type → action, e.g. ``{SECRET: block, CREDIT_CARD: mask}``."""
-    on_error: Literal["block", "allow"] = "block"
-    """``block`` refuses a request the analyzer failed on (503); ``allow`` sends it as is."""
+    on_error: OnFailure = "error"
+    """``error`` refuses a request the analyzer failed on (503); ``continue`` sends it as
+    is."""
     secret: SecretStr | None = Field(None, min_length=16)
     """Key of the placeholder hash (and of ``hash``). Unset: a random secret created once
     and kept in the store, shared by every replica on that store."""
@@ -236,7 +238,7 @@ class PiiPolicy(Policy[PiiConfig]):
             done, _ = await self._analyze(redactor, [result.content])
         except Exception as exc:
             reason = _reason(exc)
-            if self.config.on_error == "allow":
+            if self.config.on_error == "continue":
                 log.warning("pii: tool result analysis failed (%s); passed unredacted", reason)
                 return result
             log.error("pii: tool result analysis failed (%s); result withheld", reason)
@@ -377,11 +379,11 @@ class PiiPolicy(Policy[PiiConfig]):
     def _failed(
         self, ctx: Context, value: T, exc: Exception, told: tuple[str, ...] = _REQUEST
     ) -> T:
-        """``value`` unchecked (``on_error: allow``, logged) or, failing closed, a 503."""
+        """``value`` unchecked (``on_error: continue``, logged) or, failing closed, a 503."""
         what, allowed, refused, consequence = told
         reason = _reason(exc)
         ctx.observation.attributes[semconv.PII_ERROR] = reason
-        if self.config.on_error == "allow":
+        if self.config.on_error == "continue":
             log.warning("pii: %s failed (%s); request %s %s", what, reason, ctx.request_id, allowed)
             return value
         log.error("pii: %s failed (%s); request %s %s", what, reason, ctx.request_id, refused)

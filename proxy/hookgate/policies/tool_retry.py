@@ -1,20 +1,19 @@
 """``tool_retry`` (SDK): run a failing tool again, with exponential backoff.
 
-YAML (the parameters of LangChain's ``ToolRetryMiddleware``)::
+YAML (LangChain's ``ToolRetryMiddleware``, in hookgate's words: docs/vocabulary.md)::
 
     - tool_retry:
-        max_retries: 2              # attempts after the first
+        retries: 2                  # attempts after the first
         tools: ["*"]                # which tools (globs, case-insensitive)
-        retry_on: [exception, error]  # exception: the tool raised; error: it returned an
-                                    #   error result; or exception class names (and their
-                                    #   subclasses): [TimeoutError, ConnectionError]
-        on_failure: return_message  # after the last attempt: the model reads what went
-                                    #   wrong (return_message), or the exception propagates
-                                    #   to the framework (raise)
-        initial_delay: 1.0          # seconds before the first retry
-        backoff_factor: 2.0         # each delay is the previous one times this
-        max_delay: 60.0             # no delay is longer
-        jitter: true                # each delay is drawn between half and all of it
+        retry_on: [exception, error_result]  # exception: the tool raised; error_result: it
+                                    #   returned an error result
+        exceptions: [Exception]     # which exceptions (class names, their subclasses
+                                    #   too): [TimeoutError, ConnectionError]
+        on_failure: continue        # after the last attempt raised: the model reads what
+                                    #   went wrong (continue), or the exception propagates
+                                    #   to the framework (error)
+        backoff_base_s: 1.0         # full jitter, as fallback: before retry n wait
+        backoff_max_s: 60.0         #   U(0, min(backoff_max_s, backoff_base_s * 2**(n-1)))
 
 Only failures are retried: a call a policy refused (``ToolResult.blocked``) is never run
 again. Where the framework runs a tool between two hooks of its own (cubeloop's
@@ -37,6 +36,8 @@ from pydantic import Field, model_validator
 from hookgate.pipeline.agent import NextTool, NotRepeatable, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy, PolicyConfig
 from hookgate.policies.globs import listed
+from hookgate.policies.vocabulary import OnFailure
+from hookgate.resilience.backoff import full_jitter
 
 log = logging.getLogger("hookgate")
 
@@ -44,27 +45,29 @@ log = logging.getLogger("hookgate")
 class ToolRetryConfig(PolicyConfig):
     """Settings of the ``tool_retry`` policy."""
 
-    max_retries: int = Field(2, ge=0, le=20)
+    retries: int = Field(2, ge=0, le=20)
     tools: tuple[str, ...] = ("*",)
-    retry_on: tuple[str, ...] = ("exception", "error")
-    on_failure: Literal["return_message", "raise"] = "return_message"
-    initial_delay: float = Field(1.0, ge=0)
-    backoff_factor: float = Field(2.0, ge=1)
-    max_delay: float = Field(60.0, ge=0)
-    jitter: bool = True
+    retry_on: tuple[Literal["exception", "error_result"], ...] = ("exception", "error_result")
+    exceptions: tuple[str, ...] = ("Exception",)
+    """Class names of the exceptions retried (a subclass of one is too)."""
+    on_failure: OnFailure = "continue"
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
 
     @model_validator(mode="after")
-    def _delays(self) -> ToolRetryConfig:
-        if self.max_delay < self.initial_delay:
-            raise ValueError("max_delay must be at least initial_delay")
+    def _something_to_retry(self) -> ToolRetryConfig:
         if not self.retry_on:
             raise ValueError("retry_on lists nothing to retry on")
+        if "exceptions" in self.model_fields_set and "exception" not in self.retry_on:
+            raise ValueError("exceptions narrows retry_on's exception, which is not listed")
+        if not self.exceptions:
+            raise ValueError("exceptions lists no exception class")
         return self
 
-    def delay(self, retry: int) -> float:
-        """Seconds to wait before retry number ``retry`` (1-based)."""
-        delay = min(self.initial_delay * self.backoff_factor ** (retry - 1), self.max_delay)
-        return random.uniform(delay / 2, delay) if self.jitter else delay
+    def delay_s(self, retry: int, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based): the backoff of
+        :func:`hookgate.resilience.backoff.full_jitter`, as ``fallback`` waits."""
+        return full_jitter(retry - 1, self.backoff_base_s, self.backoff_max_s, rng)
 
 
 class ToolRetryPolicy(Policy[ToolRetryConfig]):
@@ -73,17 +76,21 @@ class ToolRetryPolicy(Policy[ToolRetryConfig]):
     name: ClassVar[str] = "tool_retry"
     runs_in = frozenset({"sdk"})
 
+    def __init__(self, config: ToolRetryConfig) -> None:
+        super().__init__(config)
+        self._rng = random.Random()
+
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:
         if not listed(call.name, self.config.tools):
             return await next(call, ctx)
-        attempts = self.config.max_retries + 1
+        attempts = self.config.retries + 1
         outcome: ToolResult | Exception | None = None
         ran = 0
         for attempt in range(1, attempts + 1):
             if attempt > 1:
                 retries = ctx.state.setdefault(self.slot, {})
                 retries["retries"] = retries.get("retries", 0) + 1
-                await asyncio.sleep(self.config.delay(attempt - 1))
+                await asyncio.sleep(self.config.delay_s(attempt - 1, self._rng))
             try:
                 outcome = await next(call, ctx)
             except NotRepeatable:  # the framework runs the tool once: its outcome stands
@@ -96,18 +103,20 @@ class ToolRetryPolicy(Policy[ToolRetryConfig]):
                          type(exc).__name__, attempt, attempts)  # fmt: skip
                 continue
             ran = attempt
-            if outcome.blocked or not outcome.error or "error" not in self.config.retry_on:
+            if outcome.blocked or not outcome.error or "error_result" not in self.config.retry_on:
                 return outcome
         if isinstance(outcome, Exception):
-            if self.config.on_failure == "raise":
+            if self.config.on_failure == "error":
                 raise outcome
             return ToolResult(_failed(call.name, ran, outcome), error=True)
         assert outcome is not None, "the first attempt always runs"
         return outcome  # the model reads the tool's own error
 
     def _retries_exception(self, exc: Exception) -> bool:
+        if "exception" not in self.config.retry_on:
+            return False
         names = {cls.__name__ for cls in type(exc).__mro__}
-        return any(kind == "exception" or kind in names for kind in self.config.retry_on)
+        return any(name in names for name in self.config.exceptions)
 
 
 def _failed(tool: str, attempts: int, exc: Exception) -> str:

@@ -16,7 +16,7 @@ YAML (every key optional)::
         capture_content: false    # prompts/completions as span attributes (after redaction)
         max_queue_size: 2048      # spans beyond it are dropped and counted, never waited on
                                   #   (default from OTEL_BSP_MAX_QUEUE_SIZE, else 2048; also
-                                  #   max_export_batch_size, schedule_delay_ms: OTEL_BSP_*)
+                                  #   max_export_batch_size, schedule_delay_s: OTEL_BSP_*)
 
 Every standard ``OTEL_*`` variable means what it means everywhere else: a setting written
 here wins, else the variable, else hookgate's default (:mod:`hookgate.telemetry.settings`).
@@ -94,9 +94,10 @@ class TracingConfig(PolicyConfig):
     max_export_batch_size: Annotated[int, Field(gt=0)] | None = None
     """Spans per export request; a queue this long is handed to the worker at once.
     Default: ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``, else 512."""
-    schedule_delay_ms: Annotated[float, Field(gt=0)] | None = None
-    """The longest a span waits in the queue before it is handed to the worker.
-    Default: ``OTEL_BSP_SCHEDULE_DELAY``, else 1000."""
+    schedule_delay_s: Annotated[float, Field(gt=0)] | None = None
+    """The longest a span waits in the queue before it is handed to the worker, in
+    seconds. Default: ``OTEL_BSP_SCHEDULE_DELAY`` (milliseconds, as OpenTelemetry counts
+    it), else 1 s."""
 
 
 class TracingPolicy(Policy[TracingConfig]):
@@ -115,7 +116,7 @@ class TracingPolicy(Policy[TracingConfig]):
         resource = service_resource(config.service_name)
         max_queue = config.max_queue_size or env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         max_batch = config.max_export_batch_size or env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)
-        delay_ms = config.schedule_delay_ms or env_int("OTEL_BSP_SCHEDULE_DELAY", 1000)
+        delay_s = config.schedule_delay_s or env_int("OTEL_BSP_SCHEDULE_DELAY", 1000) / 1000
         self.shipper = (
             None
             if kind == "none"
@@ -126,7 +127,7 @@ class TracingPolicy(Policy[TracingConfig]):
                  "max_batch": max_batch},
                 max_queue_size=max_queue,
                 max_batch=max_batch,
-                schedule_delay_s=delay_ms / 1000,
+                schedule_delay_s=delay_s,
             )
         )  # fmt: skip
         self.provider = make_provider(resource, config.sample_ratio, self.shipper)

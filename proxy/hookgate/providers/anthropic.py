@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 import aiohttp
 
-from hookgate.config.schema import ProviderConfig
+from hookgate.config.schema import AnthropicProviderConfig
 from hookgate.pipeline.types import Api
 from hookgate.providers.http import HttpProvider
 
@@ -35,11 +35,12 @@ class AnthropicProvider(HttpProvider):
     def __init__(
         self,
         name: str,
-        config: ProviderConfig,
+        config: AnthropicProviderConfig,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         super().__init__(name, config, session)
         self._version = config.anthropic_version
+        self.max_tokens = config.max_tokens
 
     @staticmethod
     def key_headers(key: str) -> dict[str, str]:

@@ -25,7 +25,7 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
-from hookgate.config.schema import ProviderConfig
+from hookgate.config.schema import AzureProviderConfig
 from hookgate.pipeline.types import ModelCall
 from hookgate.providers.base import API_PATHS
 from hookgate.providers.openai import OpenAIProvider
@@ -40,7 +40,7 @@ class AzureProvider(OpenAIProvider):
     def __init__(
         self,
         name: str,
-        config: ProviderConfig,
+        config: AzureProviderConfig,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         super().__init__(name, config, session)

@@ -27,7 +27,7 @@ import orjson
 from aiohttp.payload import TOO_LARGE_BYTES_BODY
 from yarl import URL
 
-from hookgate.config.schema import ProviderConfig
+from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings, ProviderSettings
 from hookgate.errors import UpstreamAuthFailed, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.observe import UpstreamAddress
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
@@ -55,12 +55,15 @@ class HttpProvider(abc.ABC):
     native: frozenset[Api]
     """The APIs it sends as they are (the only ones :meth:`send` takes)."""
     default_base_url: str | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The ``max_tokens`` of a chat call translated to Messages whose client set none (an
+    Anthropic provider's own setting)."""
     """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
 
     def __init__(
         self,
         name: str,
-        config: ProviderConfig,
+        config: ProviderSettings,
         session: Callable[[], aiohttp.ClientSession],
     ) -> None:
         base_url = config.base_url or self.default_base_url
@@ -74,9 +77,7 @@ class HttpProvider(abc.ABC):
             self._headers.update(self.key_headers(config.api_key.get_secret_value()))
         self.scrub = Scrubber(credentials(self._headers))
         """Masks this provider's credentials in what it sends back."""
-        self.max_tokens = config.max_tokens
-        """The ``max_tokens`` of a call translated to Messages whose client set none."""
-        if config.apis is not None:
+        if isinstance(config, OpenAICompatibleSettings) and config.apis is not None:
             self.native = frozenset(config.apis)
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s

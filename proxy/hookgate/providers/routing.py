@@ -7,7 +7,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
-from hookgate.config.schema import Config, ProviderConfig, TargetConfig
+from hookgate.config.schema import (
+    AnthropicProviderConfig,
+    AzureProviderConfig,
+    Config,
+    EchoProviderConfig,
+    GeminiProviderConfig,
+    ProviderSettings,
+    TargetConfig,
+)
 from hookgate.errors import NotFound
 from hookgate.pipeline.types import Target
 from hookgate.providers.anthropic import AnthropicProvider
@@ -74,7 +82,7 @@ def build_providers(
     provider behind a :class:`TranslatingProvider`, or the echo provider."""
     providers: dict[str, Provider] = {}
     for name, settings in config.providers.items():
-        if settings.type == "echo":
+        if isinstance(settings, EchoProviderConfig):
             providers[name] = EchoProvider(name)
         elif settings.key_missing:
             log.warning(
@@ -90,12 +98,12 @@ def build_providers(
 
 
 def _http_provider(
-    name: str, settings: ProviderConfig, session: Callable[[], aiohttp.ClientSession]
+    name: str, settings: ProviderSettings, session: Callable[[], aiohttp.ClientSession]
 ) -> HttpProvider:
-    if settings.type == "azure":
+    if isinstance(settings, AzureProviderConfig):
         return AzureProvider(name, settings, session)
-    if settings.type == "anthropic":
+    if isinstance(settings, AnthropicProviderConfig):
         return AnthropicProvider(name, settings, session)
-    if settings.type == "gemini":
+    if isinstance(settings, GeminiProviderConfig):
         return GeminiProvider(name, settings, session)
     return OpenAIProvider(name, settings, session)

@@ -1,4 +1,9 @@
-"""Retry delays: exponential backoff with full jitter, and the server's ``Retry-After``."""
+"""Retry delays: exponential backoff with full jitter, and the server's ``Retry-After``.
+
+The one backoff of hookgate: ``fallback`` (retrying an upstream) and ``tool_retry``
+(running a tool again) both wait :func:`full_jitter`, set by ``backoff_base_s`` and
+``backoff_max_s``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import time
 from collections.abc import Mapping
 
 
-def full_jitter(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
-    """A delay uniformly in ``[0, min(cap, base * 2**attempt)]`` (AWS "full jitter")."""
-    return rng.uniform(0.0, min(cap_s, base_s * (2**attempt)))
+def full_jitter(attempt: int, base_s: float, max_s: float, rng: random.Random) -> float:
+    """A delay uniformly in ``[0, min(max_s, base_s * 2**attempt)]`` (AWS "full jitter");
+    ``attempt`` counts from 0 (the first retry)."""
+    return rng.uniform(0.0, min(max_s, base_s * (2**attempt)))
 
 
 def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
