@@ -20,7 +20,7 @@ PUBLIC = {
     "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Decision", "DeltaKey",
     "EventStream", "GuardrailUnavailable", "HookgateError", "Identity", "InvalidRequest",
     "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse", "Next",
-    "NextReply", "NextTool", "NoSettings", "Observation", "Outcome", "PermissionDenied",
+    "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome", "PermissionDenied",
     "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError", "PolicyTool",
     "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyContext", "Services", "Span",
     "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",

@@ -58,6 +58,7 @@ from hookgate.pipeline.types import (
     ModelResponse,
     Target,
 )
+from hookgate.policies.vocabulary import OnFailure
 from hookgate.store.base import Store
 from hookgate.version import __version__
 from hookgate.wire.deltas import DeltaKey, StreamTransform
@@ -88,6 +89,7 @@ __all__ = [
     "NextTool",
     "NoSettings",
     "Observation",
+    "OnFailure",
     "Outcome",
     "PermissionDenied",
     "Policy",

@@ -116,7 +116,7 @@ class AnthropicProviderConfig(ProviderSettings):
     """``type: anthropic``: Anthropic's Messages API at ``base_url`` (default
     ``https://api.anthropic.com/v1``): the key in ``x-api-key``, and ``anthropic-version``
     unless the client sent one. Calls in OpenAI's APIs are translated (see
-    ``hookgate.providers.translated``)."""
+    ``hookgate.providers.translating``)."""
 
     type: Literal["anthropic"]
     anthropic_version: str = "2023-06-01"
