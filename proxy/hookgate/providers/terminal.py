@@ -7,7 +7,6 @@ whatever policies are configured.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Mapping
 
@@ -15,7 +14,6 @@ from hookgate.errors import HookgateError, error_type
 from hookgate.pipeline.observe import CANCELLED, Attempt
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.providers.base import Provider
-from hookgate.wire.usage import StreamFacts, observed
 
 
 class Upstreams:
@@ -63,8 +61,4 @@ class Upstreams:
         finally:
             observation.upstream_s += time.perf_counter() - started
         observation.attempts.append(Attempt(label, "ok", address, started_ns, time.time_ns()))
-        if response.stream is not None:
-            facts = StreamFacts(call.api, collect_text=observation.capture_output)
-            observation.stream_facts = facts.facts
-            response = dataclasses.replace(response, stream=observed(response.stream, facts))
         return response
