@@ -9,7 +9,7 @@ import pytest
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
-from hookgate.sdk.gate import STOPPED
+from hookgate.sdk.driver import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import FakeUpstream
@@ -185,4 +185,4 @@ async def test_replies_belong_to_the_attached_session(
     await gate.aclose()
     assert answers == ["One.", "Two.", "Three."]
     assert {r.headers.get("x-hookgate-session-id") for r in upstream.requests} == {"s-1"}
-    assert gate._sessions["s-1"]["model_call_limit"] == {"calls": 3}
+    assert gate.driver._sessions["s-1"]["model_call_limit"] == {"calls": 3}
