@@ -24,9 +24,8 @@ class Upstreams:
     ``ctx.observation`` and recorded with its outcome and wall-clock bounds (the tracing
     policy turns attempts into spans when a call needed more than one); when the request
     is traced, the upstream receives the request span's context as ``traceparent``. For a
-    stream the attempt ends when the upstream's headers arrive; the stream's usage and
-    response facts are read from its events into ``ctx.observation.stream_facts``, so what
-    policies later hide from the client (a usage chunk) is still counted.
+    stream the attempt ends when the upstream's headers arrive (the pipeline reads the
+    stream's facts from its events: see :mod:`hookgate.pipeline.pipeline`).
     """
 
     def __init__(self, providers: Mapping[str, Provider]) -> None:
