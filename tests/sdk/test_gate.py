@@ -25,7 +25,7 @@ from hookgate.pipeline.agent import (
 )
 from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
-from hookgate.sdk import Gate, current_headers, current_reply
+from hookgate.sdk import Driver, Gate, current_headers, current_reply
 from hookgate.sdk.driver import STOPPED
 from hookgate.wire.usage import Usage
 
@@ -553,3 +553,19 @@ async def test_a_tool_result_is_normalized_and_keeps_the_frameworks_own() -> Non
     assert ran.success and ran.raw is own and ran.metadata == {"artifact": "chart.png"}
     assert ran.execution_time_ms is not None and ran.execution_time_ms >= 20
     assert not refused.success and refused.raw is None and refused.execution_time_ms is None
+
+
+def test_the_gate_is_the_applications_api_and_its_driver_the_adapters() -> None:
+    """An application builds a gate, runs replies with it and closes it; everything an
+    adapter drives is on ``gate.driver``."""
+    public = {name for name in dir(Gate) if not name.startswith("_")}
+    assert public == {"from_config", "reply", "aclose"}
+    assert {"open_reply", "close_reply", "tool", "after_turn", "model_call"} <= set(dir(Driver))
+
+
+async def test_the_system_prompt_of_a_model_the_driver_does_not_run_carries_the_wrap_up() -> None:
+    gate = Gate([])
+    async with gate.reply() as ctx:
+        assert await gate.driver.system_prompt("Be kind.") == "Be kind."
+        ctx.wrap_up = "Answer the user now."
+        assert await gate.driver.system_prompt("Be kind.") == "Be kind.\n\nAnswer the user now."
