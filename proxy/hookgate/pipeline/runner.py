@@ -180,7 +180,6 @@ class ObservedStream:
     ) -> None:
         self._call = call
         self._stream = stream
-        self._api = api
         self._rewriter = rewriter_for(api, transform) if transform is not None else None
         self._hide_usage = hide_usage
         self._iterator = aiter(stream)
