@@ -145,7 +145,7 @@ async def test_every_entry_point_is_one_governed_reply(
         await gate.aclose()
     assert calls == ["Paris"]
     assert_redacted_and_wrapped_up(upstream)  # the budget was the reply's: one per run
-    assert gate._open == {}  # the reply closed where AgentScope's ended
+    assert gate.driver._open == {}  # the reply closed where AgentScope's ended
     replies = {r.headers["x-hookgate-reply-id"] for r in upstream.requests}
     assert len(replies) == 1
     text = answer.get_text_content()
@@ -288,4 +288,4 @@ async def test_a_stopped_reply_ends_its_reasoning_loop(
         await model.client.close()
         await gate.aclose()
     assert len(upstream.requests) == 1 and calls == ["Paris"]
-    assert gate._open == {}
+    assert gate.driver._open == {}

@@ -81,7 +81,7 @@ async def test_blocked_tool_and_one_trace(
     agent = agent_with(gate, traced_proxy(make_proxy, receiver), calls)
     await agent.prompt("Weather in Paris?")
     await gate.aclose()
-    assert gate._open == {}  # the run's reply closed in on_run_end
+    assert gate.driver._open == {}  # the run's reply closed in on_run_end
     assert calls == []
     assert_refused(upstream, calls)
     assert upstream.requests[1].json()["messages"][-1]["content"] == REFUSAL

@@ -20,7 +20,7 @@ from hookgate.errors import HookgateError
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
 from hookgate.sdk.adapters.langchain import HookgateMiddleware
-from hookgate.sdk.gate import STOPPED
+from hookgate.sdk.driver import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
@@ -102,7 +102,7 @@ def test_every_entry_point_runs_one_governed_reply(
     state = entry(agent_with(gate, make_proxy(), calls))
     assert calls == ["Paris"]
     assert_tool_result_redacted_and_answer_restored(upstream, final_text(state))
-    assert gate._open == {}  # the reply closed where the run ended
+    assert gate.driver._open == {}  # the reply closed where the run ended
     asyncio.run(gate.aclose())
 
 

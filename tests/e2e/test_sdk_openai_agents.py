@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk.adapters.openai_agents import attach
-from hookgate.sdk.gate import STOPPED
+from hookgate.sdk.driver import STOPPED
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Echo, FakeUpstream
@@ -278,7 +278,7 @@ async def test_an_agent_used_as_a_tool_runs_inside_the_calling_reply(
     assert REFUSAL in upstream.requests[2].body.decode()  # the researcher's model read it
     assert REFUSAL in result.final_output
     assert len({r.headers["x-hookgate-reply-id"] for r in upstream.requests}) == 1
-    assert gate._open == {}
+    assert gate.driver._open == {}
 
 
 async def test_an_unattached_agent_used_as_a_tool_is_named_in_a_warning(

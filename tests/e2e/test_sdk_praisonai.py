@@ -10,7 +10,7 @@ import pytest
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
-from hookgate.sdk.gate import STOPPED
+from hookgate.sdk.driver import STOPPED
 from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, TEST_STORE, ProxyFactory

@@ -41,7 +41,7 @@ def gate(**settings: Any) -> Gate:
 
 async def run(gate: Gate, tool: Flaky, name: str = "get_weather") -> ToolResult:
     async with gate.reply() as ctx:
-        result = await gate.tool(ToolCall(name, {"city": "Paris"}, "c1"), tool, ctx)
+        result = await gate.driver.tool(ToolCall(name, {"city": "Paris"}, "c1"), tool, ctx)
     return result
 
 
@@ -124,9 +124,9 @@ async def test_a_tool_the_framework_runs_once_keeps_its_outcome() -> None:
     run again from a hook, so its error stands instead of failing the reply."""
     retrying = gate(retries=3)
     async with retrying.reply() as ctx:
-        split = await retrying.begin_tool(ToolCall("get_weather", {}, "c1"), ctx)
+        split = await retrying.driver.begin_tool(ToolCall("get_weather", {}, "c1"), ctx)
         assert not split.short_circuited
         result = await split.finish(ToolResult("upstream said 503", error=True))
-        raised = await retrying.begin_tool(ToolCall("get_weather", {}, "c2"), ctx)
+        raised = await retrying.driver.begin_tool(ToolCall("get_weather", {}, "c2"), ctx)
         await raised.fail(ConnectionError("hung up"))
     assert (result.content, result.error) == ("upstream said 503", True)

@@ -25,8 +25,8 @@ from hookgate.pipeline.agent import (
 )
 from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
-from hookgate.sdk import Gate, current_headers, current_reply
-from hookgate.sdk.gate import STOPPED
+from hookgate.sdk import Driver, Gate, current_headers, current_reply
+from hookgate.sdk.driver import STOPPED
 from hookgate.wire.usage import Usage
 
 LOG: list[str] = []
@@ -70,33 +70,39 @@ def clean() -> None:
 
 async def test_onions_compose_first_listed_outermost_and_any_stop_stops() -> None:
     gate = Gate([Layer("a"), Layer("b", stop_after=2)])
-
-    async def agent() -> str:
-        ctx = current_reply()
-        assert ctx is not None and ctx.agent == "agent"
-        result = await gate.tool(ToolCall("search", {"q": 1}), echo_tool)
+    driver = gate.driver
+    ctx = await driver.open_reply()
+    assert LOG == ["a:reply-before", "b:reply-before"] and ctx.agent == "agent"
+    with driver.current(ctx):
+        assert current_reply() is ctx
+        result = await driver.tool(ToolCall("search", {"q": 1}), echo_tool)
         assert result.content == "ran+b+a"
-        assert await gate.after_turn(Usage(10, 5)) is False
-        assert await gate.after_turn(Usage(10, 5)) is True  # b says stop after two turns
+        assert await driver.after_turn(Usage(10, 5)) is False
+        assert await driver.after_turn(Usage(10, 5)) is True  # b says stop after two turns
         assert ctx.usage == Usage(20, 10)
-        return "answer"
-
-    assert await gate.run_reply(agent) == "answer+b+a"
+    assert current_reply() is None
+    assert await driver.close_reply(ctx.reply_id, "answer") == "answer+b+a"
     assert LOG == [
         "a:reply-before", "b:reply-before",
         "a:tool-before", "b:tool-before", "tool:['a', 'b', 'q']", "b:tool-after", "a:tool-after",
         "b:reply-after", "a:reply-after",
     ]  # fmt: skip
-    assert current_reply() is None
+    assert driver.reply_of(ctx.reply_id) is None
+    assert await driver.close_reply(ctx.reply_id, "again") == "again"  # closed: nothing runs
 
 
-async def test_split_reply_for_frameworks_with_start_and_end_callbacks() -> None:
+async def test_a_reply_found_by_id_between_its_start_and_end_callbacks() -> None:
+    """A framework that opens a reply in one callback and closes it in another finds it by
+    id in between; a layer that refuses fails the opening."""
     gate = Gate([Layer("a"), Layer("b")])
-    handle = await gate.begin_reply(agent="planner", session_id="s1")
-    assert LOG == ["a:reply-before", "b:reply-before"] and not handle.short_circuited
-    assert handle.ctx.session_id == "s1" and handle.ctx.agent == "planner"
-    assert await handle.finish("done") == "done+b+a"
-    assert LOG[-2:] == ["b:reply-after", "a:reply-after"]
+    driver = gate.driver
+    ctx = await driver.open_reply(agent="planner", session_id="s1")
+    assert driver.reply_of(ctx.reply_id) is ctx
+    assert ctx.session_id == "s1" and ctx.agent == "planner"
+    assert LOG == ["a:reply-before", "b:reply-before"]
+    await driver.close_reply(ctx.reply_id, error=RuntimeError("the framework failed"))
+    assert LOG == ["a:reply-before", "b:reply-before"]  # the layers saw it raised
+    assert driver.reply_of(ctx.reply_id) is None
 
 
 async def test_concurrent_replies_keep_their_own_headers() -> None:
@@ -121,7 +127,7 @@ async def run_tools(gate: Gate, calls: list[ToolCall]) -> tuple[list[ToolResult]
     results = []
     async with gate.reply(session_id="s") as ctx:
         for call in calls:
-            results.append(await gate.tool(call, echo_tool))
+            results.append(await gate.driver.tool(call, echo_tool))
     return results, ctx
 
 
@@ -212,9 +218,9 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
     policy = registry.build("reply_budget", {"tokens": 1000, "grace_turns": 1})
     gate = Gate([policy])
     async with gate.reply() as ctx:
-        assert await gate.after_turn(Usage(input_tokens=400, output_tokens=100)) is False
+        assert await gate.driver.after_turn(Usage(input_tokens=400, output_tokens=100)) is False
         assert ctx.wrap_up is None  # 400 + 4 * 100 = 800 of 1000
-        assert await gate.after_turn(Usage(input_tokens=300, output_tokens=10)) is False
+        assert await gate.driver.after_turn(Usage(input_tokens=300, output_tokens=10)) is False
         assert ctx.wrap_up is not None and "answer the user now" in ctx.wrap_up
         seen: list[Any] = []
 
@@ -231,11 +237,11 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
             stream=False,
             targets=(),
         )
-        await gate.model_call(call, model)
+        await gate.driver.model_call(call, model)
         assert seen[0]["tool_choice"] == "none"
         assert seen[0]["messages"][-1] == {"role": "system", "content": ctx.wrap_up}
-        assert await gate.after_turn(Usage(10, 10)) is False  # the grace turn
-        assert await gate.after_turn(Usage(10, 10)) is True
+        assert await gate.driver.after_turn(Usage(10, 10)) is False  # the grace turn
+        assert await gate.driver.after_turn(Usage(10, 10)) is True
 
 
 async def test_model_call_limit_per_session_and_error() -> None:
@@ -243,11 +249,11 @@ async def test_model_call_limit_per_session_and_error() -> None:
     exit_behavior error."""
     gate = Gate([registry.build("model_call_limit", {"max_per_session": 3, "on_limit": "end"})])
     async with gate.reply(session_id="t-1") as first:
-        stops = [await gate.after_turn(None) for _ in range(2)]
+        stops = [await gate.driver.after_turn(None) for _ in range(2)]
     async with gate.reply(session_id="t-1") as second:
-        stops += [await gate.after_turn(None)]
+        stops += [await gate.driver.after_turn(None)]
     async with gate.reply(session_id="t-2"):
-        other = await gate.after_turn(None)
+        other = await gate.driver.after_turn(None)
     assert stops == [False, False, True] and not first.stop and second.stop and not other
     async with gate.reply(session_id="t-1") as third:  # begins with the session's calls used
         assert third.stop
@@ -263,21 +269,21 @@ async def test_model_call_limit_per_session_and_error() -> None:
             stream=False,
             targets=(),
         )
-        answered = await gate.model_call(call, model)
+        answered = await gate.driver.model_call(call, model)
         assert answered.body["choices"][0]["message"]["content"] == STOPPED
     refusing = Gate(
         [registry.build("model_call_limit", {"max_per_session": 1, "on_limit": "error"})]
     )
     with pytest.raises(HookgateError, match="for this session"):
         async with refusing.reply(session_id="t-1"):
-            await refusing.after_turn(None)  # the session's one call: used, then refused
+            await refusing.driver.after_turn(None)  # the session's one call: used, then refused
     with pytest.raises(HookgateError, match="for this session"):
         async with refusing.reply(session_id="t-1"):
             raise AssertionError("a reply of a spent session must not begin")
     erring = Gate([registry.build("model_call_limit", {"max_per_reply": 1, "on_limit": "error"})])
     with pytest.raises(HookgateError) as raised:
         async with erring.reply():
-            await erring.after_turn(None)
+            await erring.driver.after_turn(None)
     assert raised.value.status == 429 and raised.value.code == "model_call_limit"
     assert "for this reply" in raised.value.message
 
@@ -293,19 +299,17 @@ async def test_a_session_carries_over_between_gates_sharing_a_store(tmp_path: Pa
         return Gate([limit], store=store)
 
     first, second = gate(), gate()
-    for store in (first._store, second._store):
+    for store in (first.driver._store, second.driver._store):
         assert store is not None
         await store.open()
     async with first.reply(session_id="t-1"):
-        stops = [await first.after_turn(None) for _ in range(2)]
+        stops = [await first.driver.after_turn(None) for _ in range(2)]
 
-    async def turn() -> bool:
-        return await second.after_turn(None)
-
-    stops.append(await second.run_reply(turn, session_id="t-1"))
+    async with second.reply(session_id="t-1"):
+        stops.append(await second.driver.after_turn(None))
     assert stops == [False, False, True]
     async with second.reply(session_id="t-2") as other:
-        assert not await second.after_turn(None) and other.session["model_call_limit"] == {
+        assert not await second.driver.after_turn(None) and other.session["model_call_limit"] == {
             "calls": 1
         }
 
@@ -313,9 +317,9 @@ async def test_a_session_carries_over_between_gates_sharing_a_store(tmp_path: Pa
 async def test_model_call_limit_wraps_up_before_the_last_call() -> None:
     gate = Gate([registry.build("model_call_limit", {"max_per_reply": 3})])
     async with gate.reply() as ctx:
-        assert await gate.after_turn(None) is False and ctx.wrap_up is None
-        assert await gate.after_turn(None) is False and ctx.wrap_up is not None
-        assert await gate.after_turn(None) is True
+        assert await gate.driver.after_turn(None) is False and ctx.wrap_up is None
+        assert await gate.driver.after_turn(None) is False and ctx.wrap_up is not None
+        assert await gate.driver.after_turn(None) is True
 
 
 async def test_pii_redacts_tool_results_and_restores_later_arguments() -> None:
@@ -328,10 +332,10 @@ async def test_pii_redacts_tool_results_and_restores_later_arguments() -> None:
         return ToolResult("Customer: Siobhan O'Brien, siobhan@example.org, 459.502.4057")
 
     async with gate.reply(session_id="s"):
-        first = await gate.tool(ToolCall("lookup", {"id": 7}), crm)
+        first = await gate.driver.tool(ToolCall("lookup", {"id": 7}), crm)
         assert "Siobhan" not in first.content and "459.502.4057" not in first.content
         token = first.content.split("Customer: ")[1].split(",")[0]
-        await gate.tool(ToolCall("email", {"to": [token], "note": f"hi {token}"}), crm)
+        await gate.driver.tool(ToolCall("email", {"to": [token], "note": f"hi {token}"}), crm)
     assert received[1] == {"to": ["Siobhan O'Brien"], "note": "hi Siobhan O'Brien"}
     await gate.aclose()
 
@@ -358,21 +362,21 @@ class Giver(Policy):
 
 async def test_policy_tools_run_in_the_reply_and_answer_errors_the_model_reads() -> None:
     gate = Gate([Giver()])
-    assert [t.name for t in gate.offer_tools()] == ["double"]
+    assert [t.name for t in gate.driver.offer_tools()] == ["double"]
     async with gate.reply(reply_id="r-1"):
-        assert (await gate.run_tool("double", {"n": 4})) == ToolResult("8 for r-1")
-        refused = await gate.run_tool("double", {"n": 0})
+        assert (await gate.driver.run_tool("double", {"n": 4})) == ToolResult("8 for r-1")
+        refused = await gate.driver.run_tool("double", {"n": 0})
         assert refused.error and refused.content == "n must not be 0"
-        bad = await gate.run_tool("double", {"n": "four"})
+        bad = await gate.driver.run_tool("double", {"n": "four"})
         assert (
             bad.error
             and bad.content == "Invalid arguments for double (n): 'four' is not of type 'integer'"
         )
-        missing = await gate.run_tool("double", {})
+        missing = await gate.driver.run_tool("double", {})
         assert missing.error and "'n' is a required property" in missing.content
-        assert (await gate.run_tool("triple", {"n": 1})).error
+        assert (await gate.driver.run_tool("triple", {"n": 1})).error
     with pytest.raises(RuntimeError, match="no reply is running"):
-        await gate.run_tool("double", {"n": 4})
+        await gate.driver.run_tool("double", {"n": 4})
 
 
 def test_policy_tools_must_have_unique_names_and_valid_schemas() -> None:
@@ -386,7 +390,7 @@ async def test_tools_no_adapter_offered_are_named_in_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     offered, ignored = Gate([Giver("offered")]), Gate([Giver("ignored")])
-    offered.offer_tools()
+    offered.driver.offer_tools()
     with caplog.at_level(logging.WARNING, logger="hookgate"):
         for gate in (offered, ignored, ignored):
             async with gate.reply():
@@ -556,8 +560,24 @@ async def test_a_tool_result_is_normalized_and_keeps_the_frameworks_own() -> Non
 
     gate = Gate([guard(deny=["send_*"])])
     async with gate.reply() as ctx:
-        ran = await gate.tool(ToolCall("get_weather", {}), tool, ctx)
-        refused = await gate.tool(ToolCall("send_mail", {}), tool, ctx)
+        ran = await gate.driver.tool(ToolCall("get_weather", {}), tool, ctx)
+        refused = await gate.driver.tool(ToolCall("send_mail", {}), tool, ctx)
     assert ran.success and ran.raw is own and ran.metadata == {"artifact": "chart.png"}
     assert ran.execution_time_ms is not None and ran.execution_time_ms >= 20
     assert not refused.success and refused.raw is None and refused.execution_time_ms is None
+
+
+def test_the_gate_is_the_applications_api_and_its_driver_the_adapters() -> None:
+    """An application builds a gate, runs replies with it and closes it; everything an
+    adapter drives is on ``gate.driver``."""
+    public = {name for name in dir(Gate) if not name.startswith("_")}
+    assert public == {"from_config", "reply", "aclose"}
+    assert {"open_reply", "close_reply", "tool", "after_turn", "model_call"} <= set(dir(Driver))
+
+
+async def test_the_system_prompt_of_a_model_the_driver_does_not_run_carries_the_wrap_up() -> None:
+    gate = Gate([])
+    async with gate.reply() as ctx:
+        assert await gate.driver.system_prompt("Be kind.") == "Be kind."
+        ctx.wrap_up = "Answer the user now."
+        assert await gate.driver.system_prompt("Be kind.") == "Be kind.\n\nAnswer the user now."

@@ -134,6 +134,10 @@ class Policy(Generic[ConfigT]):
     """The policy's own metrics (reported with ``ctx.observation.count``/``gauge``). The
     proxy registers them when the policy is built, so each exists, at zero, from the
     start; one reported but not listed is registered when first reported."""
+    needs_usage: ClassVar[bool] = False
+    """True for a policy that reads a stream's usage (``budget``): in the proxy, a streamed
+    chat or completions call then asks its upstream for the usage chunk, which a client
+    that did not ask for it never sees (:mod:`hookgate.pipeline.runner`)."""
 
     config: ConfigT
     slot: str

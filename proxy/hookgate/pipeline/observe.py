@@ -1,10 +1,11 @@
-"""What the server observes about a request, and the interfaces telemetry plugs into.
+"""What is observed about a model call, and the interfaces telemetry plugs into.
 
 Pure: no OpenTelemetry and no prometheus-client here. The tracing policy supplies a
-:class:`Spans` implementation; the server builds an :class:`Outcome` when a request is
-completely done (after the last byte of a stream) and hands it to every ``on_finish``
-callback, then to the metrics. Telemetry never fails a request: the server logs and
-drops any exception a callback raises.
+:class:`Spans` implementation; the runner (:mod:`hookgate.pipeline.runner`, in the proxy
+and the SDK) builds an :class:`Outcome` when a call is completely done (after the last
+byte of a stream) and hands it to every ``on_finish`` callback; the proxy then to the
+metrics and the audit log. Telemetry never fails a call: the runner logs and drops any
+exception a callback raises.
 """
 
 from __future__ import annotations

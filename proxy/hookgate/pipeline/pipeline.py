@@ -1,5 +1,11 @@
 """A config's policies frozen into hook chains, and one model call run through them.
 
+The terminal handler is wrapped once: a streamed answer's facts (usage, ids, finish
+reasons) are read from the upstream's own events into ``ctx.observation.stream_facts``,
+before any policy wraps or rewrites the stream, so what is later hidden from the client
+(a usage chunk) still counts. Run a call observed with
+:class:`~hookgate.pipeline.runner.ObservedCall`.
+
 Each wired hook is wrapped once, at build time, to record the policy's decision for the
 request in ``ctx.observation`` (metrics): ``block`` when the hook raised a
 :class:`~hookgate.errors.HookgateError` of its own (not an upstream failure passing
@@ -8,6 +14,7 @@ through), ``modify`` when a transformer returned something new, else ``allow``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -17,6 +24,7 @@ from hookgate.pipeline.hooks import Next, Policy, check, implements
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import prompts
 from hookgate.wire.deltas import StreamTransform
+from hookgate.wire.usage import StreamFacts, observed
 
 T = TypeVar("T")
 
@@ -51,12 +59,15 @@ class Pipeline:
             [_observed(p.slot, p.convert_to_llm) for p in listed if implements(p, "convert_to_llm")]
         )
         self._call = compose_onion(
-            [_observed_onion(p) for p in listed if implements(p, "on_model_call")], terminal
+            [_observed_onion(p) for p in listed if implements(p, "on_model_call")],
+            _facts_read(terminal),
         )
         self._response = compose_chain(
             [_observed(p.slot, p.on_response) for p in backwards if implements(p, "on_response")]
         )
         self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
+        self.needs_usage = any(p.needs_usage for p in listed)
+        """Whether a policy reads a stream's usage (:attr:`Policy.needs_usage`)."""
 
     async def run(self, call: ModelCall, ctx: Context) -> ModelResponse:
         """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
@@ -98,6 +109,19 @@ class Pipeline:
             if converted is not messages:
                 call = call.with_body(prompts.with_messages(call.api, call.body, converted))
         return call
+
+
+def _facts_read(terminal: Next) -> Next:
+    async def run(call: ModelCall, ctx: Context) -> ModelResponse:
+        response = await terminal(call, ctx)
+        if response.stream is not None:
+            observation = ctx.observation
+            facts = StreamFacts(call.api, collect_text=observation.capture_output)
+            observation.stream_facts = facts.facts
+            response = dataclasses.replace(response, stream=observed(response.stream, facts))
+        return response
+
+    return run
 
 
 def _blocked(policy: str, exc: HookgateError, ctx: Context) -> None:

@@ -24,9 +24,10 @@ any output releases it, and a stream cut short after its first event (a client t
 hangs up, an upstream that fails mid-way) is charged for what was produced.
 The promise rests on the estimate being an upper bound: tiktoken's count plus chat
 framing; a provider that counts more prompt tokens is logged, and its spend recorded.
-Streams: ``stream_options.include_usage`` is added upstream when the client did not ask
-for it, and the extra usage chunk is removed from what the client sees; a stream that
-ends without usage is charged by counting its text. Responses carry
+Streams: the policy :attr:`~hookgate.pipeline.hooks.Policy.needs_usage`, so the usage
+chunk is asked for upstream when the client did not ask for it, and removed from what
+the client sees (:mod:`hookgate.pipeline.runner`); a stream that ends without usage is
+charged by counting its text. Responses carry
 ``x-hookgate-budget-remaining-usd`` and ``-tokens`` (after this request's reservation).
 """
 
@@ -54,7 +55,7 @@ from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.vocabulary import OnFailure
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
-from hookgate.wire.usage import Charge, Usage, is_usage_chunk, usage_of, usage_requested
+from hookgate.wire.usage import Charge, Usage, usage_of
 
 log = logging.getLogger("hookgate")
 
@@ -116,6 +117,7 @@ class BudgetPolicy(Policy[BudgetConfig]):
     name = "budget"
     metrics = (REFUSALS, REMAINING)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
+    needs_usage = True
     ledger: Ledger
     pricing: Pricing
 
@@ -180,16 +182,13 @@ class BudgetPolicy(Policy[BudgetConfig]):
         observation.attributes["hookgate.budget.decision"] = "reserved"
         ctx.state[self.slot] = (tokens, charged)
         await self._remaining_headers(ctx, charged)
-        injected = False
-        if call.stream and call.api in ("chat.completions", "completions"):
-            call, injected = _with_usage(call)
         try:
             response = await next(call, ctx)
         except BaseException:
             await self.ledger.release(reservation)
             raise
         if response.stream is not None:
-            metered = _metered(self, response, call, ctx, reservation, injected)
+            metered = _metered(self, response, call, ctx, reservation)
             return dataclasses.replace(response, stream=metered)
         if response.status >= 300:
             await self.ledger.release(reservation)
@@ -319,19 +318,12 @@ def _refused(refusal: Refusal, usd: float, tokens: int) -> BudgetExceeded:
     )
 
 
-def _with_usage(call: ModelCall) -> tuple[ModelCall, bool]:
-    """Ask the upstream for a usage chunk if the client did not; True when added."""
-    body = usage_requested(call.body)
-    return (call, False) if body is None else (call.with_body(body), True)
-
-
 async def _metered(
     policy: BudgetPolicy,
     response: ModelResponse,
     call: ModelCall,
     ctx: Context,
     reservation: str,
-    strip_usage: bool,
 ) -> AsyncGenerator[bytes, None]:
     """Pass the stream through; settle before its terminal event reaches the client.
 
@@ -367,14 +359,10 @@ async def _metered(
             if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
                 seen.append(events)
                 kept += len(events)
-            blocks = sse.split(events)
-            if strip_usage:
-                blocks = [b for b in blocks if not is_usage_chunk(b)]
-            if any(terminal(b) for b in blocks):
+            if any(terminal(b) for b in sse.split(events)):
                 await settle()
                 settled = True
-            if blocks:
-                yield b"".join(blocks)
+            yield events
     finally:
         try:
             # shielded: the client's cancellation must not cancel the charge (or the

@@ -9,11 +9,11 @@ YAML::
         grace_turns: 1                      # model calls allowed after the wrap-up
 
 Usage is what the provider reported for each model call of the reply (adapters pass it to
-:meth:`Gate.after_turn <hookgate.sdk.Gate.after_turn>`). When the budget is spent the reply is
-told to wrap up: ``ctx.wrap_up`` is set, so the next model call carries the message and
-``tool_choice: none`` (applied by :meth:`Gate.model_call <hookgate.sdk.Gate.model_call>`
-in-process, or natively by the framework's adapter). After ``grace_turns`` more model calls
-the reply is stopped.
+:meth:`Driver.after_turn <hookgate.sdk.driver.Driver.after_turn>`). When the budget is
+spent the reply is told to wrap up: ``ctx.wrap_up`` is set, so the next model call carries
+the message and ``tool_choice: none`` (applied by :meth:`Driver.model_call
+<hookgate.sdk.driver.Driver.model_call>` in-process, or natively by the framework's
+adapter). After ``grace_turns`` more model calls the reply is stopped.
 """
 
 from __future__ import annotations

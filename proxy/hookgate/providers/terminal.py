@@ -7,7 +7,6 @@ whatever policies are configured.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Mapping
 
@@ -15,7 +14,6 @@ from hookgate.errors import HookgateError, error_type
 from hookgate.pipeline.observe import CANCELLED, Attempt
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.providers.base import Provider
-from hookgate.wire.usage import StreamFacts, observed
 
 
 class Upstreams:
@@ -26,9 +24,8 @@ class Upstreams:
     ``ctx.observation`` and recorded with its outcome and wall-clock bounds (the tracing
     policy turns attempts into spans when a call needed more than one); when the request
     is traced, the upstream receives the request span's context as ``traceparent``. For a
-    stream the attempt ends when the upstream's headers arrive; the stream's usage and
-    response facts are read from its events into ``ctx.observation.stream_facts``, so what
-    policies later hide from the client (a usage chunk) is still counted.
+    stream the attempt ends when the upstream's headers arrive (the pipeline reads the
+    stream's facts from its events: see :mod:`hookgate.pipeline.pipeline`).
     """
 
     def __init__(self, providers: Mapping[str, Provider]) -> None:
@@ -63,8 +60,4 @@ class Upstreams:
         finally:
             observation.upstream_s += time.perf_counter() - started
         observation.attempts.append(Attempt(label, "ok", address, started_ns, time.time_ns()))
-        if response.stream is not None:
-            facts = StreamFacts(call.api, collect_text=observation.capture_output)
-            observation.stream_facts = facts.facts
-            response = dataclasses.replace(response, stream=observed(response.stream, facts))
         return response

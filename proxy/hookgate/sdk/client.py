@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from hookgate.sdk.gate import current_reply
+from hookgate.sdk.driver import current_reply
 
 C = TypeVar("C")
 

@@ -1,9 +1,9 @@
 """Model-level policies in-process, for any framework whose model talks through ``openai``.
 
 :class:`GateTransport` is an ``httpx`` transport. Under a reply (see
-:func:`hookgate.sdk.gate.current`) every model request of a client built on it — chat
+:func:`hookgate.sdk.driver.current`) every model request of a client built on it — chat
 completions, Responses, completions, embeddings; streamed or not — runs through the
-reply's gate (:meth:`Gate.model_call <hookgate.sdk.Gate.model_call>`): the same
+reply's gate (:meth:`Driver.model_call <hookgate.sdk.driver.Driver.model_call>`): the same
 ``on_system_prompt``, ``convert_to_llm``, ``on_model_call`` and ``on_response`` hooks the
 proxy runs, on the same OpenAI wire bodies, with the request to the provider as the
 terminal handler. So the framework's own client translates its message types (content
@@ -20,7 +20,9 @@ request made by a model call an adapter's own model hook already runs through th
 
 A policy's refusal, and the provider's own error status, come back as the HTTP response
 the provider would have sent (an OpenAI error body with the policy's status), so the
-``openai`` client raises its usual exception.
+``openai`` client raises its usual exception. A stream asks for its usage chunk (the span
+and the reply's turns need it), which a client that did not ask for it never sees
+(:mod:`hookgate.pipeline.runner`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,9 @@ import orjson
 from hookgate.errors import HookgateError, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import API_PATHS, OPENAI_APIS, json_object
-from hookgate.sdk.gate import MODEL_CALL, Running, current
+from hookgate.sdk.driver import MODEL_CALL, Running, current
 from hookgate.wire import sse
 from hookgate.wire.sse import EventStream
-from hookgate.wire.usage import is_usage_chunk, usage_requested
 
 _NOT_RELAYED = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 """Headers of the provider's response that stop being true once hookgate re-encodes it."""
@@ -45,7 +46,7 @@ _NOT_RELAYED = frozenset({"content-length", "content-encoding", "transfer-encodi
 class GateTransport(httpx.AsyncBaseTransport):
     """See the module docstring. ``inner`` sends to the network (an ``httpx``
     ``AsyncHTTPTransport`` by default). With ``turns`` each model call is also one turn of
-    its reply (:meth:`Gate.model_call`'s ``turn``): for frameworks that have no turn hook
+    its reply (:meth:`Driver.model_call`'s ``turn``): for frameworks that have no turn hook
     of their own to report a model call's end."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport | None = None, *, turns: bool = False):
@@ -84,13 +85,9 @@ class GateTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         model = data.get("model")
         stream = data.get("stream") is True
-        body = JsonBody.parsed(raw, data)
-        with_usage = usage_requested(data) if stream and api == "chat.completions" else None
-        if with_usage is not None:  # the span and the reply's turns need the usage chunk
-            body = JsonBody.from_data(with_usage)
         call = ModelCall(
             api=api,
-            payload=body,
+            payload=JsonBody.parsed(raw, data),
             model=model if isinstance(model, str) else "",
             stream=stream,
             targets=(Target(request.url.host or "upstream", None),),
@@ -99,11 +96,8 @@ class GateTransport(httpx.AsyncBaseTransport):
         async def send(call: ModelCall, ctx: Context) -> ModelResponse:
             return await self._send(request, call, ctx)
 
-        gate = running.gate
         try:
-            response = await gate.model_call(
-                call, send, gate.model_context(api, running.reply), turn=self._turns
-            )
+            response = await running.driver.model_call(call, send, running.reply, turn=self._turns)
         except UpstreamStatusError as exc:
             return httpx.Response(
                 exc.status, headers=exc.headers(), content=exc.to_bytes(), request=request
@@ -118,7 +112,7 @@ class GateTransport(httpx.AsyncBaseTransport):
             return httpx.Response(
                 response.status,
                 headers=headers,
-                stream=_Body(response.stream, strip_usage=with_usage is not None),
+                stream=_Body(response.stream),
                 request=request,
             )
         assert response.payload is not None
@@ -211,22 +205,17 @@ class _Events:
 
 
 class _Body(httpx.AsyncByteStream):
-    """A governed event stream as the body ``httpx`` hands the ``openai`` client, without
-    the usage chunk the transport asked for (``strip_usage``) when the client did not. A
+    """A governed event stream as the body ``httpx`` hands the ``openai`` client. A
     failure after the first event ends it with an ``error`` event carrying an OpenAI error
     object, which the ``openai`` client raises as ``APIError`` (what the proxy sends, too)."""
 
-    def __init__(self, stream: EventStream, *, strip_usage: bool) -> None:
+    def __init__(self, stream: EventStream) -> None:
         self._stream = stream
-        self._strip_usage = strip_usage
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for events in self._stream:
-                if self._strip_usage and (b'"choices":[]' in events or b'"choices": []' in events):
-                    events = b"".join(b for b in sse.split(events) if not is_usage_chunk(b))
-                if events:
-                    yield events
+                yield events
         except HookgateError as exc:  # after the first event: as the proxy ends a stream
             yield sse.encode(exc.to_body(), event="error")
 

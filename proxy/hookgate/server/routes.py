@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -15,13 +14,13 @@ from prometheus_client.exposition import choose_encoder
 
 from hookgate.config.policy_sets import RequestFacts, Selection
 from hookgate.errors import (
-    HookgateError,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
     RequestTimeout,
 )
 from hookgate.pipeline.observe import Outcome
+from hookgate.pipeline.runner import ObservedCall, ObservedStream, audit_record, cost, finish
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
 from hookgate.providers.catalog import alias_object
 from hookgate.server import admin, exposure
@@ -30,9 +29,8 @@ from hookgate.server.auth import Caller, authenticate, check_model
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
-from hookgate.store.base import AuditRecord, Store, display_url
+from hookgate.store.base import Store, display_url
 from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
-from hookgate.wire.usage import ResponseFacts, Usage, facts_of
 
 log = logging.getLogger("hookgate")
 
@@ -101,20 +99,29 @@ def _model_handler(api: Api) -> Handler:
 
 
 async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
-    """Serve one model endpoint request through the current pipeline, observed."""
+    """Serve one model endpoint request through the current pipeline, observed (see
+    :mod:`hookgate.pipeline.runner`)."""
     runtime = request.app[HOLDER].current
     metrics = request.app[METRICS]
-    started = time.perf_counter()
     headers = request.headers
-    ctx = Context(
-        request_id=request[REQUEST_ID],
-        api=api,
-        agent=label_header(headers, "x-hookgate-agent"),
-        session_id=label_header(headers, "x-hookgate-session-id"),
-        reply_id=label_header(headers, "x-hookgate-reply-id"),
-    )
-    outcome = Outcome(status=500, stream=False, target=None)
     model = ""
+
+    async def ended(ctx: Context, outcome: Outcome) -> None:
+        # Off the latency path: the server writes the response before the loop runs this.
+        asyncio.get_running_loop().call_soon(
+            _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
+        )
+
+    observed = ObservedCall(
+        Context(
+            request_id=request[REQUEST_ID],
+            api=api,
+            agent=label_header(headers, "x-hookgate-agent"),
+            session_id=label_header(headers, "x-hookgate-session-id"),
+            reply_id=label_header(headers, "x-hookgate-reply-id"),
+        ),
+        ended=ended,
+    )
     in_flight = metrics.in_flight_gauge(api)
     in_flight.inc()
     try:
@@ -122,56 +129,36 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         call = await _read_call(request, runtime, api)
         model = call.model
         check_model(caller, model)
-        chosen = select_set(runtime, caller, route=api, agent=ctx.agent, model=model)
-        ctx = dataclasses.replace(ctx, identity=caller.identity, policy_set=chosen.name)
+        chosen = select_set(runtime, caller, route=api, agent=observed.ctx.agent, model=model)
+        ctx = observed.ctx = dataclasses.replace(
+            observed.ctx, identity=caller.identity, policy_set=chosen.name
+        )
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
-        outcome.stream = call.stream
         pipeline = runtime.pipelines[chosen.name]
-        response = await pipeline.run(call, ctx)
-        outcome.status = response.status
-        outcome.target = response.target.label(model)
+        response = await observed.run(pipeline, call, usage=pipeline.needs_usage)
         out_headers = {
             **response.headers,
             **ctx.response_headers,
             "x-hookgate-request-id": ctx.request_id,
-            "x-hookgate-upstream": outcome.target,
+            "x-hookgate-upstream": response.target.label(model),
             "x-hookgate-attempts": str(len(ctx.observation.attempts)),
             "x-hookgate-policy-set": ctx.policy_set,
         }
-        collect = ctx.observation.capture_output
         if response.stream is not None:
-            out = await relay_stream(
-                request, response.status, out_headers, response.stream, api=api,
-                transform=pipeline.stream_transform(ctx), outcome=outcome,
-                observation=ctx.observation, started=started,
-            )  # fmt: skip
-            outcome.take(ctx.observation.stream_facts or ResponseFacts(), collect_text=collect)
-            return out
+            assert isinstance(response.stream, ObservedStream)
+            return await relay_stream(request, response.status, out_headers, response.stream,
+                                      api=api)  # fmt: skip
         assert response.payload is not None
-        outcome.take(facts_of(api, response.body, collect_text=collect), collect_text=collect)
         out_headers.setdefault("content-type", "application/json")
         return web.Response(
             status=response.status, body=response.payload.to_bytes(), headers=out_headers
         )
-    except HookgateError as exc:
-        outcome.status = exc.status
-        outcome.failed(exc)
-        outcome.target = outcome.target or getattr(exc, "target", None)
-        raise
-    except asyncio.CancelledError:
-        outcome.status, outcome.error_type = 499, "client_disconnected"
-        raise
-    except Exception as exc:
-        outcome.failed(exc)
+    except BaseException as exc:
+        observed.failed(exc)
         raise
     finally:
         in_flight.dec()
-        outcome.duration_s = time.perf_counter() - started
-        outcome.upstream_s = ctx.observation.upstream_s
-        # Off the latency path: the server writes the response before the loop runs this.
-        asyncio.get_running_loop().call_soon(
-            _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
-        )
+        await observed.end()
 
 
 def select_set(
@@ -198,10 +185,20 @@ def _record(
     ctx: Context,
     outcome: Outcome,
 ) -> None:
-    """Everything a finished request reports: finish callbacks, metrics, the audit record."""
-    cost = _finish(runtime, metrics, api, model, ctx, outcome)
-    if runtime.config.audit.enabled:
-        _audit(store, api, model, ctx, outcome, cost)
+    """Everything a finished request reports: finish callbacks, metrics, the audit record.
+    Telemetry never fails a request: a failure is logged."""
+    finish(ctx, outcome)
+    cost_usd = cost(outcome, ctx, runtime.pricing)
+    shown = runtime.config.server.metric_labels
+    who = ctx.identity
+    values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
+    identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
+    try:
+        metrics.observe(api, model, outcome, ctx.observation, cost_usd, identity)
+    except Exception:
+        log.exception("recording metrics failed (request %s)", ctx.request_id)
+    if runtime.config.audit.enabled:  # queued off the response path; a failure is logged
+        store.submit_audit(audit_record(ctx, outcome, api=api, model=model, cost_usd=cost_usd))
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
@@ -242,59 +239,6 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         headers=runtime.forward(request.headers),
         query=request.rel_url.raw_query_string,
     )
-
-
-def _finish(
-    runtime: Runtime, metrics: Metrics, api: Api, model: str, ctx: Context, outcome: Outcome
-) -> float | None:
-    """Hand the outcome to finish callbacks and metrics; telemetry never fails a request.
-
-    Returns the request's cost in USD (None when unknown). Where a budget charged the
-    request, usage and cost are what it charged, so every report agrees with the ledger:
-    a stream cut before its usage chunk is reported at the estimate it was charged."""
-    charge = ctx.observation.charge
-    if charge is not None and charge.estimated and outcome.usage is None:
-        outcome.usage = charge.usage
-        ctx.observation.attributes["hookgate.usage.estimated"] = True
-    for callback in ctx.observation.on_finish:
-        try:
-            callback(outcome)
-        except Exception:
-            log.exception("a finish callback failed (request %s)", ctx.request_id)
-    cost = None
-    if charge is not None:
-        cost = charge.cost_usd
-    elif outcome.usage is not None and outcome.target is not None:
-        cost = runtime.pricing.cost(outcome.target.split("/", 1)[1], outcome.usage)
-    shown = runtime.config.server.metric_labels
-    who = ctx.identity
-    values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
-    identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
-    try:
-        metrics.observe(api, model, outcome, ctx.observation, cost, identity)
-    except Exception:
-        log.exception("recording metrics failed (request %s)", ctx.request_id)
-    return cost
-
-
-def _audit(
-    store: Store, api: Api, model: str, ctx: Context, outcome: Outcome, cost: float | None
-) -> None:
-    """Queue the request's audit record (off the response path; a failure is logged)."""
-    usage = outcome.usage or Usage()
-    identity = ctx.identity
-    record = AuditRecord(
-        ts=time.time(), request_id=ctx.request_id, api=api, model=model, status=outcome.status,
-        latency_ms=round(outcome.duration_s * 1000, 3), target=outcome.target,
-        error=outcome.error_type, key_id=identity.key_id, team=identity.team, user=identity.user,
-        agent=ctx.agent, session=ctx.session_id, reply=ctx.reply_id,
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-        cached_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens,
-        cost_usd=cost, attempts=len(ctx.observation.attempts),
-        decisions=orjson.dumps(ctx.observation.decisions).decode(),
-        findings=orjson.dumps(ctx.observation.findings).decode(), policy_set=ctx.policy_set,
-    )  # fmt: skip
-    store.submit_audit(record)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -28,13 +28,16 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   hooks in-process — ``on_system_prompt``, ``convert_to_llm``, ``on_model_call`` (denied
   tools are not offered), ``on_response`` with streamed deltas — and gets a ``chat`` span
   with usage. For models of other SDKs the system prompt runs through AgentScope's
-  ``on_system_prompt`` instead, and the rest is left to a proxy;
+  ``on_system_prompt`` instead (:meth:`Driver.system_prompt
+  <hookgate.sdk.driver.Driver.system_prompt>`, with the wrap-up), and the rest is left to
+  a proxy;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
 * ``list_tools`` → :meth:`Policy.tools`: each policy tool as a ``FunctionTool`` (allowed
   without asking: it is the policy's own) that runs in the current reply and answers an
   error ``ToolChunk`` for bad arguments; its calls go through ``on_acting`` as any tool's;
-* ``on_model_call`` → :meth:`Gate.after_turn` with the call's usage (streamed or not);
+* ``on_model_call`` → :meth:`Driver.after_turn <hookgate.sdk.driver.Driver.after_turn>`
+  with the call's usage (streamed or not);
 * ``on_reasoning`` → a wrapping-up reply reasons with ``tool_choice: none``; a stopped reply
   ends after this turn (its tool calls still run, then the loop ends);
 * ``needs_approval`` (``tool_guard``'s ``approval: pause``) → ``on_check_permission`` answers
@@ -68,7 +71,8 @@ from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolR
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
-from hookgate.sdk.gate import Gate, reply_now
+from hookgate.sdk.driver import Driver, reply_now
+from hookgate.sdk.gate import Gate
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
 
@@ -77,14 +81,14 @@ class HookgateMiddleware(MiddlewareBase):
     """See the module docstring."""
 
     def __init__(self, gate: Gate) -> None:
-        self.gate = gate
+        self.driver = gate.driver
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
 
     async def list_tools(self) -> list[ToolBase]:
         """The tools the gate's policies give the agent (see the module docstring)."""
-        return [_function_tool(self.gate, tool) for tool in self.gate.offer_tools()]
+        return [_function_tool(self.driver, tool) for tool in self.driver.offer_tools()]
 
     async def on_reply(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
@@ -94,35 +98,33 @@ class HookgateMiddleware(MiddlewareBase):
         inputs = input_kwargs.get("inputs")
         ctx = None
         if isinstance(inputs, UserConfirmResultEvent):  # a parked reply, maybe paused elsewhere
-            ctx = await self.gate.resume_reply(inputs.reply_id, input=inputs)
+            ctx = await self.driver.resume_reply(inputs.reply_id, input=inputs)
         if ctx is None:
-            ctx = await self.gate.open_reply(
+            ctx = await self.driver.open_reply(
                 agent=getattr(agent, "name", None),
                 input=inputs,
                 session_id=agent.state.session_id,
             )
-        token = self.gate.enter(ctx)
         final = None
         parked = None
-        answer = _Answer(lambda: self.gate.answer_transform(ctx))
-        try:
-            async for event in next_handler(**input_kwargs):
-                if isinstance(event, RequireUserConfirmEvent):
-                    parked = event.reply_id
-                for item in await answer.restored(event):
-                    if isinstance(item, Msg):
-                        final = item
-                    yield item
-        except BaseException as exc:  # the layers see it (a consumer that left, too)
-            await self.gate.close_reply(ctx.reply_id, error=exc)
-            raise
-        else:
-            if parked is not None:  # waits for the user: resumable here or in any process
-                await self.gate.pause(ctx, key=parked)
+        answer = _Answer(lambda: self.driver.answer_transform(ctx))
+        with self.driver.current(ctx):
+            try:
+                async for event in next_handler(**input_kwargs):
+                    if isinstance(event, RequireUserConfirmEvent):
+                        parked = event.reply_id
+                    for item in await answer.restored(event):
+                        if isinstance(item, Msg):
+                            final = item
+                        yield item
+            except BaseException as exc:  # the layers see it (a consumer that left, too)
+                await self.driver.close_reply(ctx.reply_id, error=exc)
+                raise
             else:
-                await self.gate.close_reply(ctx.reply_id, final)
-        finally:
-            self.gate.leave(token, ctx)
+                if parked is not None:  # waits for the user: resumable here or in any process
+                    await self.driver.pause(ctx, key=parked)
+                else:
+                    await self.driver.close_reply(ctx.reply_id, final)
 
     async def on_check_permission(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
@@ -132,7 +134,7 @@ class HookgateMiddleware(MiddlewareBase):
         tool_call = input_kwargs["tool_call"]
         if tool_call.state != ToolCallState.ALLOWED:
             call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
-            reason = await self.gate.approval(call, _reply())
+            reason = await self.driver.approval(call, _reply())
             if reason is not None:
                 return PermissionDecision(behavior=PermissionBehavior.ASK, message=reason)
         decision: PermissionDecision = await next_handler(**input_kwargs)
@@ -141,9 +143,7 @@ class HookgateMiddleware(MiddlewareBase):
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         if _client(agent) is not None:  # the governed client runs the chain on the request
             return current_prompt
-        ctx = _reply()
-        prompt: str = await self.gate.system_prompt(current_prompt)
-        return f"{prompt}\n\n{ctx.wrap_up}" if ctx.wrap_up else prompt
+        return await self.driver.system_prompt(current_prompt, _reply())
 
     async def on_reasoning(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
@@ -162,7 +162,7 @@ class HookgateMiddleware(MiddlewareBase):
         ctx = _reply()
         response = await next_handler(**input_kwargs)
         if isinstance(response, ChatResponse):
-            await self.gate.after_turn(_usage(response), ctx)
+            await self.driver.after_turn(_usage(response), ctx)
             return response
 
         async def counted() -> AsyncGenerator[ChatResponse, None]:
@@ -170,7 +170,7 @@ class HookgateMiddleware(MiddlewareBase):
             async for chunk in response:
                 last = chunk
                 yield chunk
-            await self.gate.after_turn(_usage(last), ctx)
+            await self.driver.after_turn(_usage(last), ctx)
 
         return counted()
 
@@ -180,7 +180,7 @@ class HookgateMiddleware(MiddlewareBase):
         ctx = _reply()
         block = input_kwargs["tool_call"]
         arguments = json.loads(block.input or "{}")
-        split = await self.gate.begin_tool(ToolCall(block.name, arguments, block.id), ctx)
+        split = await self.driver.begin_tool(ToolCall(block.name, arguments, block.id), ctx)
         if split.short_circuited:
             yield _response(split.result())
             return
@@ -210,9 +210,9 @@ class HookgateMiddleware(MiddlewareBase):
             yield _response(result)
 
 
-def _function_tool(gate: Gate, tool: PolicyTool) -> FunctionTool:
+def _function_tool(driver: Driver, tool: PolicyTool) -> FunctionTool:
     async def run(**arguments: Any) -> ToolChunk:
-        result = await gate.run_tool(tool.name, arguments, _reply())
+        result = await driver.run_tool(tool.name, arguments, _reply())
         state = ToolResultState.ERROR if result.error else ToolResultState.SUCCESS
         return ToolChunk(content=[TextBlock(text=result.content)], state=state)
 

@@ -22,11 +22,13 @@ Mapping (cubeloop composes its middleware in list order; put hookgate first):
   text and tool-call argument deltas, so the user and cubeloop's own state never hold
   one) — with a ``chat`` span and usage. Without it (a provider of another SDK),
   ``transform_system_prompt`` runs the ``on_system_prompt`` chain and adds the wrap-up
-  message, and the rest is left to a proxy;
+  message (:meth:`Driver.system_prompt <hookgate.sdk.driver.Driver.system_prompt>`), and
+  the rest is left to a proxy;
 * ``before_tool_call`` + ``after_tool_call`` → one ``on_tool_call`` onion (split in its two
   halves): a refusal blocks the call with the reason the model reads, rewritten arguments
   become ``edited_args``, a rewritten result replaces the tool's content;
-* ``should_stop_after_turn`` → :meth:`Gate.after_turn` with the turn's usage.
+* ``should_stop_after_turn`` → :meth:`Driver.after_turn
+  <hookgate.sdk.driver.Driver.after_turn>` with the turn's usage.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from cubeloop.agent.types import (
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
-from hookgate.sdk.gate import CURRENT, Gate, Split, current_reply
+from hookgate.sdk.driver import Split, current_reply
+from hookgate.sdk.gate import Gate
 from hookgate.wire.usage import Usage
 
 P = TypeVar("P")
@@ -57,7 +60,7 @@ class HookgateMiddleware(Middleware):
     """See the module docstring."""
 
     def __init__(self, gate: Gate, *, agent: str | None = None) -> None:
-        self.gate = gate
+        self.driver = gate.driver
         self.agent = agent
         self._runs: dict[str | None, str] = {}
         """cubeloop run id → the gate's reply id."""
@@ -80,19 +83,19 @@ class HookgateMiddleware(Middleware):
         """The reply of the run ``ctx`` belongs to, opened at the run's first model call
         and made current for the run's task (the instrumented client's
         :class:`~hookgate.sdk.transport.GateTransport` reads it there)."""
-        reply = self.gate.reply_of(self._runs.get(ctx.run_id))
+        reply = self.driver.reply_of(self._runs.get(ctx.run_id))
         if reply is None:
-            reply = await self.gate.open_reply(agent=self.agent)
+            reply = await self.driver.open_reply(agent=self.agent)
             self._runs[ctx.run_id] = reply.reply_id
-        self.gate.enter(reply)
+        self.driver.set_current(reply)
         return reply
 
     async def on_run_end(self, ctx: AgentContext, *, signal: Any = None) -> None:
         reply_id = self._runs.pop(ctx.run_id, None)
         if reply_id is not None:
-            await self.gate.close_reply(reply_id, ctx.messages[-1] if ctx.messages else None)
+            await self.driver.close_reply(reply_id, ctx.messages[-1] if ctx.messages else None)
             if (now := current_reply()) is not None and now.reply_id == reply_id:
-                CURRENT.set(None)
+                self.driver.set_current(None)
 
     async def transform_system_prompt(
         self, system_prompt: str, *, ctx: AgentContext, signal: Any = None
@@ -100,19 +103,14 @@ class HookgateMiddleware(Middleware):
         reply = await self._reply(ctx)
         if self._in_process:
             return system_prompt
-        prompt: str = await self.gate.system_prompt(
-            system_prompt, self.gate.model_context(reply=reply)
-        )
-        if reply.wrap_up:
-            prompt = f"{prompt}\n\n{reply.wrap_up}"
-        return prompt
+        return await self.driver.system_prompt(system_prompt, reply)
 
     async def before_tool_call(
         self, ctx: BeforeToolCallContext, *, signal: Any = None
     ) -> BeforeToolCallResult | None:
         reply = await self._reply(ctx.context)
         raw = ctx.tool_call
-        split = await self.gate.begin_tool(ToolCall(raw.name, dict(raw.arguments), raw.id), reply)
+        split = await self.driver.begin_tool(ToolCall(raw.name, dict(raw.arguments), raw.id), reply)
         if split.short_circuited:
             return BeforeToolCallResult(block=True, reason=split.result().content)
         self._tools[(reply.reply_id, raw.id)] = (split, time.perf_counter())
@@ -145,4 +143,4 @@ class HookgateMiddleware(Middleware):
         usage = turn_ctx.message.usage
         turn = None if usage is None else Usage(usage.input_tokens, usage.output_tokens,
                                                  usage.cache_read_tokens)  # fmt: skip
-        return await self.gate.after_turn(turn, await self._reply(turn_ctx.context))
+        return await self.driver.after_turn(turn, await self._reply(turn_ctx.context))

@@ -31,7 +31,8 @@ outermost wrapper):
   ``edit`` with ``edited_action.args``, or ``reject`` with a ``message`` the model reads —
   resumes it from the graph's checkpoint, in this process or another one sharing the
   checkpointer and the store. The reply continues with the counts it had;
-* ``wrap_model_call`` → the model-level hooks in-process (:meth:`Gate.model_call`): the
+* ``wrap_model_call`` → the model-level hooks in-process (:meth:`Driver.model_call
+  <hookgate.sdk.driver.Driver.model_call>`): the
   request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
   ``convert_to_llm`` (the prompt redacted before it leaves the process) and
   ``on_model_call`` (tools a guard denies are not offered; a spent reply's wrap-up adds
@@ -67,7 +68,8 @@ from hookgate.pipeline.agent import Decision, PolicyTool, ReplyContext, ToolCall
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, Target
 from hookgate.pipeline.types import ModelResponse as GateResponse
 from hookgate.sdk.adapters import langchain_wire as wire
-from hookgate.sdk.gate import Gate, reply_now
+from hookgate.sdk.driver import Driver, reply_now
+from hookgate.sdk.gate import Gate
 from hookgate.wire.usage import Usage, usage_of
 
 TARGET = Target("langchain", None)
@@ -91,9 +93,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
 
     def __init__(self, gate: Gate, *, agent: str | None = None) -> None:
         super().__init__()
-        self.gate = gate
+        self.driver = gate.driver
         self.agent = agent
-        self.tools = [_structured_tool(gate, tool) for tool in gate.offer_tools()]
+        self.tools = [_structured_tool(self.driver, tool) for tool in self.driver.offer_tools()]
 
     @property
     def name(self) -> str:
@@ -105,20 +107,20 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         return await self._open(state, _thread_id(runtime))
 
     def before_agent(self, state: HookgateState, runtime: Any) -> dict[str, Any]:
-        return self.gate.sync.run(self._open(state, _thread_id(runtime)))
+        return self.driver.sync.run(self._open(state, _thread_id(runtime)))
 
     async def _open(self, state: HookgateState, session_id: str | None) -> dict[str, Any]:
-        ctx = await self.gate.open_reply(
+        ctx = await self.driver.open_reply(
             agent=self.agent, input=_last_input(state), session_id=session_id
         )
         return {REPLY_KEY: ctx.reply_id}
 
     async def aafter_agent(self, state: HookgateState, runtime: Any) -> None:
         reply_id = state.get(REPLY_KEY)
-        await self.gate.close_reply(reply_id if isinstance(reply_id, str) else None, state)
+        await self.driver.close_reply(reply_id if isinstance(reply_id, str) else None, state)
 
     def after_agent(self, state: HookgateState, runtime: Any) -> None:
-        self.gate.sync.run(self.aafter_agent(state, runtime))
+        self.driver.sync.run(self.aafter_agent(state, runtime))
 
     # model calls ------------------------------------------------------------------------
 
@@ -132,13 +134,13 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        ctx = self.gate.sync.run(self._areply(request.state))
+        ctx = self.driver.sync.run(self._areply(request.state))
 
         async def onion(inner: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
             return await self._model_call(request, ctx, inner)
 
-        response = self.gate.sync.wrap(onion, handler)  # the model runs in LangChain's thread
-        return self.gate.sync.run(self._after(response, ctx))
+        response = self.driver.sync.wrap(onion, handler)  # the model runs in LangChain's thread
+        return self.driver.sync.run(self._after(response, ctx))
 
     async def _model_call(
         self,
@@ -171,7 +173,7 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
                 "model_settings": {**request.model_settings, "extra_headers": ctx.headers()},
             }
             chat_model = request.model
-            if self.gate.response_transform(call_ctx) is not None and isinstance(
+            if self.driver.response_transform(call_ctx) is not None and isinstance(
                 chat_model, BaseChatModel
             ):  # the model's own tokens would show the user what the answer hooks restore:
                 # LangGraph streams none of them ("nostream"), and the restored message whole
@@ -195,7 +197,7 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             stream=False,
             targets=(TARGET,),
         )
-        response = await self.gate.model_call(call, terminal, self.gate.model_context(reply=ctx))
+        response = await self.driver.model_call(call, terminal, ctx)
         if not answers:  # a policy answered without the model
             (made,) = convert_to_messages([response.body["choices"][0]["message"]])
             return ModelResponse(result=[made])
@@ -211,7 +213,7 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
 
     async def _after(self, response: ModelResponse, ctx: ReplyContext) -> ModelResponse:
         message = _ai(response)
-        if not await self.gate.after_turn(_usage(message), ctx) or message is None:
+        if not await self.driver.after_turn(_usage(message), ctx) or message is None:
             return response
         if not message.tool_calls:
             return response
@@ -228,9 +230,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
     ) -> ToolMessage | Any:
         ctx = await self._areply(request.state)
         call, tool_call = _call(request)
-        reason = await self.gate.approval(call, ctx)
+        reason = await self.driver.approval(call, ctx)
         if reason is not None:
-            await self.gate.pause(ctx)
+            await self.driver.pause(ctx)
             decided = _decided(call, reason)
             if isinstance(decided, ToolResult):
                 return _message(decided, tool_call)
@@ -239,14 +241,14 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         async def execute(call: ToolCall) -> ToolResult:
             return _result(await handler(_with_arguments(request, tool_call, call)))
 
-        return _message(await self.gate.tool(call, execute, ctx), tool_call)
+        return _message(await self.driver.tool(call, execute, ctx), tool_call)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolMessage | Any]) -> Any:
-        ctx = self.gate.sync.run(self._areply(request.state))
+        ctx = self.driver.sync.run(self._areply(request.state))
         call, tool_call = _call(request)
-        reason = self.gate.sync.run(self.gate.approval(call, ctx))
+        reason = self.driver.sync.run(self.driver.approval(call, ctx))
         if reason is not None:
-            self.gate.sync.run(self.gate.pause(ctx))
+            self.driver.sync.run(self.driver.pause(ctx))
             decided = _decided(call, reason)  # in LangChain's thread, with its context
             if isinstance(decided, ToolResult):
                 return _message(decided, tool_call)
@@ -256,36 +258,33 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             async def execute(call: ToolCall) -> ToolResult:
                 return _result(await inner(call))
 
-            return await self.gate.tool(call, execute, ctx)
+            return await self.driver.tool(call, execute, ctx)
 
         def run(call: ToolCall) -> Any:  # in LangChain's thread, with its context
-            token = self.gate.enter(ctx)
-            try:
+            with self.driver.current(ctx):
                 return handler(_with_arguments(request, tool_call, call))
-            finally:
-                self.gate.leave(token, ctx)
 
-        return _message(self.gate.sync.wrap(onion, run), tool_call)
+        return _message(self.driver.sync.wrap(onion, run), tool_call)
 
     async def _areply(self, state: Any) -> ReplyContext:
         """The run's reply: open in this process, or — a run resumed after a pause, maybe
         in another process — rebuilt from the store with its counts."""
         reply_id = state.get(REPLY_KEY) if isinstance(state, dict) else None
-        ctx = await self.gate.resume_reply(reply_id) if isinstance(reply_id, str) else None
+        ctx = await self.driver.resume_reply(reply_id) if isinstance(reply_id, str) else None
         if ctx is None:
             raise RuntimeError(f"hookgate: this agent run has no open reply; attach it: {ATTACH}")
         return ctx
 
 
-def _structured_tool(gate: Gate, tool: PolicyTool) -> StructuredTool:
+def _structured_tool(driver: Driver, tool: PolicyTool) -> StructuredTool:
     """A policy tool as LangChain runs tools: in the reply current where it runs (the
     middleware's ``wrap_tool_call`` makes it so), an error result as a ``ToolException``."""
 
     async def arun(**arguments: Any) -> str:
-        return _answer(await gate.run_tool(tool.name, arguments, reply_now(ATTACH)))
+        return _answer(await driver.run_tool(tool.name, arguments, reply_now(ATTACH)))
 
     def run(**arguments: Any) -> str:
-        return _answer(gate.sync.run(gate.run_tool(tool.name, arguments, reply_now(ATTACH))))
+        return _answer(driver.sync.run(driver.run_tool(tool.name, arguments, reply_now(ATTACH))))
 
     return StructuredTool(
         name=tool.name,

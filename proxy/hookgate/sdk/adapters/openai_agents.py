@@ -62,6 +62,7 @@ from mcp.types import CallToolResult, TextContent
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
+from hookgate.sdk.driver import Driver
 from hookgate.sdk.gate import Gate
 
 log = logging.getLogger("hookgate")
@@ -76,7 +77,7 @@ def attach(gate: Gate, agent: Agent[Any], *, session_id: str | None = None) -> A
     docstring). The original agents are not changed. ``session_id`` names the session of
     every run of the copy (default: each run's trace ``group_id``); attaching is cheap, so
     a server may attach once per conversation."""
-    return _GovernedGraph(gate, _Runs(gate, session_id)).agent(agent)
+    return _GovernedGraph(gate.driver, _Runs(gate.driver, session_id)).agent(agent)
 
 
 _REPLIES: weakref.WeakKeyDictionary[Any, asyncio.Future[ReplyContext]] = weakref.WeakKeyDictionary()
@@ -88,8 +89,8 @@ used as tools) take part in it."""
 class _Runs:
     """Finds and opens the reply of the run being run here, for one :func:`attach`."""
 
-    def __init__(self, gate: Gate, session_id: str | None) -> None:
-        self.gate = gate
+    def __init__(self, driver: Driver, session_id: str | None) -> None:
+        self.driver = driver
         self._session_id = session_id
 
     async def reply(self, agent: str) -> ReplyContext | None:
@@ -99,14 +100,14 @@ class _Runs:
         if trace is None:
             return None
         opened = _REPLIES.get(trace)
-        if opened is not None and opened.done() and self.gate.reply_of(opened.result().reply_id):
+        if opened is not None and opened.done() and self.driver.reply_of(opened.result().reply_id):
             return opened.result()
         if opened is None or opened.done():  # first step, or a run after an ended one
             opened = asyncio.get_running_loop().create_future()
             _REPLIES[trace] = opened
             try:
                 session = self._session_id or getattr(trace, "group_id", None)
-                opened.set_result(await self.gate.open_reply(agent=agent, session_id=session))
+                opened.set_result(await self.driver.open_reply(agent=agent, session_id=session))
             except BaseException as exc:
                 opened.set_exception(exc)
                 del _REPLIES[trace]
@@ -118,18 +119,17 @@ class _Runs:
         trace = get_current_trace()
         opened = _REPLIES.pop(trace, None) if trace is not None else None
         if opened is not None and opened.done() and opened.exception() is None:
-            await self.gate.close_reply(opened.result().reply_id, output)
+            await self.driver.close_reply(opened.result().reply_id, output)
 
 
 class _GovernedGraph:
     """Clones of every agent a run can reach — handoff targets, their handoffs, cycles
     included — governed, made once per :func:`attach`."""
 
-    def __init__(self, gate: Gate, runs: _Runs) -> None:
-        self.gate = gate
+    def __init__(self, driver: Driver, runs: _Runs) -> None:
         self.runs = runs
         self._made: dict[int, Agent[Any]] = {}
-        self._policy_tools = [_function_tool(gate, tool) for tool in gate.offer_tools()]
+        self._policy_tools = [_function_tool(driver, tool) for tool in driver.offer_tools()]
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
         made = self._made.get(id(agent))
@@ -187,18 +187,18 @@ class _GovernedModel(Model):
         reply = await self._runs.reply(self._agent)
         if reply is None:
             return await self.inner().get_response(*args, **kwargs)
-        with self._runs.gate.current(reply):
+        with self._runs.driver.current(reply):
             return await self.inner().get_response(*args, **kwargs)
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         reply = await self._runs.reply(self._agent)
-        token = self._runs.gate.enter(reply) if reply is not None else None
-        try:
+        if reply is None:
             async for event in self.inner().stream_response(*args, **kwargs):
                 yield event
-        finally:
-            if token is not None and reply is not None:
-                self._runs.gate.leave(token, reply)
+            return
+        with self._runs.driver.current(reply):
+            async for event in self.inner().stream_response(*args, **kwargs):
+                yield event
 
     async def close(self) -> None:
         if self._inner is not None:
@@ -243,12 +243,12 @@ class _Hooks(AgentHooks[Any]):
             await self._inner.on_llm_end(context, agent, response)
 
 
-def _function_tool(gate: Gate, tool: PolicyTool) -> FunctionTool:
+def _function_tool(driver: Driver, tool: PolicyTool) -> FunctionTool:
     """A policy tool as the Agents SDK runs tools (governed by :func:`_governed_tool`, which
     makes the run's reply current)."""
 
     async def invoke(context: Any, arguments: str) -> str:
-        return (await gate.run_tool(tool.name, json.loads(arguments or "{}"))).content
+        return (await driver.run_tool(tool.name, json.loads(arguments or "{}"))).content
 
     return FunctionTool(
         name=tool.name,
@@ -286,8 +286,8 @@ def _governed_tool(runs: _Runs, agent: str, tool: Any) -> Any:
                 _IN_TOOL.reset(token)
             return ToolResult(output if isinstance(output, str) else str(output), raw=output)
 
-        with runs.gate.current(reply):
-            result = await runs.gate.tool(call, execute, reply)
+        with runs.driver.current(reply):
+            result = await runs.driver.tool(call, execute, reply)
         if result.raw is not None and not result.blocked and result.content == str(result.raw):
             return result.raw  # unchanged: the tool's own output (an image, a dict, ...)
         return result.content
@@ -321,8 +321,8 @@ class _GovernedServer:
             return ToolResult(_mcp_text(answer), error=error, raw=answer)
 
         call = ToolCall(tool_name, dict(arguments or {}), None)
-        with self._runs.gate.current(reply):
-            result = await self._runs.gate.tool(call, execute, reply)
+        with self._runs.driver.current(reply):
+            result = await self._runs.driver.tool(call, execute, reply)
         if result.raw is not None and result.content == _mcp_text(result.raw):
             return result.raw  # unchanged: the server's own result, structured parts intact
         return CallToolResult(

@@ -16,14 +16,15 @@ Mapping:
   ``start`` calling ``chat``, belongs to it), in ``attach``'s ``session_id``. PraisonAI has
   no run hook a reply could use: its ``BEFORE_AGENT`` hooks run in tasks of their own and
   its model middleware in executor threads, so a reply they opened would not be current for
-  the agent's model and tool calls. The synchronous ones run the reply's layers on the
+  the agent's model and tool calls. The synchronous ones open and close the reply on the
   gate's own loop (:mod:`hookgate.sdk.bridge`) around the call in the caller's thread;
 * PraisonAI's ``wrap_tool_call`` middleware (an onion, first registered outermost; attach
   puts hookgate's first, or pass ``hooks=[tool_middleware(gate)]`` yourself) →
   ``on_tool_call``: a refusal is returned as the tool's result, which the model reads (the
   event-hook deny would replace our reason with a fixed text); rewritten arguments and
   results pass through. PraisonAI runs middleware synchronously in worker threads; the
-  onion runs on the reply's event loop (:meth:`Gate.call_sync`);
+  onion runs on the reply's event loop (:meth:`Driver.call_sync
+  <hookgate.sdk.driver.Driver.call_sync>`);
 * model calls: attach gives the agent governed ``openai`` clients (PraisonAI has no client
   setting; this sets its client attribute, so the version is pinned). The asynchronous
   one runs each model call through the model-level hooks in-process (``on_system_prompt``,
@@ -50,9 +51,10 @@ from typing import Any
 from praisonaiagents.hooks import ToolRequest, ToolResponse, wrap_tool_call
 from praisonaiagents.llm.openai_client import OpenAIClient
 
-from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import ToolCall, ToolResult
 from hookgate.sdk.client import current_headers, govern
-from hookgate.sdk.gate import LOOP, Gate, current_reply, reply_now
+from hookgate.sdk.driver import Driver, current_reply
+from hookgate.sdk.gate import Gate
 
 
 def _text(result: Any) -> str:
@@ -79,57 +81,56 @@ def attach(
         agent._middleware_manager = None  # PraisonAI builds it from _hooks on first use
     _give_clients(agent, base_url, api_key)
     for name in ("astart", "achat"):
-        setattr(agent, name, _async_entry(gate, agent, session_id, getattr(agent, name)))
+        setattr(agent, name, _async_entry(gate.driver, agent, session_id, getattr(agent, name)))
     for name in ("start", "chat"):
-        setattr(agent, name, _sync_entry(gate, agent, session_id, getattr(agent, name)))
+        setattr(agent, name, _sync_entry(gate.driver, agent, session_id, getattr(agent, name)))
     return agent
 
 
 def _async_entry(
-    gate: Gate, agent: Any, session_id: str | None, entry: Callable[..., Awaitable[Any]]
+    driver: Driver, agent: Any, session_id: str | None, entry: Callable[..., Awaitable[Any]]
 ) -> Any:
     @functools.wraps(entry)
     async def governed(*args: Any, **kwargs: Any) -> Any:
         if current_reply() is not None:  # called by a governed entry point
             return await entry(*args, **kwargs)
         prompt = args[0] if args else kwargs.get("prompt")
-        return await gate.run_reply(
-            lambda: entry(*args, **kwargs), agent=agent.name, input=prompt, session_id=session_id
-        )
+        ctx = await driver.open_reply(agent=agent.name, input=prompt, session_id=session_id)
+        try:
+            with driver.current(ctx):
+                result = await entry(*args, **kwargs)
+        except BaseException as exc:
+            await driver.close_reply(ctx.reply_id, error=exc)
+            raise
+        return await driver.close_reply(ctx.reply_id, result)
 
     return governed
 
 
-def _sync_entry(gate: Gate, agent: Any, session_id: str | None, entry: Callable[..., Any]) -> Any:
+def _sync_entry(
+    driver: Driver, agent: Any, session_id: str | None, entry: Callable[..., Any]
+) -> Any:
     @functools.wraps(entry)
     def governed(*args: Any, **kwargs: Any) -> Any:
         if current_reply() is not None:
             return entry(*args, **kwargs)
         prompt = args[0] if args else kwargs.get("prompt")
-
-        async def reply(body: Callable[[ReplyContext], Awaitable[Any]]) -> Any:
-            return await gate.run_reply(
-                lambda: body(reply_now("attach")),
-                agent=agent.name,
-                input=prompt,
-                session_id=session_id,
-            )
-
-        def run(ctx: ReplyContext) -> Any:  # in the caller's thread, the reply current
-            token, loop = gate.enter(ctx), LOOP.set(gate.sync.loop)
-            try:
-                return entry(*args, **kwargs)
-            finally:
-                LOOP.reset(loop)
-                gate.leave(token, ctx)
-
-        return gate.sync.wrap(reply, run)
+        sync = driver.sync  # the reply's layers on the gate's loop, the call in this thread
+        ctx = sync.run(driver.open_reply(agent=agent.name, input=prompt, session_id=session_id))
+        try:
+            with driver.current(ctx, loop=sync.loop):
+                result = entry(*args, **kwargs)
+        except BaseException as exc:
+            sync.run(driver.close_reply(ctx.reply_id, error=exc))
+            raise
+        return sync.run(driver.close_reply(ctx.reply_id, result))
 
     return governed
 
 
 def tool_middleware(gate: Gate) -> Any:
     """A ``wrap_tool_call`` middleware running every tool call through the gate."""
+    driver = gate.driver
 
     @wrap_tool_call  # type: ignore[untyped-decorator]
     def hookgate_tools(request: ToolRequest, call_next: Any) -> ToolResponse:
@@ -144,7 +145,7 @@ def tool_middleware(gate: Gate) -> Any:
             error = response.error
             return ToolResult(text, error=error is not None, error_message=error, raw=result)
 
-        result = gate.call_sync(gate.tool(call, execute))
+        result = driver.call_sync(driver.tool(call, execute))
         unchanged = result.raw is not None and result.content == _text(result.raw)
         return ToolResponse(
             tool_name=request.tool_name,
