@@ -21,9 +21,9 @@ PUBLIC = {
     "EventStream", "GuardrailUnavailable", "HookgateError", "Identity", "InvalidRequest",
     "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse", "Next",
     "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",
-    "PermissionDenied", "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError", "PolicyTool",
-    "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyContext", "Services", "Span",
-    "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",
+    "PermissionDenied", "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError",
+    "PolicyTool", "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyContext", "Services",
+    "Span", "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",
     "UpstreamError", "Usage", "__version__", "map_messages", "texts_of",
 }  # fmt: skip
 
