@@ -118,3 +118,18 @@ async def test_tool_calls_are_scripted_in_every_shape() -> None:
         for make in REQUESTS:
             result = await harness.call(make("weather?"), reply)
             assert "get_weather" in str(result.body)
+
+
+async def test_a_streamed_call_charges_its_usage_chunk_which_the_client_never_sees() -> None:
+    budget = BudgetPolicy(BudgetConfig(limits=[LimitConfig(scope="key", usd=1.0)]))
+    prices = {"test-model": Price(input=100.0, output=100.0)}
+    async with Harness(budget, prices=prices) as harness:
+        result = await harness.call(
+            chat("hi", stream=True, max_tokens=10),
+            Reply(text="ok", input_tokens=7, output_tokens=3),
+        )
+    assert result.sent[0]["stream_options"] == {"include_usage": True}  # asked upstream
+    assert b'"choices":[]' not in result.stream and result.text == "ok"  # hidden from the client
+    assert result.outcome.usage is not None and result.outcome.usage.input_tokens == 7
+    charge = result.ctx.observation.charge
+    assert charge is not None and charge.cost_usd == pytest.approx(10 * 100 / 1e6)

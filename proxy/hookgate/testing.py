@@ -14,9 +14,12 @@ streamed or not — through the very code the proxy's built-in ``echo`` provider
         assert result.status == 400 and result.error_code == "word_blocked"
         assert result.sent == []  # the model never saw it
 
-A :class:`CallResult` holds what the client got (``status``, ``body`` or ``events``,
-``text``), what the model was sent (``sent``: one body per upstream attempt), and what
-the policies did (``decisions``, ``ctx.state``, ``ctx.response_headers``). A refusal is
+Calls run through the proxy's own runner (:class:`~hookgate.pipeline.runner.ObservedCall`):
+the usage chunk a budget needs is asked for and hidden, a stream's transforms apply, the
+outcome is settled. A :class:`CallResult` holds what the client got (``status``, ``body``
+or ``events``, ``text``), what the model was sent (``sent``: one body per upstream
+attempt), how the call ended (``outcome``) and what the policies did (``decisions``,
+``ctx.state``, ``ctx.response_headers``). A refusal is
 a result, never an exception: ``error`` holds the :class:`~hookgate.errors.HookgateError`
 and ``body``/``status`` the error exactly as the proxy would answer it. A stream a policy
 ends mid-way ends with the proxy's ``error`` event.
@@ -30,14 +33,16 @@ from __future__ import annotations
 
 import itertools
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hookgate.budgets.pricing import Price, Pricing
 from hookgate.errors import HookgateError
 from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.pipeline import Pipeline
+from hookgate.pipeline.runner import ObservedCall
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import (
     ANONYMOUS,
@@ -51,7 +56,6 @@ from hookgate.pipeline.types import (
 )
 from hookgate.store.open import open_budgets, open_store
 from hookgate.wire import sse, synth
-from hookgate.wire.stream_rewrite import rewriter_for
 from hookgate.wire.synth import Reply, ToolCall
 from hookgate.wire.usage import StreamFacts, facts_of
 
@@ -139,6 +143,9 @@ class CallResult:
     sent: list[Mapping[str, Any]]
     """The body of every call that reached the model, in order (empty when refused
     before it)."""
+    outcome: Outcome
+    """How the call ended, as the proxy's metrics, spans and audit record report it:
+    status, target, usage, error kind, time to first event."""
     body: Mapping[str, Any] | None = None
     """The JSON body the client got (a refusal's error body too); None for a stream."""
     stream: bytes = b""
@@ -233,14 +240,27 @@ class Harness:
             targets=tuple(targets),
             headers=dict(headers or {}),
         )
+        observed = ObservedCall(ctx)
         try:
-            response = await self.pipeline.run(call, ctx)
+            response = await observed.run(self.pipeline, call, usage=self.pipeline.needs_usage)
         except HookgateError as exc:
-            return CallResult(exc.status, ctx, sent, body=_error_body(request.api, exc), error=exc)
+            await observed.end()
+            body = _error_body(request.api, exc)
+            return CallResult(exc.status, ctx, sent, observed.outcome, body=body, error=exc)
+        result = CallResult(response.status, ctx, sent, observed.outcome)
         if response.stream is None:
-            return CallResult(response.status, ctx, sent, body=response.body)
-        result = CallResult(response.status, ctx, sent)
-        chunks = [block async for block in self._relayed(response, ctx, result)]
+            await observed.end()
+            result.body = response.body
+            return result
+        chunks: list[bytes] = []
+        try:
+            async for block in response.stream:
+                chunks.append(block)
+        except HookgateError as exc:  # after the first event: the proxy's error event
+            result.error = exc
+            chunks.append(sse.encode(_error_body(request.api, exc), event="error"))
+        finally:
+            await response.stream.aclose()
         result.stream = b"".join(chunks)
         return result
 
@@ -256,26 +276,6 @@ class Harness:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    async def _relayed(
-        self, response: ModelResponse, ctx: Context, result: CallResult
-    ) -> AsyncIterator[bytes]:
-        """The stream through the policies' transforms, as the proxy relays it."""
-        assert response.stream is not None
-        transform = self.pipeline.stream_transform(ctx)
-        rewriter = rewriter_for(ctx.api, transform) if transform is not None else None
-        try:
-            async for block in response.stream:
-                if rewriter is None:
-                    yield block
-                    continue
-                async for rewritten in rewriter.rewrite(block):
-                    yield rewritten
-        except HookgateError as exc:
-            result.error = exc
-            yield sse.encode(_error_body(ctx.api, exc), event="error")
-        finally:
-            await response.stream.aclose()
 
     async def _upstream(self, call: ModelCall, ctx: Context) -> ModelResponse:
         self._sent.append(call.body)
