@@ -35,6 +35,7 @@ MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 DOTTED = re.compile(r"(?<![\w./-])hookgate(?:\.[A-Za-z_]\w*)+")
 ROLE = re.compile(r":(?:mod|class|func|meth|attr|data|exc|obj):`([^`]+)`")
+TITLED = re.compile(r"^[^<]*<\s*([^>]+?)\s*>$", re.DOTALL)
 PATH = re.compile(r"(?<![\w./-])(?:proxy|tests|docs)/[\w./*-]*")
 FILE_SUFFIXES = ("json", "yaml", "yml", "db", "toml", "md", "py")
 """A dotted name ending in one of these is a file's name (``hookgate.schema.json``)."""
@@ -234,7 +235,8 @@ def unresolved() -> Iterator[str]:
         for name in DOTTED.findall(text.text):
             if not dotted_resolves(name):
                 yield f"{text.where}: {name}"
-        for target in ROLE.findall(text.text):
+        for role in ROLE.findall(text.text):
+            target = TITLED.sub(r"\1", role)  # Sphinx's "title <target>" form
             if not resolves(target, text):
                 yield f"{text.where}: {target}"
         for path in PATH.findall(text.text):

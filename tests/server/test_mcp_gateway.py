@@ -173,11 +173,17 @@ async def test_a_call_is_a_span_of_the_agent_s_trace_and_a_row_of_the_audit_log(
     await eventually_async(lambda: audited(db)[2] == 2)  # written in the background
     with sqlite3.connect(db) as connection:
         rows = connection.execute(
-            "SELECT api, model, target, status, error, team, agent FROM audit ORDER BY ts"
+            "SELECT api, model, target, status, error, team, agent, decisions FROM audit"
+            " ORDER BY ts"
         ).fetchall()
-    assert rows == [
+    assert [row[:-1] for row in rows] == [
         ("mcp.tools/call", "get_weather", "mcp/crm", 200, None, "support", "planner"),
         ("mcp.tools/call", "delete_files", "mcp/crm", 200, "refused", "support", "planner"),
+    ]
+    # each tool-call policy's decision, in the model calls' vocabulary
+    assert [json.loads(row[-1]) for row in rows] == [
+        {"tracing": "allow", "tool_guard": "allow"},
+        {"tracing": "allow", "tool_guard": "block"},
     ]
     async with httpx.AsyncClient() as http:
         metrics = (await http.get(f"{base}/metrics")).text

@@ -1,20 +1,21 @@
 """What the gateway records of a ``tools/call``: its metrics and its audit record (who
 called which tool of which server, and how it ended; never its arguments or result).
 
-The audit record is built here alone (:func:`tool_call_record`), in the vocabulary the
-gateway has always written (api ``mcp.tools/call``, the tool as model, ``mcp/{server}``
-as target, each policy of the set ``"applied"``).
+The audit record is built here alone (:func:`tool_call_record`): api ``mcp.tools/call``,
+the tool as model, ``mcp/{server}`` as target, and each tool-call policy's decision in the
+model calls' vocabulary (``allow``, ``modify``, ``block``; see
+:mod:`hookgate.pipeline.tool_calls`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import orjson
 from aiohttp import web
 
 from hookgate.pipeline.agent import ReplyContext
-from hookgate.pipeline.hooks import Policy
 from hookgate.server.appkeys import HOLDER, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import Caller
 from hookgate.store.base import AuditRecord
@@ -23,7 +24,7 @@ from hookgate.store.base import AuditRecord
 def record_tool_call(
     request: web.Request, server: str, tool: str, caller: Caller, reply: ReplyContext,
     started: float, status: int, error: str | None, policy_set: str,
-    policies: tuple[Policy, ...],
+    decisions: Mapping[str, str],
 ) -> None:  # fmt: skip
     """Measure one tool call (``started``: its ``perf_counter``) and, when the audit log
     is on, queue its record."""
@@ -33,7 +34,7 @@ def record_tool_call(
         return
     record = tool_call_record(
         request[REQUEST_ID], server, tool, caller, reply, seconds, status, error,
-        policy_set, policies,
+        policy_set, decisions,
     )  # fmt: skip
     request.app[STORE].submit_audit(record)
 
@@ -41,7 +42,7 @@ def record_tool_call(
 def tool_call_record(
     request_id: str, server: str, tool: str, caller: Caller, reply: ReplyContext,
     seconds: float, status: int, error: str | None, policy_set: str,
-    policies: tuple[Policy, ...],
+    decisions: Mapping[str, str],
 ) -> AuditRecord:  # fmt: skip
     """The audit record of one tool call."""
     identity = caller.identity
@@ -51,5 +52,5 @@ def tool_call_record(
         error=error, key_id=identity.key_id, team=identity.team, user=identity.user,
         agent=reply.agent, session=reply.session_id, reply=reply.reply_id, attempts=1,
         policy_set=policy_set,
-        decisions=orjson.dumps({p.name: "applied" for p in policies}).decode(),
+        decisions=orjson.dumps(decisions).decode(),
     )  # fmt: skip

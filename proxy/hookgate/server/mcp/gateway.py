@@ -24,6 +24,7 @@ from hookgate.config.schema import McpServerConfig
 from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.hooks import Policy
+from hookgate.pipeline.observe import Observation
 from hookgate.server.appkeys import HOLDER, JSONRPC_ID, STORE
 from hookgate.server.auth import Caller
 from hookgate.server.mcp.audit import record_tool_call
@@ -109,29 +110,31 @@ class Gateway(abc.ABC):
             self.request, message, store, self.caller, stateful(policies)
         )
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
+        observation = Observation()
         try:
             answered = await call_tool(
-                message, name, arguments, policies, reply, self.exchange, self.label
-            )
+                message, name, arguments, policies, reply, self.exchange, self.label,
+                observation,
+            )  # fmt: skip
         except McpError as exc:
-            self._record(name, reply, started, 502, exc.code, policies)
+            self._record(name, reply, started, 502, exc.code, observation)
             return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         except HookgateError as exc:
             error = exc.code or type(exc).__name__
-            self._record(name, reply, started, exc.status, error, policies)
+            self._record(name, reply, started, exc.status, error, observation)
             raise
         finally:
             await kept.save(reply)
-        self._record(name, reply, started, 200, answered.error, policies)
+        self._record(name, reply, started, 200, answered.error, observation)
         return await self.respond(answered.message)
 
     def _record(
         self, tool: str, reply: ReplyContext, started: float, status: int, error: str | None,
-        policies: tuple[Policy, ...],
+        observation: Observation,
     ) -> None:  # fmt: skip
         record_tool_call(
             self.request, self.name, tool, self.caller, reply, started, status, error,
-            self.policy_set, policies,
+            self.policy_set, observation.decisions,
         )  # fmt: skip
 
 

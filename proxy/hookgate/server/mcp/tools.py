@@ -12,8 +12,9 @@ from typing import Any
 import orjson
 
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.compose import compose_onion
 from hookgate.pipeline.hooks import Policy, implements
+from hookgate.pipeline.observe import Observation
+from hookgate.pipeline.tool_calls import tool_onion
 from hookgate.wire import jsonrpc
 
 Exchange = Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -56,13 +57,15 @@ class Answered:
 async def call_tool(
     message: dict[str, Any], name: str, arguments: Mapping[str, Any],
     policies: tuple[Policy, ...], reply: ReplyContext, exchange: Exchange, label: str,
+    observation: Observation,
 ) -> Answered:  # fmt: skip
     """Run the ``tools/call`` ``message`` through ``policies`` (``label`` names the server
-    in errors). A call that needs a human's approval is refused (there is nobody to ask
-    here); what a policy raises is raised."""
+    in errors), each policy's decision recorded in ``observation`` (``allow``, ``modify``
+    or ``block``: :mod:`hookgate.pipeline.tool_calls`). A call that needs a human's
+    approval is refused (there is nobody to ask here); what a policy raises is raised."""
     id = message.get("id")
     call = ToolCall(name, arguments, call_id=None if id is None else str(id))
-    waiting = await _approval_needed(policies, call, reply)
+    waiting = await _approval_needed(policies, call, reply, observation)
     if waiting is not None:  # never run unapproved
         refusal = f"Tool call refused: {waiting}, which the MCP gateway cannot ask for"
         return Answered(jsonrpc.result(id, jsonrpc.refused_tool_result(refusal)), "needs_approval")
@@ -75,8 +78,7 @@ async def call_tool(
         answered["seen"] = found.content
         return found
 
-    layers = [p.on_tool_call for p in policies if implements(p, "on_tool_call")]
-    result = await compose_onion(layers, terminal)(call, reply)
+    result = await tool_onion(policies, terminal, observation)(call, reply)
     final = answered.get("final")
     if result.blocked or final is None:
         return Answered(jsonrpc.result(id, jsonrpc.refused_tool_result(result.content)), "refused")
@@ -130,12 +132,14 @@ def _rewritten(value: Mapping[str, Any], content: str) -> dict[str, Any]:
 
 
 async def _approval_needed(
-    policies: tuple[Policy, ...], call: ToolCall, ctx: ReplyContext
+    policies: tuple[Policy, ...], call: ToolCall, ctx: ReplyContext, observation: Observation
 ) -> str | None:
-    """Why a human must approve ``call`` first (``tool_guard``'s ``approval: pause``)."""
+    """Why a human must approve ``call`` first (``tool_guard``'s ``approval: pause``);
+    the policy that asks is recorded as blocking it."""
     for policy in policies:
         if implements(policy, "needs_approval"):
             reason = await policy.needs_approval(call, ctx)
             if reason:
+                observation.decide(policy.slot, "block")
                 return reason
     return None
