@@ -304,14 +304,18 @@ def _answer(call: ModelCall, reply: Reply) -> ModelResponse:
             options = call.body.get("stream_options")
             usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
             blocks = synth.chat_stream(model, reply, include_usage=usage)
-        return ModelResponse(200, headers, target, stream=_stream(list(blocks)))
+        return ModelResponse(
+            status=200, headers=headers, target=target, stream=_stream(list(blocks))
+        )
     if call.api == "messages":
         data = synth.message_object(model, reply)
     elif call.api == "responses":
         data = synth.response_object(model, reply)
     else:
         data = synth.chat_completion(model, reply)
-    return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
+    return ModelResponse(
+        status=200, headers=headers, target=target, payload=JsonBody.from_data(data)
+    )
 
 
 class _stream:

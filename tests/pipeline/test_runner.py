@@ -62,8 +62,10 @@ class Upstream:
         )
         if not call.stream:
             body = synth.chat_completion("m", REPLY)
-            return ModelResponse(200, {}, TARGET, payload=JsonBody.from_data(body))
-        return ModelResponse(200, {}, TARGET, stream=self._events(blocks))
+            return ModelResponse(
+                status=200, headers={}, target=TARGET, payload=JsonBody.from_data(body)
+            )
+        return ModelResponse(status=200, headers={}, target=TARGET, stream=self._events(blocks))
 
     async def _events(self, blocks: list[bytes]) -> AsyncGenerator[bytes, None]:
         for i, block in enumerate(blocks):

@@ -226,7 +226,9 @@ async def test_reply_budget_wraps_up_then_stops() -> None:
 
         async def model(call: ModelCall, _ctx: Any) -> ModelResponse:
             seen.append(call.body)
-            return ModelResponse(200, {}, Target("m", None), payload=JsonBody.from_data({}))
+            return ModelResponse(
+                status=200, headers={}, target=Target("m", None), payload=JsonBody.from_data({})
+            )
 
         body = {"model": "m", "messages": [{"role": "user", "content": "go"}],
                 "tools": [{"type": "function", "function": {"name": "search"}}]}  # fmt: skip

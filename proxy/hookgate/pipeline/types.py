@@ -132,9 +132,10 @@ class ModelCall:
         return dataclasses.replace(self, headers=headers)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelResponse:
-    """What came back for a :class:`ModelCall`: a JSON body, or an SSE stream.
+    """What came back for a :class:`ModelCall`: a JSON body, or an SSE stream (built with
+    keywords only).
 
     Exactly one of ``payload`` and ``stream`` is set. ``stream`` yields raw SSE events
     as they arrive (see :class:`EventStream`); the provider layer guarantees a

@@ -51,54 +51,73 @@ class EchoProvider:
                 raise InvalidRequest("'input' must be a string or an array", param="input")
             texts = [inputs] if isinstance(inputs, str) else [str(i) for i in inputs]
             data = synth.embeddings(model, texts)
-            return ModelResponse(200, headers, target, payload=JsonBody.from_data(data))
+            return ModelResponse(
+                status=200, headers=headers, target=target, payload=JsonBody.from_data(data)
+            )
         if call.api == "messages.count_tokens":
             count = synth.count_tokens_object(_messages_words(body, _messages(body)))
             json_headers = {**headers, "content-type": "application/json"}
-            return ModelResponse(200, json_headers, target, payload=JsonBody.from_data(count))
+            return ModelResponse(
+                status=200, headers=json_headers, target=target, payload=JsonBody.from_data(count)
+            )
         if call.api == "messages":
             message = _messages_reply(body)
             if call.stream:
                 return ModelResponse(
-                    200, headers, target, stream=_agen(synth.message_stream(model, message))
+                    status=200,
+                    headers=headers,
+                    target=target,
+                    stream=_agen(synth.message_stream(model, message)),
                 )
             return ModelResponse(
-                200,
-                headers,
-                target,
+                status=200,
+                headers=headers,
+                target=target,
                 payload=JsonBody.from_data(synth.message_object(model, message)),
             )
         reply = _reply(call)
         if call.api == "completions":
             if call.stream:
                 return ModelResponse(
-                    200, headers, target, stream=_agen(synth.completion_stream(model, reply))
+                    status=200,
+                    headers=headers,
+                    target=target,
+                    stream=_agen(synth.completion_stream(model, reply)),
                 )
             return ModelResponse(
-                200, headers, target, payload=JsonBody.from_data(synth.completion(model, reply))
+                status=200,
+                headers=headers,
+                target=target,
+                payload=JsonBody.from_data(synth.completion(model, reply)),
             )
         if call.api == "responses":
             if call.stream:
                 return ModelResponse(
-                    200, headers, target, stream=_agen(synth.response_stream(model, reply))
+                    status=200,
+                    headers=headers,
+                    target=target,
+                    stream=_agen(synth.response_stream(model, reply)),
                 )
             return ModelResponse(
-                200,
-                headers,
-                target,
+                status=200,
+                headers=headers,
+                target=target,
                 payload=JsonBody.from_data(synth.response_object(model, reply)),
             )
         if call.stream:
             options = body.get("stream_options")
             usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
             return ModelResponse(
-                200,
-                headers,
-                target,
+                status=200,
+                headers=headers,
+                target=target,
                 stream=_agen(synth.chat_stream(model, reply, include_usage=usage)),
             )
         return ModelResponse(
-            200, headers, target, payload=JsonBody.from_data(synth.chat_completion(model, reply))
+            status=200,
+            headers=headers,
+            target=target,
+            payload=JsonBody.from_data(synth.chat_completion(model, reply)),
         )
 
     def relay(

@@ -226,7 +226,9 @@ class HttpProvider(abc.ABC):
                     )
                 stream = UpstreamEvents(response, label, sse.terminal_check(call.api), self.scrub)
                 handed_off = True
-                return ModelResponse(response.status, relayed, target, stream=stream)
+                return ModelResponse(
+                    status=response.status, headers=relayed, target=target, stream=stream
+                )
             with as_upstream_errors(label):
                 raw = await response.read()
             data = json_object(raw, label)
@@ -235,7 +237,10 @@ class HttpProvider(abc.ABC):
                     502, self.scrub.body(raw), self.scrub.headers(relayed), target=label
                 )
             return ModelResponse(
-                response.status, relayed, target, payload=JsonBody.parsed(raw, data)
+                status=response.status,
+                headers=relayed,
+                target=target,
+                payload=JsonBody.parsed(raw, data),
             )
         finally:
             if not handed_off:

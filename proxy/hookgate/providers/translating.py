@@ -355,7 +355,12 @@ def _counted(call: ModelCall, target: Target) -> ModelResponse:
     model = target.model or call.model
     count = tokens.prompt_tokens("chat.completions", model, chat)
     headers = {"content-type": "application/json", "x-hookgate-token-count": "estimated"}
-    return ModelResponse(200, headers, target, payload=JsonBody.from_data({"input_tokens": count}))
+    return ModelResponse(
+        status=200,
+        headers=headers,
+        target=target,
+        payload=JsonBody.from_data({"input_tokens": count}),
+    )
 
 
 def _rewritten(exc: UpstreamStatusError, error: Callable[[int, bytes], bytes]) -> Exception:

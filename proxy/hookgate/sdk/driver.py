@@ -550,7 +550,9 @@ def stopped_answer(call: ModelCall) -> ModelResponse:
         message = {"role": "assistant", "content": STOPPED}
         body = {**made, "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
-        return ModelResponse(200, {}, target, payload=JsonBody.from_data(body))
+        return ModelResponse(
+            status=200, headers={}, target=target, payload=JsonBody.from_data(body)
+        )
     chunk = {**made, "object": "chat.completion.chunk"}
     delta = {"role": "assistant", "content": STOPPED}
     events = (
@@ -562,7 +564,9 @@ def stopped_answer(call: ModelCall) -> ModelResponse:
     async def stream() -> AsyncGenerator[bytes, None]:
         yield events
 
-    return ModelResponse(200, {"content-type": "text/event-stream"}, target, stream=stream())
+    return ModelResponse(
+        status=200, headers={"content-type": "text/event-stream"}, target=target, stream=stream()
+    )
 
 
 def _wrapped_up(call: ModelCall, message: str) -> dict[str, Any]:

@@ -154,7 +154,10 @@ class GateTransport(httpx.AsyncBaseTransport):
             raise UpstreamStatusError(response.status_code, body, relayed, target=label)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             return ModelResponse(
-                response.status_code, relayed, target, stream=_Events(response, label)
+                status=response.status_code,
+                headers=relayed,
+                target=target,
+                stream=_Events(response, label),
             )
         try:
             body = await response.aread()
@@ -162,7 +165,10 @@ class GateTransport(httpx.AsyncBaseTransport):
             await response.aclose()
         data = json_object(body, label)
         return ModelResponse(
-            response.status_code, relayed, target, payload=JsonBody.parsed(body, data)
+            status=response.status_code,
+            headers=relayed,
+            target=target,
+            payload=JsonBody.parsed(body, data),
         )
 
     async def aclose(self) -> None:

@@ -188,7 +188,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             answers.append(answer)
             message = _ai(answer)
             payload = wire.completion(message, model) if message is not None else {}
-            return GateResponse(200, {}, TARGET, payload=JsonBody.from_data(payload))
+            return GateResponse(
+                status=200, headers={}, target=TARGET, payload=JsonBody.from_data(payload)
+            )
 
         call = ModelCall(
             api="chat.completions",
