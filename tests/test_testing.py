@@ -12,7 +12,8 @@ from hookgate.errors import UpstreamConnectError
 from hookgate.pipeline.types import Identity, Target
 from hookgate.policies.budget import BudgetConfig, BudgetPolicy, LimitConfig
 from hookgate.policies.fallback import FallbackConfig, FallbackPolicy
-from hookgate.testing import Harness, Reply, Request, ToolCall, chat, messages, responses
+from hookgate.policies.tool_guard import ToolGuardConfig, ToolGuardPolicy
+from hookgate.testing import Harness, ModelToolCall, Reply, Request, chat, messages, responses
 from hookgate.wire.deltas import DeltaKey
 
 REQUESTS = [chat, responses, messages]
@@ -113,7 +114,7 @@ async def test_budgets_accumulate_across_calls_of_one_harness() -> None:
 
 
 async def test_tool_calls_are_scripted_in_every_shape() -> None:
-    reply = Reply(tool_calls=[ToolCall("call_1", "get_weather", '{"city": "Oslo"}')])
+    reply = Reply(tool_calls=[ModelToolCall("call_1", "get_weather", '{"city": "Oslo"}')])
     async with Harness(Shout()) as harness:
         for make in REQUESTS:
             result = await harness.call(make("weather?"), reply)
@@ -133,3 +134,21 @@ async def test_a_streamed_call_charges_its_usage_chunk_which_the_client_never_se
     assert result.outcome.usage is not None and result.outcome.usage.input_tokens == 7
     charge = result.ctx.observation.charge
     assert charge is not None and charge.cost_usd == pytest.approx(10 * 100 / 1e6)
+
+
+async def test_a_tool_call_runs_through_the_tool_policies_as_the_gateway_runs_it() -> None:
+    guard = ToolGuardPolicy(
+        ToolGuardConfig.model_validate(
+            {"deny": ["delete_*"], "approval": "pause", "approve": ["wire_money"]}
+        )
+    )
+    async with Harness(guard) as harness:
+        fine = await harness.tool_call("get_weather", {"city": "Oslo"}, "sunny")
+        denied = await harness.tool_call("delete_files", {"path": "/"})
+        waiting = await harness.tool_call("wire_money", {"to": "x"})
+    assert fine.result is not None and fine.result.content == "sunny"
+    assert [c.arguments for c in fine.ran] == [{"city": "Oslo"}]
+    assert fine.decisions == {"tool_guard": "allow"}
+    assert denied.result is not None and denied.result.blocked and denied.ran == []
+    assert denied.decisions == {"tool_guard": "block"}
+    assert waiting.result is None and waiting.needs_approval and waiting.ran == []

@@ -24,6 +24,9 @@ a result, never an exception: ``error`` holds the :class:`~hookgate.errors.Hookg
 and ``body``/``status`` the error exactly as the proxy would answer it. A stream a policy
 ends mid-way ends with the proxy's ``error`` event.
 
+:meth:`Harness.tool_call` runs one tool call through the policies' ``needs_approval`` and
+``on_tool_call`` as the MCP gateway runs it, with a scripted tool.
+
 A harness keeps its services (a SQLite store in a temporary folder, the budget ledger,
 the rate limiter) across calls, so budgets and limits accumulate as in the proxy; use it
 as an ``async with`` block, or call :meth:`Harness.aclose`.
@@ -39,11 +42,13 @@ from typing import Any
 
 from hookgate.budgets.pricing import Price, Pricing
 from hookgate.errors import HookgateError
-from hookgate.pipeline.hooks import Policy
-from hookgate.pipeline.observe import Outcome
+from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.hooks import Policy, implements
+from hookgate.pipeline.observe import Observation, Outcome
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.runner import ObservedCall
 from hookgate.pipeline.services import Services
+from hookgate.pipeline.tool_calls import tool_onion
 from hookgate.pipeline.types import (
     ANONYMOUS,
     Api,
@@ -56,16 +61,19 @@ from hookgate.pipeline.types import (
 )
 from hookgate.store.open import open_budgets, open_store
 from hookgate.wire import sse, synth
-from hookgate.wire.synth import Reply, ToolCall
+from hookgate.wire.synth import Reply
+from hookgate.wire.synth import ToolCall as ModelToolCall
 from hookgate.wire.usage import StreamFacts, facts_of
 
 __all__ = [
     "CallResult",
     "Harness",
+    "ModelToolCall",
     "Reply",
     "Request",
     "Script",
-    "ToolCall",
+    "ToolCallResult",
+    "ToolScript",
     "chat",
     "messages",
     "responses",
@@ -179,6 +187,27 @@ class CallResult:
         return dict(self.ctx.observation.decisions)
 
 
+ToolScript = str | ToolResult | Callable[[ToolCall], "str | ToolResult"]
+"""What a scripted tool answers: a text, a :class:`ToolResult` (an error result, say), or
+a function of the call as it reached the tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """What one tool call through the policies came to."""
+
+    result: ToolResult | None
+    """What the model reads (a refusal's too); None when it waits for a human."""
+    ran: list[ToolCall]
+    """The calls that reached the tool, with the arguments it got (empty when refused)."""
+    reply: ReplyContext
+    """The reply the call belonged to: its ``state``, ``session`` and counts."""
+    decisions: Mapping[str, str]
+    """Each tool-call policy's decision by slot: ``allow``, ``modify`` or ``block``."""
+    needs_approval: str | None = None
+    """The reason a policy gave to wait for a human; the call did not run."""
+
+
 class Harness:
     """Policies built into a pipeline whose upstream is a scripted model."""
 
@@ -263,6 +292,39 @@ class Harness:
             await response.stream.aclose()
         result.stream = b"".join(chunks)
         return result
+
+    async def tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        result: ToolScript = "ok",
+        *,
+        reply: ReplyContext | None = None,
+    ) -> ToolCallResult:
+        """Run one tool call through the policies' ``needs_approval`` and ``on_tool_call``
+        as the MCP gateway does: a call a policy wants a human for is not run; otherwise
+        the tool answers with ``result`` (a text, a :class:`ToolResult`, or a function of
+        the call as it reached the tool). ``reply`` carries the per-reply and per-session
+        state between calls (one is made when not given)."""
+        ctx = reply or ReplyContext(agent="agent", reply_id=f"reply_test_{next(self._ids)}")
+        call = ToolCall(name, arguments, call_id=f"call_test_{next(self._ids)}")
+        observation = Observation()
+        ran: list[ToolCall] = []
+        ctx.tool_calls += 1
+        for policy in self.pipeline.policies:
+            if implements(policy, "needs_approval"):
+                reason = await policy.needs_approval(call, ctx)
+                if reason:
+                    observation.decide(policy.slot, "block")
+                    return ToolCallResult(None, ran, ctx, observation.decisions, reason)
+
+        async def tool(asked: ToolCall, ctx: ReplyContext) -> ToolResult:
+            ran.append(asked)
+            made = result(asked) if callable(result) else result
+            return ToolResult(made) if isinstance(made, str) else made
+
+        done = await tool_onion(self.pipeline.policies, tool, observation)(call, ctx)
+        return ToolCallResult(done, ran, ctx, observation.decisions)
 
     async def aclose(self) -> None:
         """Close every policy and the default services' store."""

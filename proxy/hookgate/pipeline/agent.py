@@ -84,9 +84,9 @@ class ToolResult:
 class ReplyContext:
     """Per-reply facts and mutable slots, shared by every hook of one reply.
 
-    ``state`` is keyed by policy name (one dict per policy and reply), ``session`` by policy
-    name too but shared by all replies of one session. Adapters record turns and usage
-    through :class:`~hookgate.sdk.Gate`; policies read them.
+    ``state`` is keyed by policy slot (one dict per policy and reply: ``state[self.slot]``),
+    ``session`` by policy slot too but shared by all replies of one session. Adapters
+    record turns and usage through the gate's driver; policies read them.
     """
 
     agent: str
