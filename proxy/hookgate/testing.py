@@ -43,12 +43,12 @@ from typing import Any
 from hookgate.budgets.pricing import Price, Pricing
 from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
-from hookgate.pipeline.hooks import Policy, implements
+from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.observe import Observation, Outcome
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.runner import ObservedCall
 from hookgate.pipeline.services import Services
-from hookgate.pipeline.tool_calls import tool_onion
+from hookgate.pipeline.tool_calls import approval_needed, tool_onion
 from hookgate.pipeline.types import (
     ANONYMOUS,
     Api,
@@ -311,19 +311,16 @@ class Harness:
         observation = Observation()
         ran: list[ToolCall] = []
         ctx.tool_calls += 1
-        for policy in self.pipeline.policies:
-            if implements(policy, "needs_approval"):
-                reason = await policy.needs_approval(call, ctx)
-                if reason:
-                    observation.decide(policy.slot, "block")
-                    return ToolCallResult(None, ran, ctx, observation.decisions, reason)
+        policies = self.pipeline.policies
+        if reason := await approval_needed(policies, call, ctx, observation):
+            return ToolCallResult(None, ran, ctx, observation.decisions, reason)
 
         async def tool(asked: ToolCall, ctx: ReplyContext) -> ToolResult:
             ran.append(asked)
             made = result(asked) if callable(result) else result
             return ToolResult(made) if isinstance(made, str) else made
 
-        done = await tool_onion(self.pipeline.policies, tool, observation)(call, ctx)
+        done = await tool_onion(policies, tool, observation)(call, ctx)
         return ToolCallResult(done, ran, ctx, observation.decisions)
 
     async def aclose(self) -> None:

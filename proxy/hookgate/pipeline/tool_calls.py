@@ -31,6 +31,20 @@ def tool_onion(
     return compose_onion(layers, terminal)
 
 
+async def approval_needed(
+    policies: Sequence[Policy[Any]], call: ToolCall, ctx: ReplyContext, observation: Observation
+) -> str | None:
+    """Why a human must approve ``call`` before it runs: the first reason a policy's
+    ``needs_approval`` gives (that policy is recorded as blocking it), or None."""
+    for policy in policies:
+        if implements(policy, "needs_approval"):
+            reason = await policy.needs_approval(call, ctx)
+            if reason:
+                observation.decide(policy.slot, "block")
+                return reason
+    return None
+
+
 def _decided(policy: Policy[Any], observation: Observation) -> ToolLayer:
     slot, hook = policy.slot, policy.on_tool_call
 

@@ -14,7 +14,7 @@ import orjson
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Policy, implements
 from hookgate.pipeline.observe import Observation
-from hookgate.pipeline.tool_calls import tool_onion
+from hookgate.pipeline.tool_calls import approval_needed, tool_onion
 from hookgate.wire import jsonrpc
 
 Exchange = Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -65,7 +65,7 @@ async def call_tool(
     approval is refused (there is nobody to ask here); what a policy raises is raised."""
     id = message.get("id")
     call = ToolCall(name, arguments, call_id=None if id is None else str(id))
-    waiting = await _approval_needed(policies, call, reply, observation)
+    waiting = await approval_needed(policies, call, reply, observation)
     if waiting is not None:  # never run unapproved
         refusal = f"Tool call refused: {waiting}, which the MCP gateway cannot ask for"
         return Answered(jsonrpc.result(id, jsonrpc.refused_tool_result(refusal)), "needs_approval")
@@ -129,17 +129,3 @@ def _rewritten(value: Mapping[str, Any], content: str) -> dict[str, Any]:
                 "the tool's structured result could not be redacted, so it was withheld"
             )
     return out
-
-
-async def _approval_needed(
-    policies: tuple[Policy, ...], call: ToolCall, ctx: ReplyContext, observation: Observation
-) -> str | None:
-    """Why a human must approve ``call`` first (``tool_guard``'s ``approval: pause``);
-    the policy that asks is recorded as blocking it."""
-    for policy in policies:
-        if implements(policy, "needs_approval"):
-            reason = await policy.needs_approval(call, ctx)
-            if reason:
-                observation.decide(policy.slot, "block")
-                return reason
-    return None
