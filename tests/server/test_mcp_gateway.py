@@ -361,7 +361,7 @@ async def test_an_sdk_reply_that_ends_after_gateway_calls_keeps_their_counts(
     store = SQLiteStore(f"sqlite:///{db}")  # the gateway's store, as the agent's gate opens it
     gate = Gate([registry.build("model_call_limit", {"max_per_session": 5})], store=store)
     async with gate.reply(session_id="c-1"):
-        assert not await gate.after_turn(None)  # the reply's model call, counted
+        assert not await gate.driver.after_turn(None)  # the reply's model call, counted
         async with session(url, key, **conversation) as client:
             for city in ("Paris", "Rome"):  # the session's two tool calls
                 assert not (await client.call_tool("get_weather", {"city": city})).isError
