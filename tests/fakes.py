@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.policy
 import re
 import socket
 import subprocess
@@ -34,6 +35,7 @@ import threading
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
+from email.parser import BytesParser
 from typing import Any, TypeVar
 
 import orjson
@@ -310,10 +312,18 @@ class FakeUpstream:
         )
 
     async def _upload(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        upload = form["file"]
-        assert isinstance(upload, web.FileField)
-        content = upload.file.read()
+        # The whole body, parsed by the standard library: aiohttp's multipart reader warns
+        # (unread_data, deprecated) when a read happens to span a part boundary.
+        raw = await request.read()
+        envelope = f"Content-Type: {request.headers['content-type']}\r\n\r\n".encode()
+        form = BytesParser(policy=email.policy.default).parsebytes(envelope + raw)
+        upload = next(
+            p
+            for p in form.iter_parts()
+            if p.get_param("name", header="content-disposition") == "file"
+        )
+        content = upload.get_payload(decode=True)
+        assert isinstance(content, bytes)
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.requests.append(
             Recorded(
@@ -328,7 +338,7 @@ class FakeUpstream:
                 "object": "file",
                 "bytes": len(content),
                 "created_at": 0,
-                "filename": upload.filename,
+                "filename": upload.get_filename(),
                 "purpose": str(form["purpose"]),
                 "status": "processed",
             },
