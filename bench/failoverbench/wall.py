@@ -69,7 +69,7 @@ class Wall:
         self._attempts: Counter[str] = Counter()
         self._t0 = time.monotonic()
         self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._connections: dict[asyncio.StreamWriter, asyncio.Task[None] | None] = {}
         self._serial = 0
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -84,8 +84,10 @@ class Wall:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-            for writer in self._writers:
-                writer.close()
+            tasks = [task for task in self._connections.values() if task is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self._server.wait_closed()
 
     def reset(self) -> None:
@@ -99,7 +101,7 @@ class Wall:
     # -- HTTP/1.1, just enough ---------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
+        self._connections[writer] = asyncio.current_task()
         try:
             while True:
                 try:
@@ -119,8 +121,12 @@ class Wall:
                     await _send_error(writer, 404, "not found", "invalid_request_error", None)
         except (_Closed, ConnectionError):
             pass
+        except asyncio.CancelledError:
+            # close() ends the connections so; a connection's task is the wall's own, and
+            # Python 3.11's stream server logs a connection task that ends cancelled.
+            pass
         finally:
-            self._writers.discard(writer)
+            self._connections.pop(writer, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
