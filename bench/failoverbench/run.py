@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -113,7 +114,7 @@ async def run_scenario(
                 )
             )
         result = next((r for r in results if not r.ok), results[-1])
-        result = caller.Result(**{**vars(result), "elapsed_s": wall.now()})
+        result = dataclasses.replace(result, elapsed_s=wall.now())
     else:
         results, sent_at = None, None
         result = await caller.call(
