@@ -14,7 +14,8 @@ from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw, Reset, Status, Step
 
 FAST = (
-    "fallback: {retries: 0, attempt_timeout_s: 2, stall_timeout_s: 2, deadline_s: 10, "
+    "fallback: {retries: 0, attempt_timeout_s: 2, first_token_timeout_s: 2, stall_timeout_s: 2, "
+    "deadline_s: 10, "
     "backoff_base_s: 0.01, circuit: {failures: 100}}"
 )
 
