@@ -7,8 +7,8 @@ is let through; its success closes the breaker at once, its failure opens it aga
 
 The open interval starts at ``open_s`` and doubles each time a probe fails, up to
 ``open_max_s`` (never below ``open_s``): a target that flapped for a moment is tried
-again within seconds, one that stays down is probed less and less often. A successful probe resets it to
-``open_s``.
+again within seconds, one that stays down is probed less and less often. A successful
+probe resets it to ``open_s``.
 """
 
 from __future__ import annotations
