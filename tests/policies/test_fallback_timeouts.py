@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -101,6 +102,9 @@ def test_a_slow_first_token_moves_on_at_the_first_token_limit(
     assert ask(url, stream=True) == (HELLO, "two/m2")
     assert time.monotonic() - started < 2.5
     assert len(upstream.requests) == 1
+    metrics = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    timed_out = 'hookgate_upstream_attempts_total{outcome="upstream_timeout",target="one/m1"} 1.0'
+    assert timed_out in metrics  # not "ok", though its headers came
 
 
 def test_a_slow_first_token_on_messages_moves_on_too(

@@ -238,7 +238,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
             async with asyncio.timeout(budget):  # no task per attempt, unlike wait_for
                 response = await next(call, ctx)
         except TimeoutError:
-            _relabel_cancelled(ctx, label)
+            _relabel(ctx, label, CANCELLED, "no first byte in time")
             waited_for = "its response headers" if call.stream else "a whole answer"
             raise UpstreamTimeout(
                 f"{label} did not send {waited_for} within {budget:.3g}s", target=label
@@ -255,6 +255,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
                     opening.append(await anext(events))
         except TimeoutError:
             await stream.aclose()
+            _relabel(ctx, label, "ok", "no first output in time")  # "ok" at its headers
             waited = first_token_at - started
             what = "no first event" if not opening else "no output after its opening events"
             raise UpstreamTimeout(
@@ -334,12 +335,13 @@ async def _counted(
         await stream.aclose()
 
 
-def _relabel_cancelled(ctx: Context, label: str) -> None:
-    """The attempt our timeout cancelled was recorded as cancelled; it timed out."""
+def _relabel(ctx: Context, label: str, recorded: str, message: str) -> None:
+    """The attempt our timeout ended was recorded as ``recorded`` (cancelled, or ok when
+    its headers came); it timed out."""
     attempts = ctx.observation.attempts
-    if attempts and attempts[-1].target == label and attempts[-1].outcome == CANCELLED:
+    if attempts and attempts[-1].target == label and attempts[-1].outcome == recorded:
         attempts[-1] = dataclasses.replace(
-            attempts[-1], outcome="upstream_timeout", message="no first byte in time"
+            attempts[-1], outcome="upstream_timeout", message=message
         )
 
 
