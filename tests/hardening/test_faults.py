@@ -161,6 +161,7 @@ def test_fault_storms_leak_nothing_and_end_in_time(
         "policies:\n"
         "  - budget: {limits: [{scope: model, usd: 1000}]}\n"
         f"  - fallback: {{retries: 1, backoff_base_s: 0.01, attempt_timeout_s: 0.4,"
+        " first_token_timeout_s: 0.4,"
         f" stall_timeout_s: 0.3, deadline_s: {DEADLINE_S},"
         " circuit: {failures: 1000000, min_requests: 1000000}}\n",  # always try: more faults
     )))  # fmt: skip

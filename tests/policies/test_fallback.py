@@ -14,7 +14,8 @@ from tests.conftest import TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
 from tests.fakes import Events, FakeUpstream, Hang, Raw, Reset, Status, Step
 
 FAST = (
-    "fallback: {retries: 0, attempt_timeout_s: 2, stall_timeout_s: 2, deadline_s: 10, "
+    "fallback: {retries: 0, attempt_timeout_s: 2, first_token_timeout_s: 2, stall_timeout_s: 2, "
+    "deadline_s: 10, "
     "backoff_base_s: 0.01, circuit: {failures: 100}}"
 )
 
@@ -216,12 +217,20 @@ def test_context_length_moves_to_a_larger_window(
     upstream.push(Status(400, error))
     reply = openai_client(url).chat.completions.with_raw_response.create(model="m", messages=[])
     assert reply.headers["x-hookgate-upstream"] == "two/m2"
-    # without a larger window configured, the 400 comes back as is
-    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    # with no larger window configured, the 400 comes back as is
+    url = two_targets(
+        make_proxy,
+        upstream.base_url,
+        backup.base_url,
+        primary_extra=", context_window: 128000",
+        backup_extra=", context_window: 8000",
+    )
     upstream.push(Status(400, error))
     with pytest.raises(openai.BadRequestError) as info:
         openai_client(url).chat.completions.create(model="m", messages=[])
     assert info.value.code == "context_length_exceeded"
+    assert backup.requests[-1].json()["model"] == "m2"  # only the first call reached it
+    assert len(backup.requests) == 1
 
 
 def test_retry_after_is_honoured_on_the_same_target(

@@ -80,7 +80,7 @@ class Clock:
 
 def test_breaker_opens_on_consecutive_failures_and_probes_once() -> None:
     clock = Clock()
-    breaker = CircuitBreaker(BreakerSettings(failures=3, open_s=10), clock)
+    breaker = CircuitBreaker(BreakerSettings(failures=3, open_s=10, open_max_s=10), clock)
     for _ in range(3):
         assert breaker.allow()
         breaker.failure()
@@ -94,6 +94,39 @@ def test_breaker_opens_on_consecutive_failures_and_probes_once() -> None:
     assert breaker.allow()
     breaker.success()
     assert breaker.state == "closed" and breaker.allow()
+
+
+def test_the_open_interval_grows_while_probes_fail_and_resets_when_one_succeeds() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(BreakerSettings(failures=1, open_s=2, open_max_s=10), clock)
+    breaker.failure()
+    opened = []  # how long the breaker stayed open before each probe
+    for _ in range(5):
+        since = clock.now
+        while not breaker.allow():
+            clock.now += 1
+        opened.append(clock.now - since)
+        breaker.failure()  # the probe fails
+    assert opened == [2, 4, 8, 10, 10]  # doubled after each failed probe, up to open_max_s
+    clock.now += 10
+    assert breaker.allow()
+    breaker.success()  # the target is back at once
+    assert breaker.state == "closed"
+    breaker.failure()
+    clock.now += 2
+    assert breaker.state == "half_open"  # open_s again, not the grown interval
+
+
+def test_an_open_max_below_open_s_keeps_the_interval_fixed() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(BreakerSettings(failures=1, open_s=30, open_max_s=20), clock)
+    breaker.failure()
+    for _ in range(3):
+        clock.now += 30
+        assert breaker.allow()
+        breaker.failure()
+    clock.now += 30
+    assert breaker.state == "half_open"
 
 
 def test_breaker_opens_on_failure_rate_in_window() -> None:

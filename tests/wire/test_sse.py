@@ -117,3 +117,30 @@ def test_an_event_s_id_and_retry_are_read_and_odd_numbers_are_not_numbers() -> N
     assert sse.parse("retry: \u00b2\ndata: {}\n\n".encode()).retry is None  # a Unicode digit
     for odd in ("\u00b2", "9" * 5000, "-1", "1.5", ""):
         assert sse.event_number(odd) is None
+
+
+def test_the_first_output_of_each_api_and_the_openings_before_it() -> None:
+    reply = synth.Reply(text="hi", pieces=1)
+    streams = {
+        "chat.completions": list(synth.chat_stream("m", reply, include_usage=False)),
+        "responses": list(synth.response_stream("m", reply)),
+        "messages": list(synth.message_stream("m", reply)),
+    }
+    for api, blocks in streams.items():
+        outputs = [sse.carries_output(api, block) for block in blocks]
+        first = outputs.index(True)
+        assert first >= 1 and not any(outputs[:first]), (api, outputs)  # an opening, then
+        assert b"hi" in blocks[first], api  # the text is the first output
+        assert sse.carries_output(api, b"".join(blocks[: first + 1]))  # one read with both
+    chat = "chat.completions"
+    assert not sse.carries_output(chat, b": keep-alive\n\n")
+    assert not sse.carries_output("messages", b'event: ping\ndata: {"type": "ping"}\n\n')
+    tool = b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0}]}}]}\n\n'
+    thinking = b'data: {"choices": [{"index": 0, "delta": {"reasoning_content": "so"}}]}\n\n'
+    azure_filter = b'data: {"choices": [], "prompt_filter_results": []}\n\n'
+    assert sse.carries_output(chat, tool) and sse.carries_output(chat, thinking)
+    assert not sse.carries_output(chat, azure_filter)
+    # what cannot be read, and the stream's end, end the wait: the reader judges them
+    assert sse.carries_output(chat, b"data: not json\n\n")
+    assert sse.carries_output(chat, sse.DONE)
+    assert sse.carries_output("generate_content", b'data: {"candidates": []}\n\n')

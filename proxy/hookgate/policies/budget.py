@@ -20,7 +20,8 @@ applicable limit, all or nothing; a request that does not fit gets 429
 ``budget_exceeded`` naming the scope (with ``Retry-After`` when only reservations in
 flight fill it). After the call the reservation is replaced by the provider's reported
 usage, written to the store before the response completes; a call that fails before
-any output releases it, and a stream cut short after its first event (a client that
+any output releases it (a stream that sent only its opening events too: a failed
+attempt is never billed), and a stream cut short after its first output (a client that
 hangs up, an upstream that fails mid-way) is charged for what was produced.
 The promise rests on the estimate being an upper bound: tiktoken's count plus chat
 framing; a provider that counts more prompt tokens is logged, and its spend recorded.
@@ -327,17 +328,19 @@ async def _metered(
 ) -> AsyncGenerator[bytes, None]:
     """Pass the stream through; settle before its terminal event reaches the client.
 
-    A stream cut short after its first event — the client hung up, the upstream failed
+    A stream cut short after its first output — the client hung up, the upstream failed
     mid-way — is settled too, with what was produced: the upstream was generating and
     bills for it, and a client must not be able to read a whole answer and leave before
-    the last event to be charged nothing. Only a stream that yielded no event at all
-    releases its reservation.
+    the last event to be charged nothing. A stream that ended before any output (no
+    event, or only its opening: a role chunk, ``message_start``; an attempt the
+    ``fallback`` policy gave up on at its first-token limit) releases its reservation.
     """
     stream: EventStream | None = response.stream
     assert stream is not None
     seen: list[bytes] = []
     kept = 0
     settled = False
+    produced = False
     terminal = sse.terminal_check(call.api)
 
     async def settle() -> None:
@@ -359,6 +362,7 @@ async def _metered(
             if kept < MAX_KEPT_BYTES:  # to count the text if no usage arrives
                 seen.append(events)
                 kept += len(events)
+            produced = produced or sse.carries_output(call.api, events)
             if any(terminal(b) for b in sse.split(events)):
                 await settle()
                 settled = True
@@ -369,7 +373,7 @@ async def _metered(
             # release) as well
             if settled:
                 pass
-            elif seen:
+            elif produced:
                 await asyncio.shield(settle())
             else:
                 await asyncio.shield(policy.ledger.release(reservation))

@@ -9,26 +9,42 @@ YAML (every key optional)::
         backoff_max_s: 8
         retry_after_max_s: 30     # honour Retry-After / retry-after-ms up to this; asked
                                   # for longer, the next target is tried at once
-        attempt_timeout_s: 300    # one attempt until its first byte (streams: first event;
-                                  #   non-streamed calls: the whole answer)
-        stall_timeout_s: 120      # streams: longest gap between events
+        attempt_timeout_s: 60     # until the first byte: a stream's response headers, a
+                                  #   non-streamed call's whole answer
+        first_token_timeout_s: 10 # streams: from the request to the first output (text,
+                                  #   reasoning or tool-call delta; not the opening events)
+        reasoning_timeout_s: 300  # a model that reasons: its first token (streams), its
+                                  #   whole answer (non-streamed, if longer than the above)
+        stall_timeout_s: 30       # streams: longest gap between events after the first output
         deadline_s: 900           # the whole request, every retry and wait included
         retry_on: [connect, timeout, reset, bad_response, stall, "408", "409", "429", "5xx"]
+        fallback_on: [timeout]    # of those, the ones that go to the next target at once
         fallback_on_content_policy: false
         balance: weighted         # or least_inflight, among targets of equal priority
-        circuit: {failures: 5, failure_rate: 0.5, window_s: 30, min_requests: 10, open_s: 30}
+        circuit: {failures: 5, failure_rate: 0.5, window_s: 30, min_requests: 10,
+                  open_s: 5, open_max_s: 20}
 
 Targets come from the alias (``models:``), tried by ascending ``priority`` (default:
 list order). A failure listed in ``retry_on`` is retried on the same target, then moves
-to the next; any other failure (400, 403, 404, 422, ...) is returned at once, since
-it would fail everywhere — except a context-length error, which moves to the next target
-whose ``context_window`` is larger, a provider refusing hookgate's own credentials (its
-401: the next target has others), and a content-policy refusal when configured. A
-target whose breaker is open is skipped. Nothing waits past ``deadline_s``.
+to the next; one listed in ``fallback_on`` moves to the next at once. Any other failure
+(400, 403, 404, 422, ...) is returned at once, since it would fail everywhere — except a
+context-length error, which moves to the next target whose context window is larger
+(its ``context_window``, else the shipped model table's; a target whose window neither
+knows is tried), a provider refusing hookgate's own credentials (its 401: the next target
+has others), and a content-policy refusal when configured (it is never retried on the
+same target). A target whose breaker is open is skipped; the breaker stays open
+``open_s`` at first, twice as long after each failed probe (up to ``open_max_s``), and
+closes on the first probe that succeeds. Nothing waits past ``deadline_s``.
 
-Streams fall back only before their first event reaches the client: the policy waits
-for the first event before answering. After it, a failure or a stall ends the stream
-with an error event (the client's SDK raises it), never a quiet truncation.
+A model reasons when its target says ``reasoning: true`` or the shipped model table
+(:mod:`hookgate.wire.models`) says so; ``reasoning_timeout_s`` then replaces
+``first_token_timeout_s``, since such a model may think for minutes before its first
+token. Its response headers still come at once: ``attempt_timeout_s`` still bounds them.
+
+Streams fall back only before their first output reaches the client: the policy holds
+the opening events (a role chunk, ``response.created``, ``message_start``) until the
+first output arrives, then answers. After it, a failure or a stall ends the stream with
+an error event (the client's SDK raises it), never a quiet truncation.
 """
 
 from __future__ import annotations
@@ -49,8 +65,15 @@ from hookgate.pipeline.observe import CANCELLED, Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.backoff import full_jitter, retry_after
 from hookgate.resilience.breaker import STATE_VALUES, BreakerSettings, CircuitBreaker
-from hookgate.resilience.classify import DEFAULT_RETRY_ON, StallError, matches, reason
-from hookgate.wire.sse import EventStream
+from hookgate.resilience.classify import (
+    DEFAULT_FALLBACK_ON,
+    DEFAULT_RETRY_ON,
+    StallError,
+    matches,
+    reason,
+)
+from hookgate.wire.models import context_window_of, limits_of
+from hookgate.wire.sse import EventStream, carries_output
 
 RETRIES = Metric("hookgate_retries", "Retries of the same target, by reason", ("target", "reason"))
 FALLBACKS = Metric(
@@ -73,7 +96,11 @@ class CircuitConfig(PolicyConfig):
     failure_rate: Annotated[float, Field(gt=0, le=1)] = 0.5
     window_s: Annotated[float, Field(gt=0)] = 30.0
     min_requests: Annotated[int, Field(gt=0)] = 10
-    open_s: Annotated[float, Field(gt=0)] = 30.0
+    open_s: Annotated[float, Field(gt=0)] = 5.0
+    """How long the breaker stays open the first time."""
+    open_max_s: Annotated[float, Field(gt=0)] = 20.0
+    """The longest it stays open: each failed probe doubles the interval up to this (at
+    or below ``open_s``, the interval never grows)."""
 
 
 class FallbackConfig(PolicyConfig):
@@ -83,10 +110,13 @@ class FallbackConfig(PolicyConfig):
     backoff_base_s: Annotated[float, Field(ge=0)] = 0.25
     backoff_max_s: Annotated[float, Field(ge=0)] = 8.0
     retry_after_max_s: Annotated[float, Field(ge=0)] = 30.0
-    attempt_timeout_s: Annotated[float, Field(gt=0)] = 300.0
-    stall_timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    attempt_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    first_token_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    reasoning_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    stall_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     deadline_s: Annotated[float, Field(gt=0)] = 900.0
     retry_on: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRY_ON))
+    fallback_on: list[str] = Field(default_factory=lambda: list(DEFAULT_FALLBACK_ON))
     fallback_on_content_policy: bool = False
     balance: Literal["weighted", "least_inflight"] = "weighted"
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
@@ -106,6 +136,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
         self._in_flight: Counter[str] = Counter()
         self._rng = random.Random()
         self._retry_on = frozenset(config.retry_on)
+        self._fallback_on = frozenset(config.fallback_on)
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         loop = asyncio.get_running_loop()
@@ -116,7 +147,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
         window: int | None = None
         for target in self._plan(call.targets, call.model):
             label = target.label(call.model)
-            if last_reason == "context_length" and not _larger(target, window):
+            if last_reason == "context_length" and not _larger(_window(target, call), window):
                 continue
             breaker = self._breaker(label)
             if not breaker.allow():
@@ -126,7 +157,9 @@ class FallbackPolicy(Policy[FallbackConfig]):
             try:
                 return await self._try_target(call.with_targets((target,)), ctx, next, deadline)
             except UpstreamError as exc:
-                last, last_reason, window = exc, reason(exc), target.context_window
+                last, last_reason = exc, reason(exc)
+                if last_reason == "context_length":
+                    window = _largest(window, _window(target, call))
                 observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
                 if not self._moves_on(last_reason) or loop.time() >= deadline:
                     raise
@@ -162,10 +195,12 @@ class FallbackPolicy(Policy[FallbackConfig]):
                     )
             except UpstreamError as exc:
                 failure = reason(exc)
-                if matches(failure, self._retry_on):
+                retried = matches(failure, self._retry_on)
+                moves_on_now = matches(failure, self._fallback_on)
+                if retried or moves_on_now:
                     breaker.failure()
                 ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
-                if attempt == self.config.retries or not matches(failure, self._retry_on):
+                if attempt == self.config.retries or not retried or moves_on_now:
                     raise
                 delay = self._delay(exc, attempt)
                 if delay is None or loop.time() + delay >= deadline or not breaker.allow():
@@ -184,16 +219,26 @@ class FallbackPolicy(Policy[FallbackConfig]):
     async def _attempt(
         self, call: ModelCall, ctx: Context, next: Next, remaining: float, deadline: float
     ) -> ModelResponse:
-        """One attempt, bounded until its first byte; a stream is peeked at its first event."""
-        label = call.targets[0].label(call.model)
-        budget = min(self.config.attempt_timeout_s, remaining)
+        """One attempt, bounded until its first byte; a stream is held until its first
+        output (see the module docstring for which limit applies)."""
+        target = call.targets[0]
+        label = target.label(call.model)
+        config = self.config
+        reasons = limits_of(target.model or call.model, reasoning=target.reasoning).reasoning
+        first_token_s = config.reasoning_timeout_s if reasons else config.first_token_timeout_s
+        if call.stream:
+            budget = min(config.attempt_timeout_s, first_token_s, remaining)
+        elif reasons:
+            budget = min(max(config.attempt_timeout_s, config.reasoning_timeout_s), remaining)
+        else:
+            budget = min(config.attempt_timeout_s, remaining)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
             async with asyncio.timeout(budget):  # no task per attempt, unlike wait_for
                 response = await next(call, ctx)
         except TimeoutError:
-            _relabel_cancelled(ctx, label)
+            _relabel(ctx, label, CANCELLED, "no first byte in time")
             waited_for = "its response headers" if call.stream else "a whole answer"
             raise UpstreamTimeout(
                 f"{label} did not send {waited_for} within {budget:.3g}s", target=label
@@ -202,13 +247,19 @@ class FallbackPolicy(Policy[FallbackConfig]):
             return response
         stream = response.stream
         events = aiter(stream)
+        opening: list[bytes] = []
+        first_token_at = min(started + first_token_s, deadline)
         try:
-            async with asyncio.timeout(max(0.0, budget - (loop.time() - started))):
-                first = await anext(events)
+            async with asyncio.timeout_at(first_token_at):
+                while not opening or not carries_output(call.api, opening[-1]):
+                    opening.append(await anext(events))
         except TimeoutError:
             await stream.aclose()
+            _relabel(ctx, label, "ok", "no first output in time")  # "ok" at its headers
+            waited = first_token_at - started
+            what = "no first event" if not opening else "no output after its opening events"
             raise UpstreamTimeout(
-                f"{label} sent no first event within {budget:.3g}s", target=label
+                f"{label} sent {what} within {waited:.3g}s", target=label
             ) from None
         except StopAsyncIteration:
             await stream.aclose()
@@ -216,7 +267,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
         except BaseException:
             await stream.aclose()
             raise
-        guarded = _guarded(first, events, stream, label, self.config.stall_timeout_s, deadline)
+        guarded = _guarded(opening, events, stream, label, config.stall_timeout_s, deadline)
         return dataclasses.replace(response, stream=guarded)
 
     def _delay(self, exc: UpstreamError, attempt: int) -> float | None:
@@ -235,7 +286,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
             return True
         if failure == "content_policy":
             return self.config.fallback_on_content_policy
-        return matches(failure, self._retry_on)
+        return matches(failure, self._retry_on) or matches(failure, self._fallback_on)
 
     def _plan(self, targets: Sequence[Target], model: str) -> list[Target]:
         """Targets in the order to try: by priority, balanced within a priority."""
@@ -284,33 +335,47 @@ async def _counted(
         await stream.aclose()
 
 
-def _relabel_cancelled(ctx: Context, label: str) -> None:
-    """The attempt our timeout cancelled was recorded as cancelled; it timed out."""
+def _relabel(ctx: Context, label: str, recorded: str, message: str) -> None:
+    """The attempt our timeout ended was recorded as ``recorded`` (cancelled, or ok when
+    its headers came); it timed out."""
     attempts = ctx.observation.attempts
-    if attempts and attempts[-1].target == label and attempts[-1].outcome == CANCELLED:
+    if attempts and attempts[-1].target == label and attempts[-1].outcome == recorded:
         attempts[-1] = dataclasses.replace(
-            attempts[-1], outcome="upstream_timeout", message="no first byte in time"
+            attempts[-1], outcome="upstream_timeout", message=message
         )
 
 
-def _larger(target: Target, window: int | None) -> bool:
-    return (
-        window is not None and target.context_window is not None and target.context_window > window
-    )
+def _window(target: Target, call: ModelCall) -> int | None:
+    """The target's context window: its own ``context_window``, else the shipped table's."""
+    return context_window_of(target.model or call.model, context_window=target.context_window)
+
+
+def _largest(known: int | None, window: int | None) -> int | None:
+    """The largest window that was already too small (None while none is known)."""
+    if known is None or window is None:
+        return window if known is None else known
+    return max(known, window)
+
+
+def _larger(window: int | None, too_small: int | None) -> bool:
+    """Whether a target of ``window`` may fit a call too long for ``too_small``: unless
+    both are known and it is no larger, it is worth a try."""
+    return window is None or too_small is None or window > too_small
 
 
 async def _guarded(
-    first: bytes,
+    opening: list[bytes],
     events: AsyncIterator[bytes],
     stream: EventStream,
     label: str,
     stall_s: float,
     deadline: float,
 ) -> AsyncGenerator[bytes, None]:
-    """Re-yield ``first`` then the rest, failing on a stall or past the deadline."""
+    """Re-yield the ``opening`` events then the rest, failing on a stall or past the deadline."""
     loop = asyncio.get_running_loop()
     try:
-        yield first
+        for held in opening:
+            yield held
         while True:
             remaining = deadline - loop.time()
             wait = min(stall_s, remaining)

@@ -2,8 +2,13 @@
 
 ``closed``: traffic flows; it opens after ``failures`` consecutive failures, or when at
 least ``min_requests`` calls in the last ``window_s`` failed at a rate of ``failure_rate``
-or more. ``open``: the target is skipped for ``open_s``. ``half_open``: one probe is let
-through; its success closes the breaker, its failure opens it again.
+or more. ``open``: the target is skipped for the open interval. ``half_open``: one probe
+is let through; its success closes the breaker at once, its failure opens it again.
+
+The open interval starts at ``open_s`` and doubles each time a probe fails, up to
+``open_max_s`` (never below ``open_s``): a target that flapped for a moment is tried
+again within seconds, one that stays down is probed less and less often. A successful
+probe resets it to ``open_s``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ class BreakerSettings:
     failure_rate: float = 0.5
     window_s: float = 30.0
     min_requests: int = 10
-    open_s: float = 30.0
+    open_s: float = 5.0
+    open_max_s: float = 20.0
 
 
 class CircuitBreaker:
@@ -39,12 +45,13 @@ class CircuitBreaker:
         self._consecutive = 0
         self._results: deque[tuple[float, bool]] = deque()
         self._opened_at = 0.0
+        self._open_for = settings.open_s
         self._probing = False
 
     @property
     def state(self) -> State:
         """The state now (an open breaker whose time is up reads as half-open)."""
-        if self._state == "open" and self._clock() - self._opened_at >= self._settings.open_s:
+        if self._state == "open" and self._clock() - self._opened_at >= self._open_for:
             self._state = "half_open"
             self._probing = False
         return self._state
@@ -65,11 +72,15 @@ class CircuitBreaker:
         if self._state == "half_open":
             self._state = "closed"
             self._results.clear()
+            self._open_for = self._settings.open_s
         self._probing = False
 
     def failure(self) -> None:
         self._record(False)
         self._consecutive += 1
+        if self._state == "half_open":  # the probe failed: stay away longer
+            cap = max(self._settings.open_s, self._settings.open_max_s)
+            self._open_for = min(self._open_for * 2, cap)
         if self._state == "half_open" or self._should_open():
             self._state = "open"
             self._opened_at = self._clock()

@@ -26,6 +26,11 @@ DEFAULT_RETRY_ON: tuple[str, ...] = ("connect", "timeout", "reset", "bad_respons
                                      "408", "409", "429", "5xx")  # fmt: skip
 """Failures that would likely succeed on another try, here or at another target."""
 
+DEFAULT_FALLBACK_ON: tuple[str, ...] = ("timeout",)
+"""Failures better tried at once on another target than again on the same one: a target
+that kept a caller waiting past a timeout will likely do it again, and a retry there only
+multiplies the wait."""
+
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _CONTEXT_PHRASES = ("maximum context length", "context length", "context window", "too many tokens")
 _CONTENT_CODES = frozenset({"content_policy_violation", "content_filter"})

@@ -1,6 +1,6 @@
 """What hookgate knows of well-known models besides their price: the most output tokens
-each writes, and whether it reasons (takes ``reasoning_effort``, extended thinking or a
-thinking budget). Pure.
+each writes, whether it reasons (takes ``reasoning_effort``, extended thinking or a
+thinking budget), and the tokens it accepts (its context window). Pure.
 
 Models are looked up as prices are (:func:`lookup`): by exact name (after any
 ``provider/`` prefix), then without a snapshot suffix — a date or version
@@ -9,6 +9,9 @@ Models are looked up as prices are (:func:`lookup`): by exact name (after any
 (YAML ``models:``) override the table, and cover models it does not know. A model known
 to no one is left alone (:attr:`Limits.max_output_tokens` and :attr:`Limits.reasoning`
 None): nothing about its calls is adapted (:mod:`hookgate.wire.translate.fit`).
+A target's ``context_window`` likewise overrides :data:`CONTEXT_WINDOWS`
+(:func:`context_window_of`), which the ``fallback`` policy reads to move a call that was
+too long for one model to a model with a larger window.
 """
 
 from __future__ import annotations
@@ -101,3 +104,53 @@ def limits_of(
         reasoning if reasoning is not None else known.reasoning,
         known.completion_tokens,
     )
+
+
+CONTEXT_WINDOWS: Mapping[str, int] = {
+    # OpenAI
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "gpt-5-nano": 400_000,
+    "gpt-5-codex": 400_000,
+    "gpt-5-pro": 400_000,
+    "gpt-5-chat-latest": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "chatgpt-4o-latest": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o1-pro": 200_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o3-pro": 200_000,
+    "o4-mini": 200_000,
+    # Anthropic (the standard window; the 1M-token beta is a target's own context_window)
+    "claude-opus-4": 200_000,
+    "claude-opus-4-1": 200_000,
+    "claude-opus-4-5": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-sonnet-4-6": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    # Google
+    "gemini-2.5-pro": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "gemini-2.5-flash-lite": 1_048_576,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-2.0-flash-lite": 1_048_576,
+}
+"""The tokens each well-known model accepts, prompt and output together."""
+
+
+def context_window_of(model: str, *, context_window: int | None = None) -> int | None:
+    """The tokens ``model`` accepts: a target's own ``context_window`` when set, else the
+    shipped table's (looked up as :func:`lookup` does); None when neither knows."""
+    if context_window is not None:
+        return context_window
+    return lookup(CONTEXT_WINDOWS, model)

@@ -285,6 +285,58 @@ def terminal_check(api: str) -> Callable[[bytes], bool]:
     return is_done
 
 
+_PREAMBLE = {
+    "responses": frozenset(
+        {"response.created", "response.queued", "response.in_progress",
+         "response.output_item.added", "response.content_part.added"}
+    ),
+    "messages": frozenset({"message_start", "content_block_start", "ping"}),
+}  # fmt: skip
+"""Per API, the events a stream opens with before the model has produced anything."""
+
+_CHOICE_OUTPUT = ("content", "reasoning_content", "reasoning", "tool_calls", "refusal",
+                  "function_call", "text")  # fmt: skip
+
+
+def carries_output(api: str, events: bytes) -> bool:
+    """Whether ``events`` (one read: one or more blocks) hold the model's first output —
+    a text, reasoning or tool-call delta, a finish, usage, an error or the stream's end —
+    rather than only the opening a server sends before it (a chat role chunk with empty
+    content, ``response.created``, ``message_start``, ``ping``, a comment). An event that
+    cannot be read counts as output: what it is, is for the stream's reader to judge."""
+    return any(_is_output(api, block) for block in split(events))
+
+
+def _is_output(api: str, block: bytes) -> bool:
+    event = parse(block)
+    if not event.data:
+        return False
+    if event.data.startswith("[DONE]"):
+        return True
+    try:
+        data = event.json()
+    except orjson.JSONDecodeError:
+        return True
+    if not isinstance(data, dict):
+        return True
+    preamble = _PREAMBLE.get(api)
+    if preamble is not None:
+        kind = event.event or data.get("type")
+        return kind not in preamble
+    if api not in ("chat.completions", "completions") or "error" in data or data.get("usage"):
+        return True
+    choices = data.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if not isinstance(choice, dict):
+            return True
+        if choice.get("finish_reason"):
+            return True
+        delta = choice.get("delta", choice)
+        if isinstance(delta, dict) and any(delta.get(key) for key in _CHOICE_OUTPUT):
+            return True
+    return False
+
+
 class EventStream(Protocol):
     """The SSE events of a streamed response, as they arrive.
 
