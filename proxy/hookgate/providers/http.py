@@ -29,7 +29,7 @@ from yarl import URL
 
 from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings, ProviderSettings
 from hookgate.errors import UpstreamAuthFailed, UpstreamBadResponse, UpstreamStatusError
-from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import API_PATHS, Relayed, is_error_only, json_object
 from hookgate.providers.scrub import Scrubber, credentials
@@ -39,7 +39,6 @@ from hookgate.providers.upstream_errors import (
     redirect_refused,
 )
 from hookgate.providers.upstream_events import UpstreamEvents
-from hookgate.wire import sse
 from hookgate.wire.headers import response_headers
 
 MODEL_LIST_LIMIT = 8 * 1024 * 1024
@@ -179,7 +178,9 @@ class HttpProvider(abc.ABC):
         model may rewrite the body's)."""
         return self.url(API_PATHS[call.api], call.query), call
 
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+    async def send(
+        self, call: ModelCall, target: Target, observation: Observation
+    ) -> ModelResponse:
         """Send ``call``, in one of the :attr:`native` APIs, as it is (see
         :meth:`~hookgate.providers.base.Provider.send`). A 401 is
         :class:`UpstreamAuthFailed` (the proxy's credentials are wrong, not the
@@ -224,7 +225,7 @@ class HttpProvider(abc.ABC):
                         "not an event stream",
                         target=label,
                     )
-                stream = UpstreamEvents(response, label, sse.terminal_check(call.api), self.scrub)
+                stream = UpstreamEvents(response, label, call.api, self.scrub, observation)
                 handed_off = True
                 return ModelResponse(
                     status=response.status, headers=relayed, target=target, stream=stream
