@@ -99,6 +99,28 @@ def test_a_chat_stream_without_done_or_usage_after_its_finish_reason_is_complete
     assert text == TEXT and chunks[-1].choices[0].finish_reason == "stop"
 
 
+def test_a_stream_that_goes_silent_after_its_finish_reason_ends_at_the_read_timeout(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """The upstream sent the finish and usage chunks, then neither ``[DONE]`` nor a
+    close: past the provider's ``read_s`` the answer is whole, not a timeout."""
+    url = make_proxy(
+        loaded=load_text(
+            f"providers:\n  up: {{base_url: '{upstream.base_url}', timeout: {{read_s: 0.5}}}}\n"
+            f"models:\n  \"*\": [{{provider: up}}]\nstore: 'sqlite:///{TEST_STORE}'\n"
+        )
+    )
+    upstream.push(Events(chat_events(), end="hang"))
+    started = time.monotonic()
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
+    text, chunks = chat_text(stream)
+    assert text == TEXT and chunks[-1].usage is not None
+    assert time.monotonic() - started < 3
+    upstream.push(Events(chat_events()[:-2], end="hang"))  # silent before its finish
+    with pytest.raises(openai.APIError, match="sent nothing within the timeout"):
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+
+
 def test_a_chat_stream_cut_before_its_finish_reason_still_fails(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
