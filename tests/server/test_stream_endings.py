@@ -19,6 +19,7 @@ import httpx
 import openai
 import pytest
 
+from hookgate.budgets.tokens import count, prompt_tokens
 from hookgate.config.loader import load_text
 from hookgate.providers.upstream_events import MALFORMED_IN_A_ROW
 from hookgate.wire import sse, synth
@@ -90,13 +91,32 @@ def test_a_chat_stream_without_done_after_finish_and_usage_is_complete(
     assert b"error" not in raw
 
 
-def test_a_chat_stream_without_done_or_usage_after_its_finish_reason_is_complete(
+def test_a_chat_stream_without_done_or_usage_after_its_finish_reason_states_a_counted_usage(
     proxy_url: str, upstream: FakeUpstream
 ) -> None:
+    """The client asked for the usage chunk and the upstream stopped before it: hookgate
+    sends one with its own count (tiktoken) before its ``[DONE]``."""
+    upstream.push(Events(chat_events(include_usage=False)))
+    stream = openai_client(proxy_url).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Count to six."}], stream=True,
+        stream_options={"include_usage": True},
+    )  # fmt: skip
+    text, chunks = chat_text(stream)
+    assert text == TEXT and chunks[-2].choices[0].finish_reason == "stop"
+    usage = chunks[-1].usage
+    assert chunks[-1].choices == [] and usage is not None
+    assert chunks[-1].id == chunks[0].id and chunks[-1].model == chunks[0].model
+    assert usage.completion_tokens == count("m", TEXT)
+    assert usage.prompt_tokens == prompt_tokens(
+        "chat.completions", "m", {"messages": [{"role": "user", "content": "Count to six."}]}
+    )
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    # a client that did not ask gets no usage chunk
     upstream.push(Events(chat_events(include_usage=False)))
     stream = openai_client(proxy_url).chat.completions.create(model="m", messages=[], stream=True)
     text, chunks = chat_text(stream)
     assert text == TEXT and chunks[-1].choices[0].finish_reason == "stop"
+    assert all(c.usage is None for c in chunks)
 
 
 def test_a_stream_that_goes_silent_after_its_finish_reason_ends_at_the_read_timeout(

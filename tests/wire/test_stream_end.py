@@ -61,3 +61,22 @@ def test_responses_and_gemini_streams_end_only_at_their_terminal_event() -> None
             end.saw(data)
             assert end.closing is None
         assert end.terminal(blocks[-1])
+
+
+def test_a_stream_that_asked_for_usage_keeps_its_text_until_the_usage_chunk_comes() -> None:
+    end = StreamEnd("chat.completions", usage=True)
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7, "model": "m"}
+    end.saw({**head, "choices": [{"index": 0, "delta": {"content": "Hi "}}]})
+    call = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    end.saw({**head, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    assert end.usage_missing and end.text == 'Hi {"a": 1}'
+    assert sse.object_of(end.usage_chunk({"prompt_tokens": 1})) == {
+        **head, "choices": [], "usage": {"prompt_tokens": 1}
+    }  # fmt: skip
+    end.saw({**head, "choices": [], "usage": {"prompt_tokens": 1}})
+    assert not end.usage_missing and end.text == ""
+    legacy = StreamEnd("completions", usage=True)
+    legacy.saw({"choices": [{"index": 0, "text": "Once", "finish_reason": None}]})
+    assert legacy.text == "Once"
+    assert not StreamEnd("chat.completions").usage_missing  # not asked: nothing kept
+    assert not StreamEnd("messages", usage=True).usage_missing

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import abc
 import io
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+)
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,6 +34,7 @@ import orjson
 from aiohttp.payload import TOO_LARGE_BYTES_BODY
 from yarl import URL
 
+from hookgate.budgets import tokens
 from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings, ProviderSettings
 from hookgate.errors import UpstreamAuthFailed, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.observe import Observation, UpstreamAddress
@@ -40,6 +48,7 @@ from hookgate.providers.upstream_errors import (
 )
 from hookgate.providers.upstream_events import UpstreamEvents
 from hookgate.wire.headers import response_headers
+from hookgate.wire.usage import usage_requested
 
 MODEL_LIST_LIMIT = 8 * 1024 * 1024
 """The most of a provider's model list read (OpenAI's is ~50 KB)."""
@@ -225,7 +234,9 @@ class HttpProvider(abc.ABC):
                         "not an event stream",
                         target=label,
                     )
-                stream = UpstreamEvents(response, label, call.api, self.scrub, observation)
+                stream = UpstreamEvents(
+                    response, label, call.api, self.scrub, observation, _usage_count(call, target)
+                )
                 handed_off = True
                 return ModelResponse(
                     status=response.status, headers=relayed, target=target, stream=stream
@@ -246,6 +257,21 @@ class HttpProvider(abc.ABC):
         finally:
             if not handed_off:
                 response.release()
+
+
+def _usage_count(
+    call: ModelCall, target: Target
+) -> Callable[[str], Awaitable[dict[str, int]]] | None:
+    """For a streamed Chat Completions or Completions call that asks for the usage chunk:
+    how its usage is counted when the stream ends without one (see
+    :class:`~hookgate.providers.upstream_events.UpstreamEvents`)."""
+    if (
+        call.api not in ("chat.completions", "completions")
+        or usage_requested(call.body) is not None
+    ):
+        return None
+    api, model, body = call.api, target.model or call.model, call.body
+    return lambda text: tokens.counted_usage(api, model, body, text)
 
 
 def _body(raw: bytes) -> bytes | io.BytesIO:

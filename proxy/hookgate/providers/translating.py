@@ -290,7 +290,7 @@ async def _with_usage(
     if "usage" in response.body:
         return response
     text = tokens.output_text("chat.completions", response.body)
-    usage = await _counted_usage(model, sent, text)
+    usage = await tokens.counted_usage("chat.completions", model, sent, text)
     return response.with_body({**response.body, "usage": usage})
 
 
@@ -312,22 +312,15 @@ async def _usage_kept(
                         if isinstance(delta, dict) and isinstance(delta.get("content"), str):
                             text.append(delta["content"])
                 elif sse.is_done(block) and not reported:
-                    usage = await _counted_usage(model, sent, "".join(text))
+                    usage = await tokens.counted_usage(
+                        "chat.completions", model, sent, "".join(text)
+                    )
                     out.append(sse.encode({"object": "chat.completion.chunk", "choices": [],
                                            "usage": usage}))  # fmt: skip
                 out.append(block)
             yield b"".join(out)
     finally:
         await stream.aclose()
-
-
-async def _counted_usage(model: str, sent: Mapping[str, Any], text: str) -> dict[str, int]:
-    size = len(text) + sum(len(str(m)) for m in sent.get("messages") or ())
-    prompt = await tokens.off_loop(
-        size, lambda: tokens.prompt_tokens("chat.completions", model, sent)
-    )
-    output = await tokens.off_loop(len(text), lambda: tokens.count(model, text))
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
 
 
 def _then(

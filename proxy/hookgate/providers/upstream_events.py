@@ -10,7 +10,7 @@ its middle dropped and reported.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -50,6 +50,10 @@ class UpstreamEvents:
     :mod:`hookgate.wire.stream_end`). One that stops before its finish reason raises
     :class:`UpstreamReset`, so a cut stream never looks complete.
 
+    When such a stream is a Chat Completions or Completions one whose call asked for the
+    usage chunk and none came, ``count`` (given the answer's text) states the usage in one,
+    sent before ``[DONE]``.
+
     Before its first event with data nothing has reached the client, so there an error
     event, or a malformed event (not SSE, or data that is not a JSON object), is a failed
     attempt (a fallback moves on). After it a malformed event is dropped and reported to
@@ -67,10 +71,11 @@ class UpstreamEvents:
         api: str,
         scrub: Scrubber,
         observation: Observation,
+        count: Callable[[str], Awaitable[Mapping[str, int]]] | None = None,
     ) -> None:
         self._response = response
-        screen = _Screen(label, StreamEnd(api), scrub, observation)
-        self._events = _events(response, label, screen, scrub)
+        screen = _Screen(label, StreamEnd(api, usage=count is not None), scrub, observation)
+        self._events = _events(response, label, screen, scrub, count)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._events
@@ -193,7 +198,11 @@ async def _read(response: aiohttp.ClientResponse, label: str) -> AsyncGenerator[
 
 
 async def _events(
-    response: aiohttp.ClientResponse, label: str, screen: _Screen, scrub: Scrubber
+    response: aiohttp.ClientResponse,
+    label: str,
+    screen: _Screen,
+    scrub: Scrubber,
+    count: Callable[[str], Awaitable[Mapping[str, int]]] | None,
 ) -> AsyncGenerator[bytes, None]:
     """The stream's event blocks, the provider's credentials masked in them (an upstream
     error event may quote the key, as its error bodies do)."""
@@ -222,12 +231,15 @@ async def _events(
             if screen.failure is not None:
                 raise screen.failure
         if not screen.terminated:
-            closing = screen.end.closing
+            end = screen.end
+            closing = end.closing
             if closing is None:
                 raise UpstreamReset(
                     f"{label} ended the stream before its final event", target=label
                 )
             log.info("%s ended its stream after its finish reason; hookgate ended it", label)
+            if count is not None and end.usage_missing:
+                closing = end.usage_chunk(await count(end.text)) + closing
             yield closing
     finally:
         await chunks.aclose()
