@@ -71,7 +71,7 @@ class UpstreamEvents:
         api: str,
         scrub: Scrubber,
         observation: Observation,
-        count: Callable[[str], Awaitable[Mapping[str, int]]] | None = None,
+        count: Callable[[str], Awaitable[Mapping[str, int]]] | None,
     ) -> None:
         self._response = response
         screen = _Screen(label, StreamEnd(api, usage=count is not None), scrub, observation)
