@@ -21,7 +21,7 @@ import pytest
 
 from hookgate.budgets.tokens import count, prompt_tokens
 from hookgate.config.loader import load_text
-from hookgate.providers.upstream_events import MALFORMED_IN_A_ROW
+from hookgate.providers.upstream_events import AFTER_FINISH_S, MALFORMED_IN_A_ROW
 from hookgate.wire import sse, synth
 from tests.conftest import TEST_STORE, ProxyFactory, anthropic_client, openai_client
 from tests.fakes import Events, FakeUpstream
@@ -139,6 +139,20 @@ def test_a_stream_that_goes_silent_after_its_finish_reason_ends_at_the_read_time
     upstream.push(Events(chat_events()[:-2], end="hang"))  # silent before its finish
     with pytest.raises(openai.APIError, match="sent nothing within the timeout"):
         list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+
+
+def test_a_stream_silent_after_its_finish_reason_is_ended_before_a_stall_timeout(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """Finish and usage chunks, then silence: hookgate ends the stream after
+    ``AFTER_FINISH_S``, whole, before the fallback policy's stall timeout would fail it."""
+    url = make_proxy("policies:\n  - fallback: {retries: 0, stall_timeout_s: 10}\n")
+    upstream.push(Events(chat_events(), end="hang"))
+    started = time.monotonic()
+    stream = openai_client(url).chat.completions.create(model="m", messages=[], stream=True)
+    text, chunks = chat_text(stream)
+    assert text == TEXT and chunks[-1].usage is not None
+    assert AFTER_FINISH_S <= time.monotonic() - started < AFTER_FINISH_S + 2
 
 
 def test_a_chat_stream_cut_before_its_finish_reason_still_fails(

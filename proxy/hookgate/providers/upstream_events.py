@@ -9,6 +9,7 @@ its middle dropped and reported.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -38,6 +39,11 @@ MALFORMED_EVENTS = Metric(
 )
 """Counted for each event dropped; one that fails its stream is an attempt's error."""
 
+AFTER_FINISH_S = 3.0
+"""How long a stream past its finish reason may stay silent before hookgate ends it: what
+may follow (the usage chunk, the terminal event) comes at once on every server we know,
+so an upstream silent here will send no more of the answer."""
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -45,9 +51,9 @@ class UpstreamEvents:
     """The event blocks of one upstream stream; :meth:`aclose` always frees the connection.
 
     Ends at the protocol's terminal event (what follows it is not read). A stream that
-    stops without it (a clean close, a reset, a read timeout) after its finish reason is
-    complete: the terminal event hookgate sends takes its place (see
-    :mod:`hookgate.wire.stream_end`). One that stops before its finish reason raises
+    stops without it (a clean close, a reset, a read timeout, :data:`AFTER_FINISH_S` of
+    silence) after its finish reason is complete: the terminal event hookgate sends takes
+    its place (see :mod:`hookgate.wire.stream_end`). One that stops before its finish reason raises
     :class:`UpstreamReset`, so a cut stream never looks complete.
 
     When such a stream is a Chat Completions or Completions one whose call asked for the
@@ -212,13 +218,18 @@ async def _events(
     try:
         while not screen.terminated:
             try:
-                chunk = await anext(chunks)
+                if screen.end.closing is None:
+                    chunk = await anext(chunks)
+                else:  # only the usage chunk and the terminal event may follow
+                    async with asyncio.timeout(AFTER_FINISH_S):
+                        chunk = await anext(chunks)
             except StopAsyncIteration:
                 break
-            except UpstreamError as exc:
+            except (UpstreamError, TimeoutError) as exc:
                 if screen.end.closing is None:
                     raise
-                log.info("%s: %s after its finish reason", label, exc.message)
+                why = exc.message if isinstance(exc, UpstreamError) else "silence"
+                log.info("%s: %s after its finish reason", label, why)
                 break
             if not started:
                 chunk, started = chunk.removeprefix(_BOM), True
