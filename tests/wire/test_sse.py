@@ -105,10 +105,13 @@ def test_an_event_that_never_ends_is_refused_not_buffered_forever() -> None:
         (b"data: [DONE] trailing\n\n", False),
     ],
 )
-def test_data_is_json_says_whether_a_client_can_parse_an_event(
-    block: bytes, parsable: bool
-) -> None:
-    assert sse.data_is_json(block) is parsable
+def test_data_of_raises_when_a_client_cannot_parse_an_event(block: bytes, parsable: bool) -> None:
+    try:
+        sse.data_of(block)
+    except ValueError:
+        assert not parsable
+    else:
+        assert parsable
 
 
 def test_an_event_s_id_and_retry_are_read_and_odd_numbers_are_not_numbers() -> None:

@@ -12,6 +12,7 @@ import pytest
 from anthropic.types import Message, RawMessageStreamEvent
 from pydantic import TypeAdapter
 
+from hookgate.pipeline.observe import Observation
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, Target
 from hookgate.providers.echo import EchoProvider
 from hookgate.wire import sse, synth
@@ -252,7 +253,7 @@ async def test_the_echo_provider_answers_messages() -> None:
     question = {"role": "user", "content": "ping me back"}
     body: dict[str, Any] = {"model": "m", "max_tokens": 5, "system": "Be kind.", "messages": []}
     call = echo_call("messages", {**body, "tools": [WEATHER_TOOL], "messages": [question]})
-    response = await provider.send(call, call.targets[0])
+    response = await provider.send(call, call.targets[0], Observation())
     first = Message.model_validate(response.body)
     assert first.stop_reason == "tool_use"
     [tool_use] = first.content
@@ -263,13 +264,15 @@ async def test_the_echo_provider_answers_messages() -> None:
     }
     messages = [question, {"role": "assistant", "content": [tool_use.model_dump()]}, result]
     call = echo_call("messages", {**body, "tools": [WEATHER_TOOL], "messages": messages})
-    second = Message.model_validate((await provider.send(call, call.targets[0])).body)
+    second = Message.model_validate(
+        (await provider.send(call, call.targets[0], Observation())).body
+    )
     assert second.content[0].type == "text"
     assert second.content[0].text == "[hookgate echo] sunny"
     assert second.stop_reason == "end_turn" and second.usage.input_tokens == 2 + 3 + 1
 
     call = echo_call("messages", {**body, "messages": [question]}, stream=True)
-    response = await provider.send(call, call.targets[0])
+    response = await provider.send(call, call.targets[0], Observation())
     assert response.stream is not None and response.headers["content-type"] == "text/event-stream"
     blocks = [block async for block in response.stream]
     events = [orjson.loads(sse.parse(b).data) for b in blocks]
@@ -278,5 +281,5 @@ async def test_the_echo_provider_answers_messages() -> None:
     assert text == "[hookgate echo] ping me back"
 
     call = echo_call("messages.count_tokens", {**body, "messages": [question]})
-    response = await provider.send(call, call.targets[0])
+    response = await provider.send(call, call.targets[0], Observation())
     assert response.body == {"input_tokens": 2 + 3}

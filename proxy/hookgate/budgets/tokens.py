@@ -108,6 +108,15 @@ _PROMPT_FIELDS = {
 }
 
 
+async def counted_usage(api: str, model: str, body: Mapping[str, Any], text: str) -> dict[str, int]:
+    """A Chat Completions (or Completions) usage object for an answer that reported none:
+    the prompt of ``body`` and the answer's ``text``, counted (off the loop when large)."""
+    size = len(text) + len(str(body.get("messages") or body.get("prompt") or ""))
+    prompt = await off_loop(size, lambda: prompt_tokens(api, model, body))
+    output = await off_loop(len(text), lambda: count(model, text))
+    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
+
+
 def item_tokens(model: str, item: Any, image_tokens: int = IMAGE_TOKENS) -> int:
     """An estimate of one chat message's or Responses input item's tokens, exactly as
     :func:`prompt_tokens` counts it in a whole prompt (so removing or replacing an item

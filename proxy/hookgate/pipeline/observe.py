@@ -10,6 +10,7 @@ exception a callback raises.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -26,7 +27,11 @@ class Span(Protocol):
 
     def set_attributes(self, attributes: Attributes) -> None: ...
 
-    def add_event(self, name: str, attributes: Attributes | None = None) -> None: ...
+    def add_event(
+        self, name: str, attributes: Attributes | None = None, time_ns: int | None = None
+    ) -> None:
+        """Add an event, at ``time_ns`` (ns since the epoch) or now."""
+        ...
 
     def record_error(self, error_type: str, message: str) -> None: ...
 
@@ -73,6 +78,16 @@ class Measure:
     metric: Metric
     labels: tuple[str, ...]
     value: float
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """Something that happened during a call, for its span: a name, attributes (never
+    content) and when (ns since the epoch)."""
+
+    name: str
+    attributes: Attributes
+    time_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +192,9 @@ class Observation:
     """Set by the budget policy as it settles: the audit log, metrics and the span then
     report the spend the ledger holds, estimate included (see :class:`Charge`)."""
     measures: list[Measure] = field(default_factory=list)
-    """What policies report for their own metrics (see :class:`Metric`)."""
+    """What policies and providers report for their own metrics (see :class:`Metric`)."""
+    events: list[SpanEvent] = field(default_factory=list)
+    """Events for the call's span, in order (the tracing policy adds them)."""
 
     def decide(self, policy: str, decision: str) -> None:
         """Record a policy decision, keeping the strongest (block > modify > allow)."""
@@ -191,6 +208,10 @@ class Observation:
     def gauge(self, metric: Metric, *labels: str, value: float) -> None:
         """Set a gauge of a policy's own to ``value`` (the last one set wins)."""
         self.measures.append(Measure(metric, labels, value))
+
+    def event(self, name: str, attributes: Attributes) -> None:
+        """Record an event for the call's span, timed now."""
+        self.events.append(SpanEvent(name, attributes, time.time_ns()))
 
 
 _RANK = {"allow": 0, "modify": 1, "block": 2}

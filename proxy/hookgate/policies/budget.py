@@ -364,8 +364,10 @@ async def _metered(
                 kept += len(events)
             produced = produced or sse.carries_output(call.api, events)
             if any(terminal(b) for b in sse.split(events)):
-                await settle()
+                # settled once: a client that leaves meanwhile cancels the wait, not the
+                # charge (the finally clause must not charge it again)
                 settled = True
+                await asyncio.shield(settle())
             yield events
     finally:
         try:

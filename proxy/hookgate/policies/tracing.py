@@ -259,6 +259,8 @@ class TracingPolicy(Policy[TracingConfig]):
                 text, outcome.finish_reasons
             )
         span.set_attributes(attributes)
+        for event in observation.events:
+            span.add_event(event.name, event.attributes, event.time_ns)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             span.add_event("hookgate.stream_error", {"error.type": outcome.error_type})
         if outcome.error_type is not None:

@@ -20,7 +20,7 @@ import orjson
 
 from hookgate.config.schema import OpenAIApi
 from hookgate.errors import UpstreamBadResponse
-from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
 
 API_PATHS: Mapping[Api, str] = {
@@ -85,13 +85,17 @@ class Provider(Protocol):
     address: UpstreamAddress
     """The provider's kind (``gen_ai.provider.name``) and where it listens."""
 
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+    async def send(
+        self, call: ModelCall, target: Target, observation: Observation
+    ) -> ModelResponse:
         """Send ``call`` (already addressed to ``target``) and return the response.
 
         For a streamed call the response is returned once the upstream's status and
-        headers have arrived, before any event; its ``stream`` raises
-        :class:`~hookgate.errors.UpstreamReset` if the upstream ends without the
-        protocol's terminal event.
+        headers have arrived, before any event; its ``stream`` ends with the protocol's
+        terminal event (hookgate's own when the upstream stopped after its finish reason
+        without one) and raises :class:`~hookgate.errors.UpstreamReset` if the upstream
+        stops before its finish reason. What the stream drops (a malformed event) is
+        reported to ``observation``, the request's.
         """
         ...
 

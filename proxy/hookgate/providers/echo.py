@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from hookgate.errors import InvalidRequest, NotFound
-from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import Relayed
 from hookgate.wire import prompts, synth
@@ -38,7 +38,9 @@ class EchoProvider:
         self.name = name
         self.address = UpstreamAddress("hookgate.echo")
 
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+    async def send(
+        self, call: ModelCall, target: Target, observation: Observation
+    ) -> ModelResponse:
         body = call.body
         model = "echo"
         headers = {

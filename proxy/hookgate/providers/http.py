@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import abc
 import io
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+)
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,9 +34,10 @@ import orjson
 from aiohttp.payload import TOO_LARGE_BYTES_BODY
 from yarl import URL
 
+from hookgate.budgets import tokens
 from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings, ProviderSettings
 from hookgate.errors import UpstreamAuthFailed, UpstreamBadResponse, UpstreamStatusError
-from hookgate.pipeline.observe import UpstreamAddress
+from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import API_PATHS, Relayed, is_error_only, json_object
 from hookgate.providers.scrub import Scrubber, credentials
@@ -39,8 +47,8 @@ from hookgate.providers.upstream_errors import (
     redirect_refused,
 )
 from hookgate.providers.upstream_events import UpstreamEvents
-from hookgate.wire import sse
 from hookgate.wire.headers import response_headers
+from hookgate.wire.usage import usage_requested
 
 MODEL_LIST_LIMIT = 8 * 1024 * 1024
 """The most of a provider's model list read (OpenAI's is ~50 KB)."""
@@ -179,7 +187,9 @@ class HttpProvider(abc.ABC):
         model may rewrite the body's)."""
         return self.url(API_PATHS[call.api], call.query), call
 
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+    async def send(
+        self, call: ModelCall, target: Target, observation: Observation
+    ) -> ModelResponse:
         """Send ``call``, in one of the :attr:`native` APIs, as it is (see
         :meth:`~hookgate.providers.base.Provider.send`). A 401 is
         :class:`UpstreamAuthFailed` (the proxy's credentials are wrong, not the
@@ -224,7 +234,9 @@ class HttpProvider(abc.ABC):
                         "not an event stream",
                         target=label,
                     )
-                stream = UpstreamEvents(response, label, sse.terminal_check(call.api), self.scrub)
+                stream = UpstreamEvents(
+                    response, label, call.api, self.scrub, observation, _usage_count(call, target)
+                )
                 handed_off = True
                 return ModelResponse(
                     status=response.status, headers=relayed, target=target, stream=stream
@@ -245,6 +257,21 @@ class HttpProvider(abc.ABC):
         finally:
             if not handed_off:
                 response.release()
+
+
+def _usage_count(
+    call: ModelCall, target: Target
+) -> Callable[[str], Awaitable[dict[str, int]]] | None:
+    """For a streamed Chat Completions or Completions call that asks for the usage chunk:
+    how its usage is counted when the stream ends without one (see
+    :class:`~hookgate.providers.upstream_events.UpstreamEvents`)."""
+    if (
+        call.api not in ("chat.completions", "completions")
+        or usage_requested(call.body) is not None
+    ):
+        return None
+    api, model, body = call.api, target.model or call.model, call.body
+    return lambda text: tokens.counted_usage(api, model, body, text)
 
 
 def _body(raw: bytes) -> bytes | io.BytesIO:

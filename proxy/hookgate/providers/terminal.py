@@ -45,7 +45,7 @@ class Upstreams:
         started = time.perf_counter()
         started_ns = time.time_ns()
         try:
-            response = await provider.send(call, target)
+            response = await provider.send(call, target, observation)
         except HookgateError as exc:
             observation.attempts.append(
                 Attempt(label, error_type(exc), address, started_ns, time.time_ns(), exc.message)

@@ -55,6 +55,7 @@ import orjson
 
 from hookgate.budgets import tokens
 from hookgate.errors import InvalidRequest, UpstreamStatusError
+from hookgate.pipeline.observe import Observation
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.providers.base import Relayed
 from hookgate.providers.http import HttpProvider
@@ -92,11 +93,13 @@ class TranslatingProvider:
         self.address = inner.address
         self._inner = inner
 
-    async def send(self, call: ModelCall, target: Target) -> ModelResponse:
+    async def send(
+        self, call: ModelCall, target: Target, observation: Observation
+    ) -> ModelResponse:
         """Send ``call`` through ``inner`` in an API it speaks."""
         provider = self._inner
         if call.api in provider.native:
-            return await provider.send(_portable(call), target)
+            return await provider.send(_portable(call), target, observation)
         legs = _legs(provider, call, target)
         counting = call.api == "messages.count_tokens"
         if legs is None and counting and _from_chat(provider, call, target) is not None:
@@ -109,7 +112,7 @@ class TranslatingProvider:
                 param="model",
                 code="unsupported_api",
             )
-        return await _through(provider, call, target, legs)
+        return await _through(provider, call, target, legs, observation)
 
     def relay(
         self,
@@ -244,7 +247,11 @@ def _messages_to_chat(call: ModelCall, target: Target) -> _Leg:
 
 
 async def _through(
-    provider: HttpProvider, call: ModelCall, target: Target, legs: list[_Leg]
+    provider: HttpProvider,
+    call: ModelCall,
+    target: Target,
+    legs: list[_Leg],
+    observation: Observation,
 ) -> ModelResponse:
     """``call`` sent through ``legs`` in turn, and its answer back through them all."""
     bodies: list[Mapping[str, Any]] = [call.body]
@@ -259,7 +266,7 @@ async def _through(
         log.debug("%s: fitted %s to what %s can do", call.model, ", ".join(changed), model)
     errors = [leg.error for leg in reversed(legs) if leg.error is not None]
     error = functools.reduce(_then, errors) if errors else None
-    response = await _sent_as(provider, call, target, legs[-1].to, sent, error)
+    response = await _sent_as(provider, call, target, legs[-1].to, sent, observation, error)
     if legs[-1].to == "chat.completions":
         response = await _with_usage(response, model, sent)
     if response.stream is not None:
@@ -283,7 +290,7 @@ async def _with_usage(
     if "usage" in response.body:
         return response
     text = tokens.output_text("chat.completions", response.body)
-    usage = await _counted_usage(model, sent, text)
+    usage = await tokens.counted_usage("chat.completions", model, sent, text)
     return response.with_body({**response.body, "usage": usage})
 
 
@@ -305,22 +312,15 @@ async def _usage_kept(
                         if isinstance(delta, dict) and isinstance(delta.get("content"), str):
                             text.append(delta["content"])
                 elif sse.is_done(block) and not reported:
-                    usage = await _counted_usage(model, sent, "".join(text))
+                    usage = await tokens.counted_usage(
+                        "chat.completions", model, sent, "".join(text)
+                    )
                     out.append(sse.encode({"object": "chat.completion.chunk", "choices": [],
                                            "usage": usage}))  # fmt: skip
                 out.append(block)
             yield b"".join(out)
     finally:
         await stream.aclose()
-
-
-async def _counted_usage(model: str, sent: Mapping[str, Any], text: str) -> dict[str, int]:
-    size = len(text) + sum(len(str(m)) for m in sent.get("messages") or ())
-    prompt = await tokens.off_loop(
-        size, lambda: tokens.prompt_tokens("chat.completions", model, sent)
-    )
-    output = await tokens.off_loop(len(text), lambda: tokens.count(model, text))
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
 
 
 def _then(
@@ -335,14 +335,15 @@ async def _sent_as(
     target: Target,
     api: Api,
     body: dict[str, Any],
-    error: Callable[[int, bytes], bytes] | None = None,
+    observation: Observation,
+    error: Callable[[int, bytes], bytes] | None,
 ) -> ModelResponse:
     """``call`` sent in ``api`` with ``body`` (the client's query string stays behind); an
     upstream error's body rewritten by ``error`` into the client's shape (None: it is
     already in it)."""
     sent = dataclasses.replace(call, api=api, payload=JsonBody.from_data(body), query="")
     try:
-        return await provider.send(_portable(sent), target)
+        return await provider.send(_portable(sent), target, observation)
     except UpstreamStatusError as exc:
         if error is None:
             raise

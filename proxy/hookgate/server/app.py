@@ -31,6 +31,7 @@ from hookgate.errors import (
     UpstreamError,
 )
 from hookgate.ids import UniqueIds
+from hookgate.providers.upstream_events import MALFORMED_EVENTS
 from hookgate.server import exposure, routes
 from hookgate.server.appkeys import (
     GRANTS,
@@ -195,6 +196,7 @@ def _prepare_metrics(metrics: Metrics, runtime: Runtime) -> None:
     ]
     metrics.known_models([a for a in config.models if a != "*"], targets)
     metrics.declare(m for policy in runtime.policies for m in policy.metrics)
+    metrics.declare([MALFORMED_EVENTS])
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:

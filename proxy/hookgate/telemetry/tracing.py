@@ -92,8 +92,10 @@ class OtelSpan:
     def set_attributes(self, attributes: Attributes) -> None:
         self._span.set_attributes(attributes)
 
-    def add_event(self, name: str, attributes: Attributes | None = None) -> None:
-        self._span.add_event(name, attributes)
+    def add_event(
+        self, name: str, attributes: Attributes | None = None, time_ns: int | None = None
+    ) -> None:
+        self._span.add_event(name, attributes, time_ns)
 
     def record_error(self, error_type: str, message: str) -> None:
         self._span.set_attribute("error.type", error_type)
@@ -173,8 +175,10 @@ class CallSpan:
     def set_attributes(self, attributes: Attributes) -> None:
         self.attributes.update(attributes)
 
-    def add_event(self, name: str, attributes: Attributes | None = None) -> None:
-        self._events.append([name, time.time_ns(), dict(attributes or {})])
+    def add_event(
+        self, name: str, attributes: Attributes | None = None, time_ns: int | None = None
+    ) -> None:
+        self._events.append([name, time_ns or time.time_ns(), dict(attributes or {})])
 
     def record_error(self, error_type: str, message: str) -> None:
         self.attributes["error.type"] = error_type
