@@ -1,0 +1,201 @@
+"""The ``fallback`` policy's mid-stream continuation: a stream that fails after bytes
+reached the client is continued from a next attempt, so the client reads one answer.
+
+:func:`continued` relays a stream and records what the client was handed (a
+:class:`~hookgate.wire.continuation.ChatTranscript`). When the stream fails (cut, stalled,
+malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
+
+* **where**: the target that failed first when the fault looks transient (a cut or a
+  malformed event; a stall or a timeout moves on at once), then the alias's targets after
+  it, one attempt each, never past the policy's attempts (every target's tries) or its
+  deadline, skipping open breakers;
+* **how**: by prefill where the target continues a final assistant message
+  (:attr:`~hookgate.wire.models.Limits.prefill`, the shipped model table or the target's
+  ``prefill``) and the client has only text; else by replay: the request asked again,
+  relayed from where the client is only if the answer repeats what it has. A prefill the
+  target refuses (an HTTP 4xx) is asked again as a replay on the same target: the refusal
+  is never the error the client reads;
+* **what the client gets**: the next attempt's events spliced on
+  (:class:`~hookgate.wire.continuation.ChatSplice`): one role chunk, one id, one
+  ``[DONE]``, the text once, usage stating what was delivered;
+* **or the original failure**, when no attempt continues it, a replay diverges, or the API
+  is not continued (Responses and Messages streams end with their error event, as before).
+
+The seam is visible in the trace (the failed attempt's span carries the failure, the call's
+span ``hookgate.stream.continuations``) and in :data:`CONTINUATIONS`, never in the text; a
+response header cannot carry it, since headers are sent before the first event. Spend: each
+attempt passes through the policies listed after ``fallback`` (a ``budget`` there charges
+each attempt for what it produced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from hookgate.budgets import tokens
+from hookgate.errors import UpstreamError, UpstreamStatusError, error_type
+from hookgate.pipeline.observe import Metric
+from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
+from hookgate.resilience.classify import reason
+from hookgate.wire.continuation import ChatSplice, ChatTranscript, Diverged, Mode, transcript_for
+from hookgate.wire.models import limits_of
+from hookgate.wire.sse import EventStream
+
+CONTINUATIONS = Metric(
+    "hookgate_stream_continuations",
+    "Streams that failed after their first event: continued by a target (prefill or replay), "
+    "or ended with their failure (result failed or diverged)",
+    ("target", "mode", "result"),
+)
+
+TRANSIENT = frozenset({"reset", "bad_response"})
+"""Mid-stream faults worth a continuation from the same target first: a cut connection,
+malformed events. A stall or a timeout moves to the next target at once."""
+
+Attempt = Callable[[ModelCall], Awaitable[ModelResponse]]
+"""One attempt at ``call.targets[0]`` as the policy makes it (breaker, first event peeked,
+stall guarded); raises :class:`~hookgate.errors.UpstreamError` kinds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """How a failed stream of one request may be continued (see the module docstring)."""
+
+    call: ModelCall
+    """The call as the policy received it (the client's API, before any target's model)."""
+    ctx: Context
+    plan: Sequence[Target]
+    """The alias's targets in the order the policy tries them."""
+    attempt: Attempt
+    allowed: Callable[[Target], bool]
+    """Whether a target may be tried now (its breaker) — checked before each attempt."""
+    max_attempts: int
+    deadline: float
+
+
+def continuable(response: ModelResponse, resume: Resume) -> ModelResponse:
+    """``response`` with its stream continued on failure, where its API can be."""
+    transcript = transcript_for(resume.call.api)
+    if response.stream is None or transcript is None or resume.call.body.get("n", 1) != 1:
+        return response
+    stream = continued(response.stream, response.target, transcript, resume)
+    return dataclasses.replace(response, stream=stream)
+
+
+async def continued(
+    stream: EventStream, target: Target, transcript: ChatTranscript, resume: Resume
+) -> AsyncGenerator[bytes, None]:
+    """Relay ``stream`` (from ``target``); on a failure after its first event, the rest
+    from next attempts, or the first failure."""
+    splice: ChatSplice | None = None
+    original: UpstreamError | None = None
+    try:
+        while True:
+            try:
+                async for events in stream:
+                    out = events if splice is None else splice.feed(events)
+                    if out:
+                        transcript.feed(out)
+                        yield out
+                return
+            except UpstreamError as exc:
+                original = original or exc
+                failed, stream = stream, _nothing()
+                await failed.aclose()
+                _failed_midstream(resume, target, exc)
+                if not transcript.continuable:
+                    raise original from None
+                found = await _next(resume, target, transcript, exc)
+                if found is None:
+                    _count(resume, target, "none", "failed")
+                    raise original from None
+                target, stream, splice = found
+            except Diverged:
+                _count(resume, target, "replay", "diverged")
+                assert original is not None  # a splice is only made after a failure
+                raise original from None
+    finally:
+        await stream.aclose()
+
+
+async def _next(
+    resume: Resume, failed: Target, transcript: ChatTranscript, exc: UpstreamError
+) -> tuple[Target, EventStream, ChatSplice] | None:
+    """The first attempt that answers, as (target, its stream, its splice); None when none
+    does within the policy's attempts and deadline."""
+    loop = asyncio.get_running_loop()
+    ctx, call = resume.ctx, resume.call
+    plan = list(resume.plan)
+    after = plan[plan.index(failed) + 1 :] if failed in plan else plan
+    candidates = ([failed] if reason(exc) in TRANSIENT else []) + after
+    refused = 0  # prefills refused: asked again at once, generating nothing
+    for target in candidates:
+        modes: list[Mode] = ["replay"]
+        if transcript.prefillable and transcript.text.strip() and _prefills(target, call.model):
+            modes.insert(0, "prefill")
+        for mode in modes:
+            if len(ctx.observation.attempts) - refused >= resume.max_attempts:
+                return None
+            if loop.time() >= resume.deadline or not resume.allowed(target):
+                break
+            body = transcript.request(call.body, mode)
+            try:
+                response = await resume.attempt(call.with_body(body).with_targets((target,)))
+            except UpstreamError as failure:
+                if mode == "prefill" and _refused_prefill(failure):
+                    refused += 1
+                    continue  # asked again as a replay, on the same target
+                break
+            if response.stream is None:  # cannot happen for a streamed call
+                break
+            prefix = 0
+            if mode == "prefill":
+                prefix = await _tokens(target.model or call.model, transcript.text)
+            _count(resume, target, mode, "continued")
+            observation = ctx.observation
+            done = observation.attributes.get("hookgate.stream.continuations")
+            observation.attributes["hookgate.stream.continuations"] = (
+                done + 1 if isinstance(done, int) else 1
+            )
+            observation.attributes["hookgate.stream.continued_by"] = mode
+            return target, response.stream, transcript.splice(mode, prefix)
+    return None
+
+
+async def _tokens(model: str, text: str) -> int:
+    return await tokens.off_loop(len(text), lambda: tokens.count(model, text))
+
+
+def _prefills(target: Target, model: str) -> bool:
+    return limits_of(target.model or model, prefill=target.prefill).prefill is True
+
+
+def _refused_prefill(exc: UpstreamError) -> bool:
+    """A 4xx other than a rate limit: the target refused the prefill itself."""
+    return isinstance(exc, UpstreamStatusError) and 400 <= exc.status < 500 and exc.status != 429
+
+
+def _failed_midstream(resume: Resume, target: Target, exc: UpstreamError) -> None:
+    """Record on the attempt whose stream failed (recorded ``ok`` when its headers came)
+    how it ended, so the trace shows the seam."""
+    attempts = resume.ctx.observation.attempts
+    label = target.label(resume.call.model)
+    for i in range(len(attempts) - 1, -1, -1):
+        if attempts[i].target == label and attempts[i].outcome == "ok":
+            attempts[i] = dataclasses.replace(
+                attempts[i], outcome=error_type(exc), message=f"mid-stream: {exc.message}"
+            )
+            return
+
+
+def _count(resume: Resume, target: Target, mode: str, result: str) -> None:
+    label = target.label(resume.call.model)
+    resume.ctx.observation.count(CONTINUATIONS, label, mode, result)
+
+
+async def _nothing() -> AsyncGenerator[bytes, None]:
+    return
+    yield  # an empty stream, closed like any

@@ -1,0 +1,247 @@
+"""Mid-stream continuation: a stream that fails after its first event is continued from a
+next attempt, and the real ``openai`` client reads one whole answer — or the original
+failure, never a spliced or corrupted one."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from hookgate.budgets import tokens
+from hookgate.config.loader import load_text
+from hookgate.wire import synth
+from tests.conftest import CLIENT_KEY, TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
+from tests.fakes import Events, FakeUpstream, Status
+from tests.policies.test_fallback import FAST, two_targets
+
+ANSWER = "The quick brown fox jumps over lazy dog."
+PIECES = ["The quick ", "brown fox ", "jumps over", " lazy dog."]  # as a stream of 4 splits it
+
+
+def stream(text: str, *, pieces: int = 4, usage: bool = False, **reply: object) -> list[bytes]:
+    """A whole chat stream of ``text`` (in ``pieces`` deltas)."""
+    answer = synth.Reply(text=text, pieces=pieces, **reply)  # type: ignore[arg-type]
+    return list(synth.chat_stream("m1", answer, include_usage=usage))
+
+
+def cut(blocks: list[bytes], after: int) -> list[bytes]:
+    """The first ``after`` events of a stream: the upstream dies there."""
+    return blocks[:after]
+
+
+def raw_stream(url: str, **body: object) -> list[dict[str, object] | str]:
+    """The events a client receives, read raw: each chunk's JSON, ``[DONE]`` as a string."""
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    events: list[dict[str, object] | str] = []
+    with httpx.stream(
+        "POST",
+        f"{url}/chat/completions",
+        json={**request, **body},
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=20,
+    ) as reply:
+        for line in reply.iter_lines():
+            if line.startswith("data: "):
+                data = line.removeprefix("data: ")
+                events.append(data if data == "[DONE]" else json.loads(data))
+            elif line.startswith("event: "):
+                events.append(line)
+    return events
+
+
+def text_of(events: list[dict[str, object] | str]) -> str:
+    out = ""
+    for event in events:
+        if isinstance(event, dict):
+            for choice in event.get("choices") or []:  # type: ignore[union-attr]
+                out += choice["delta"].get("content") or ""
+    return out
+
+
+def whole(events: list[dict[str, object] | str]) -> None:
+    """One answer: one role chunk, one id, one finish reason, one ``[DONE]`` at the end,
+    no error event."""
+    chunks = [e for e in events if isinstance(e, dict)]
+    deltas = [c["delta"] for e in chunks for c in e["choices"]]  # type: ignore[union-attr]
+    finishes = [c["finish_reason"] for e in chunks for c in e["choices"] if c["finish_reason"]]  # type: ignore[union-attr]
+    assert [d for d in deltas if "role" in d] == [{"role": "assistant", "content": ""}]
+    assert len({e["id"] for e in chunks}) == 1
+    assert finishes == ["stop"] or finishes == ["tool_calls"]
+    assert events[-1] == "[DONE]" and events.count("[DONE]") == 1
+    assert not any(isinstance(e, str) and e.startswith("event: error") for e in events)
+
+
+def test_a_cut_stream_is_replayed_on_the_same_target_and_relayed_from_where_it_was(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream(ANSWER, pieces=7)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    assert len(upstream.requests) == 2 and backup.requests == []
+    assert upstream.requests[1].json()["messages"] == [{"role": "user", "content": "hi"}]
+    # the real client, too
+    upstream.push(Events(cut(stream(ANSWER), 2)), Events(stream(ANSWER, pieces=2)))
+    chunks = list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ANSWER
+
+
+def test_a_stalled_stream_is_continued_by_the_next_target_at_once(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Events(cut(stream(ANSWER), 3), end="hang"))
+    backup.push(Events(stream(ANSWER, pieces=1)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    assert len(upstream.requests) == 1 and len(backup.requests) == 1
+
+
+def test_a_prefill_continues_the_text_and_usage_states_what_was_delivered(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(
+        make_proxy, upstream.base_url, backup.base_url, primary_extra=", prefill: true"
+    )
+    delivered = "".join(PIECES[:2])  # "The quick brown fox " (its space is not prefilled)
+    rest = ANSWER.removeprefix(delivered.rstrip())  # " jumps over lazy dog."
+    upstream.push(
+        Events(cut(stream(ANSWER, usage=True), 3)),
+        Events(stream(rest, pieces=2, usage=True, input_tokens=40, output_tokens=6)),
+    )
+    events = raw_stream(url, stream_options={"include_usage": True})
+    whole(events)
+    assert text_of(events) == ANSWER  # the space once
+    sent = upstream.requests[1].json()["messages"]
+    assert sent[-1] == {"role": "assistant", "content": delivered.rstrip()}
+    moved = tokens.count("m1", delivered)
+    usage = [e["usage"] for e in events if isinstance(e, dict) and e.get("usage")]
+    assert usage == [{"prompt_tokens": 40 - moved, "completion_tokens": 6 + moved,
+                      "total_tokens": 46}]  # fmt: skip
+
+
+def test_a_refused_prefill_is_asked_again_as_a_replay(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(
+        make_proxy, upstream.base_url, backup.base_url, primary_extra=", prefill: true"
+    )
+    refusal = Status(400, {"error": {"message": "prefill is not supported", "code": "no"}})
+    upstream.push(Events(cut(stream(ANSWER), 3)), refusal, Events(stream(ANSWER)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    assert upstream.requests[1].json()["messages"][-1]["role"] == "assistant"
+    assert upstream.requests[2].json()["messages"] == [{"role": "user", "content": "hi"}]
+    # refused, and the replay says something else: the client reads the first failure
+    upstream.push(Events(cut(stream(ANSWER), 3)), refusal, Events(stream("Another answer.")))
+    backup.push(Events(stream("Yet another answer.")))
+    with pytest.raises(openai.APIError) as info:
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "ended the stream before its final event" in info.value.message
+    assert "prefill" not in info.value.message
+
+
+def test_a_replay_that_differs_ends_with_the_original_failure_and_no_new_text(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream("The quick red fox.")))
+    events = raw_stream(url)
+    assert text_of(events) == "".join(PIECES[:2])
+    assert "event: error" in events and "[DONE]" not in events
+    error = events[events.index("event: error") + 1]
+    assert isinstance(error, dict) and "ended the stream" in error["error"]["message"]  # type: ignore[index]
+    assert backup.requests == []  # diverged: not asked elsewhere
+
+
+def test_continuations_stay_within_the_policys_attempts(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)  # retries 0: 2 attempts
+    upstream.push(Events(cut(stream(ANSWER), 2)), Events(cut(stream(ANSWER), 3)))
+    with pytest.raises(openai.APIError) as info:
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "ended the stream before its final event" in info.value.message
+    assert len(upstream.requests) == 2 and backup.requests == []
+
+
+def tool_stream(arguments: str, call_id: str, text: str | None = None) -> list[bytes]:
+    call = synth.ToolCall(call_id, "get_weather", arguments)
+    return list(
+        synth.chat_stream("m1", synth.Reply(text=text, tool_calls=[call]), include_usage=False)
+    )
+
+
+def test_a_stream_cut_inside_tool_call_arguments_is_replayed_never_prefilled(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(
+        make_proxy, upstream.base_url, backup.base_url, primary_extra=", prefill: true"
+    )
+    arguments = '{"city": "Paris", "unit": "celsius"}'
+    first = tool_stream(arguments, "call_first", text="Let me look.")
+    # role, 3 text pieces, the call's start, one piece of its arguments: then cut
+    upstream.push(
+        Events(cut(first, 6)), Events(tool_stream(arguments, "call_second", "Let me look."))
+    )
+    chunks = list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Let me look."
+    calls = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
+    assert [t.id for t in calls if t.id] == ["call_first"]
+    assert json.loads("".join(t.function.arguments or "" for t in calls if t.function)) == {
+        "city": "Paris",
+        "unit": "celsius",
+    }
+    assert upstream.requests[1].json()["messages"] == []  # a replay, not a prefill
+    # the replay calls the tool with other arguments: the first failure, no corrupted call
+    other = tool_stream('{"city": "Lyon"}', "call_third", "Let me look.")
+    upstream.push(Events(cut(first, 6)), Events(other))
+    backup.push(Events(other))
+    seen: list[str] = []
+    with pytest.raises(openai.APIError) as info:
+        for chunk in openai_client(url).chat.completions.create(
+            model="m", messages=[], stream=True
+        ):
+            for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                seen.append(call.function.arguments or "" if call.function else "")
+    assert "ended the stream" in info.value.message
+    assert "Lyon" not in "".join(seen)
+
+
+def test_an_anthropic_target_is_continued_by_prefill(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    text = (
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"providers:\n  claude: {{type: anthropic, base_url: '{upstream.base_url}', "
+        f"api_key: {UPSTREAM_KEY}}}\n"
+        f"models:\n  m:\n    - {{provider: claude, model: claude-sonnet-4-5}}\n"
+        f"policies:\n  - {FAST.replace('retries: 0', 'retries: 1')}\n"  # 2 attempts
+    )
+    url = make_proxy(loaded=load_text(text))
+    events = list(synth.message_stream("claude-sonnet-4-5", synth.Reply(text=ANSWER, pieces=4)))
+    # message_start, content_block_start, ping, two text deltas: then cut
+    rest = ANSWER.removeprefix("".join(PIECES[:2]).rstrip())
+    upstream.push(
+        Events(events[:5]),
+        Events(list(synth.message_stream("claude-sonnet-4-5", synth.Reply(text=rest)))),
+    )
+    chunks = list(
+        openai_client(url).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ANSWER
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.role]) == 1
+    sent = upstream.requests[1].json()["messages"]
+    assert sent[-1]["role"] == "assistant"
+    assert sent[-1]["content"] in (
+        "The quick brown fox",
+        [{"type": "text", "text": "The quick brown fox"}],
+    )
