@@ -151,7 +151,8 @@ def test_a_replay_that_differs_ends_with_the_original_failure_and_no_new_text(
     make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
 ) -> None:
     url = two_targets(make_proxy, upstream.base_url, backup.base_url)
-    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream("The quick red fox.")))
+    other = "The quick red fox jumps over a lazy dog, longer than the first."
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream(other)))
     events = raw_stream(url)
     assert text_of(events) == "".join(PIECES[:2])
     assert "event: error" in events and "[DONE]" not in events
