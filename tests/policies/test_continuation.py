@@ -246,3 +246,18 @@ def test_an_anthropic_target_is_continued_by_prefill(
         "The quick brown fox",
         [{"type": "text", "text": "The quick brown fox"}],
     )
+
+
+def test_a_target_that_keeps_failing_mid_stream_is_asked_once_then_the_next_one(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("retries: 0", "retries: 1")  # 4 attempts
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    dies = Events(cut(stream(ANSWER), 3))  # every answer of the primary dies there
+    upstream.push(dies, dies, dies)
+    backup.push(Events(stream(ANSWER, pieces=3)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    assert len(upstream.requests) == 2 and len(backup.requests) == 1
+    upstream.script.clear()

@@ -6,9 +6,9 @@ reached the client is continued from a next attempt, so the client reads one ans
 malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
 
 * **where**: the target that failed first when the fault looks transient (a cut or a
-  malformed event; a stall or a timeout moves on at once), then the alias's targets after
-  it, one attempt each, never past the policy's attempts (every target's tries) or its
-  deadline, skipping open breakers;
+  malformed event; a stall or a timeout moves on at once) and it had not failed mid-stream
+  before in this request, then the alias's targets after it, one attempt each, never past
+  the policy's attempts (every target's tries) or its deadline, skipping open breakers;
 * **how**: by prefill where the target continues a final assistant message
   (:attr:`~hookgate.wire.models.Limits.prefill`, the shipped model table or the target's
   ``prefill``) and the client has only text; else by replay: the request asked again,
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -92,6 +93,7 @@ async def continued(
     from next attempts, or the first failure."""
     splice: ChatSplice | None = None
     original: UpstreamError | None = None
+    failures: Counter[Target] = Counter()  # mid-stream failures per target
     try:
         while True:
             try:
@@ -108,7 +110,9 @@ async def continued(
                 _failed_midstream(resume, target, exc)
                 if not transcript.continuable:
                     raise original from None
-                found = await _next(resume, target, transcript, exc)
+                failures[target] += 1
+                again = failures[target] == 1 and reason(exc) in TRANSIENT
+                found = await _next(resume, target, transcript, again=again)
                 if found is None:
                     _count(resume, target, "none", "failed")
                     raise original from None
@@ -122,15 +126,16 @@ async def continued(
 
 
 async def _next(
-    resume: Resume, failed: Target, transcript: ChatTranscript, exc: UpstreamError
+    resume: Resume, failed: Target, transcript: ChatTranscript, *, again: bool
 ) -> tuple[Target, EventStream, ChatSplice] | None:
-    """The first attempt that answers, as (target, its stream, its splice); None when none
-    does within the policy's attempts and deadline."""
+    """The first attempt that answers, as (target, its stream, its splice): ``failed``
+    first when ``again``, then the targets after it; None when none does within the
+    policy's attempts and deadline."""
     loop = asyncio.get_running_loop()
     ctx, call = resume.ctx, resume.call
     plan = list(resume.plan)
     after = plan[plan.index(failed) + 1 :] if failed in plan else plan
-    candidates = ([failed] if reason(exc) in TRANSIENT else []) + after
+    candidates = ([failed] if again else []) + after
     refused = 0  # prefills refused: asked again at once, generating nothing
     for target in candidates:
         modes: list[Mode] = ["replay"]
