@@ -1,11 +1,12 @@
 """Mid-stream continuation: a stream that fails after its first event is continued from a
-next attempt, and the real ``openai`` client reads one whole answer — or the original
-failure, never a spliced or corrupted one."""
+next attempt, and the real ``openai`` and ``anthropic`` clients read one whole answer — or
+the original failure, never a spliced or corrupted one."""
 
 from __future__ import annotations
 
 import json
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -13,7 +14,14 @@ import pytest
 from hookgate.budgets import tokens
 from hookgate.config.loader import load_text
 from hookgate.wire import synth
-from tests.conftest import CLIENT_KEY, TEST_STORE, UPSTREAM_KEY, ProxyFactory, openai_client
+from tests.conftest import (
+    CLIENT_KEY,
+    TEST_STORE,
+    UPSTREAM_KEY,
+    ProxyFactory,
+    anthropic_client,
+    openai_client,
+)
 from tests.fakes import Events, FakeUpstream, Status
 from tests.policies.test_fallback import FAST, two_targets
 
@@ -261,3 +269,115 @@ def test_a_target_that_keeps_failing_mid_stream_is_asked_once_then_the_next_one(
     assert text_of(events) == ANSWER
     assert len(upstream.requests) == 2 and len(backup.requests) == 1
     upstream.script.clear()
+
+
+def claude_proxy(make_proxy: ProxyFactory, upstream: FakeUpstream, model: str) -> str:
+    """A proxy whose alias ``m`` is ``model`` on an Anthropic provider, 2 attempts."""
+    text = (
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"providers:\n  claude: {{type: anthropic, base_url: '{upstream.base_url}', "
+        f"api_key: {UPSTREAM_KEY}}}\n"
+        f"models:\n  m:\n    - {{provider: claude, model: {model}}}\n"
+        f"policies:\n  - {FAST.replace('retries: 0', 'retries: 1')}\n"
+    )
+    return make_proxy(loaded=load_text(text))
+
+
+def message_events(reply: synth.Reply) -> list[bytes]:
+    return list(synth.message_stream("claude-sonnet-4-5", reply))
+
+
+def test_a_messages_stream_is_continued_by_prefill_into_one_message(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = claude_proxy(make_proxy, upstream, "claude-sonnet-4-5")
+    first = message_events(synth.Reply(text=ANSWER, pieces=4, input_tokens=30))
+    delivered = "".join(PIECES[:2])
+    rest = ANSWER.removeprefix(delivered.rstrip())
+    # message_start, content_block_start, ping, two text deltas: then cut
+    upstream.push(
+        Events(first[:5]),
+        Events(message_events(synth.Reply(text=rest, input_tokens=40, output_tokens=6))),
+    )
+    with httpx.stream(
+        "POST",
+        f"{url.removesuffix('/v1')}/v1/messages",
+        json={
+            "model": "m",
+            "max_tokens": 100,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+        headers={"x-api-key": CLIENT_KEY, "anthropic-version": "2023-06-01"},
+        timeout=20,
+    ) as reply:
+        names = [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
+    assert names.count("message_start") == 1 and names.count("message_stop") == 1
+    assert names.count("content_block_start") == 1 and "error" not in names
+    sent = upstream.requests[1].json()["messages"]
+    assert sent[-1] == {"role": "assistant", "content": delivered.rstrip()}
+    # the real client reads one message, usage stating what it got
+    upstream.push(
+        Events(first[:5]),
+        Events(message_events(synth.Reply(text=rest, input_tokens=40, output_tokens=6))),
+    )
+    with anthropic_client(url).messages.stream(
+        model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        message = stream.get_final_message()
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text == ANSWER  # type: ignore[union-attr]
+    moved = tokens.count("claude-sonnet-4-5", delivered)
+    assert message.usage.output_tokens == 6 + moved
+    assert message.usage.input_tokens == 40 - moved
+
+
+def test_a_messages_stream_cut_inside_a_tool_use_is_replayed_whole(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = claude_proxy(make_proxy, upstream, "claude-sonnet-4-5")  # takes a prefill: not here
+    call = synth.ToolCall("toolu_first", "get_weather", '{"city": "Paris", "unit": "celsius"}')
+    first = message_events(synth.Reply(text="Let me look.", tool_calls=[call], pieces=3))
+    again = synth.ToolCall("toolu_again", call.name, call.arguments)
+    cut_at = next(i for i, b in enumerate(first) if b"partial_json" in b and b'\\"city' in b)
+    upstream.push(
+        Events(first[: cut_at + 1]),
+        Events(message_events(synth.Reply(text="Let me look.", tool_calls=[again], pieces=5))),
+    )
+    with anthropic_client(url).messages.stream(
+        model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        message = stream.get_final_message()
+    assert [b.type for b in message.content] == ["text", "tool_use"]
+    assert message.content[0].text == "Let me look."  # type: ignore[union-attr]
+    tool = message.content[1]
+    assert tool.id == "toolu_first" and tool.input == {"city": "Paris", "unit": "celsius"}  # type: ignore[union-attr]
+    assert upstream.requests[1].json()["messages"] == [{"role": "user", "content": "hi"}]
+    # a replay that calls the tool otherwise: the first failure, no corrupted tool call
+    other = synth.ToolCall("toolu_other", call.name, '{"city": "Lyon"}')
+    upstream.push(
+        Events(first[: cut_at + 1]),
+        Events(message_events(synth.Reply(text="Let me look.", tool_calls=[other]))),
+    )
+    with pytest.raises(anthropic.APIStatusError) as info:  # noqa: SIM117
+        with anthropic_client(url).messages.stream(
+            model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            stream.get_final_message()
+    assert "ended the stream before its final event" in str(info.value)
+
+
+def test_a_messages_stream_from_an_openai_target_is_continued_by_replay(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Events(cut(stream(ANSWER, usage=True), 3), end="hang"))  # a stall
+    backup.push(Events(stream(ANSWER, pieces=2, usage=True)))
+    with anthropic_client(url).messages.stream(
+        model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as messages:
+        message = messages.get_final_message()
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text == ANSWER  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"
+    assert len(upstream.requests) == 1 and len(backup.requests) == 1

@@ -2,7 +2,7 @@
 reached the client is continued from a next attempt, so the client reads one answer.
 
 :func:`continued` relays a stream and records what the client was handed (a
-:class:`~hookgate.wire.continuation.ChatTranscript`). When the stream fails (cut, stalled,
+:data:`~hookgate.wire.continuation.Transcript`). When the stream fails (cut, stalled,
 malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
 
 * **where**: the target that failed first when the fault looks transient (a cut or a
@@ -16,10 +16,11 @@ malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
   target refuses (an HTTP 4xx) is asked again as a replay on the same target: the refusal
   is never the error the client reads;
 * **what the client gets**: the next attempt's events spliced on
-  (:class:`~hookgate.wire.continuation.ChatSplice`): one role chunk, one id, one
-  ``[DONE]``, the text once, usage stating what was delivered;
+  (:data:`~hookgate.wire.continuation.Splice`): one role chunk and one ``[DONE]`` (one
+  ``message_start`` and ``message_stop``), one id, the text once, usage stating what was
+  delivered;
 * **or the original failure**, when no attempt continues it, a replay diverges, or the API
-  is not continued (Responses and Messages streams end with their error event, as before).
+  is not continued (Responses streams end with their error event, as before).
 
 The seam is visible in the trace (the failed attempt's span carries the failure, the call's
 span ``hookgate.stream.continuations``) and in :data:`CONTINUATIONS`, never in the text; a
@@ -41,7 +42,7 @@ from hookgate.errors import UpstreamError, UpstreamStatusError, error_type
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.classify import reason
-from hookgate.wire.continuation import ChatSplice, ChatTranscript, Diverged, Mode, transcript_for
+from hookgate.wire.continuation import Diverged, Mode, Splice, Transcript, transcript_for
 from hookgate.wire.models import limits_of
 from hookgate.wire.sse import EventStream
 
@@ -87,11 +88,11 @@ def continuable(response: ModelResponse, resume: Resume) -> ModelResponse:
 
 
 async def continued(
-    stream: EventStream, target: Target, transcript: ChatTranscript, resume: Resume
+    stream: EventStream, target: Target, transcript: Transcript, resume: Resume
 ) -> AsyncGenerator[bytes, None]:
     """Relay ``stream`` (from ``target``); on a failure after its first event, the rest
     from next attempts, or the first failure."""
-    splice: ChatSplice | None = None
+    splice: Splice | None = None
     original: UpstreamError | None = None
     failures: Counter[Target] = Counter()  # mid-stream failures per target
     try:
@@ -126,8 +127,8 @@ async def continued(
 
 
 async def _next(
-    resume: Resume, failed: Target, transcript: ChatTranscript, *, again: bool
-) -> tuple[Target, EventStream, ChatSplice] | None:
+    resume: Resume, failed: Target, transcript: Transcript, *, again: bool
+) -> tuple[Target, EventStream, Splice] | None:
     """The first attempt that answers, as (target, its stream, its splice): ``failed``
     first when ``again``, then the targets after it; None when none does within the
     policy's attempts and deadline."""
