@@ -381,3 +381,43 @@ def test_a_messages_stream_from_an_openai_target_is_continued_by_replay(
     assert message.content[0].text == ANSWER  # type: ignore[union-attr]
     assert message.stop_reason == "end_turn"
     assert len(upstream.requests) == 1 and len(backup.requests) == 1
+
+
+def response_events(reply: synth.Reply) -> list[bytes]:
+    return list(synth.response_stream("m1", reply))
+
+
+def test_a_responses_stream_is_continued_by_replay_into_one_response(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    first = response_events(synth.Reply(text=ANSWER, pieces=4))
+    cut_at = [i for i, b in enumerate(first) if b"output_text.delta" in b][1]  # two deltas
+    upstream.push(Events(first[: cut_at + 1]), Events(response_events(synth.Reply(text=ANSWER))))
+    kinds: list[str] = []
+    text = ""
+    numbers: list[int] = []
+    final = None
+    for event in openai_client(url).responses.create(model="m", input="hi", stream=True):
+        kinds.append(event.type)
+        numbers.append(event.sequence_number)
+        if event.type == "response.output_text.delta":
+            text += event.delta
+        if event.type == "response.completed":
+            final = event.response
+    assert text == ANSWER
+    assert kinds.count("response.created") == 1 and kinds.count("response.completed") == 1
+    assert kinds.count("response.output_item.added") == 1
+    assert numbers == list(range(len(numbers)))
+    assert final is not None and final.output_text == ANSWER
+    first_id = json.loads(first[0].split(b"data: ", 1)[1])["response"]["id"]
+    assert final.id == first_id
+    # a replay that says something else: the first failure
+    upstream.push(
+        Events(first[: cut_at + 1]),
+        Events(
+            response_events(synth.Reply(text="Something else entirely, longer than the answer."))
+        ),
+    )
+    with pytest.raises(openai.APIError):
+        list(openai_client(url).responses.create(model="m", input="hi", stream=True))

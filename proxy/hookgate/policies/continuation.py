@@ -17,10 +17,11 @@ malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
   is never the error the client reads;
 * **what the client gets**: the next attempt's events spliced on
   (:data:`~hookgate.wire.continuation.Splice`): one role chunk and one ``[DONE]`` (one
-  ``message_start`` and ``message_stop``), one id, the text once, usage stating what was
+  ``message_start`` and ``message_stop``, one ``response.created`` and
+  ``response.completed``), one id, the text once, usage stating what was
   delivered;
 * **or the original failure**, when no attempt continues it, a replay diverges, or the API
-  is not continued (Responses streams end with their error event, as before).
+  is not continued (completions). Responses streams are continued by replay only.
 
 The seam is visible in the trace (the failed attempt's span carries the failure, the call's
 span ``hookgate.stream.continuations``) and in :data:`CONTINUATIONS`, never in the text; a

@@ -27,11 +27,10 @@ whose ``context_window`` is larger, a provider refusing hookgate's own credentia
 target whose breaker is open is skipped. Nothing waits past ``deadline_s``.
 
 Streams fall back before their first event reaches the client: the policy waits for
-the first event before answering. After it, a Chat Completions or Messages stream that
-fails (cut, stalled, malformed) is continued from a next attempt, so the client reads one
-whole answer (:mod:`hookgate.policies.continuation`); when none continues it, and on the
-Responses API, the stream ends with an error event (the client's SDK raises it), never a
-quiet truncation.
+the first event before answering. After it, a stream that fails (cut, stalled,
+malformed) is continued from a next attempt, so the client reads one whole answer
+(:mod:`hookgate.policies.continuation`); when none continues it, the stream ends with an
+error event (the client's SDK raises it), never a quiet truncation.
 """
 
 from __future__ import annotations
