@@ -5,6 +5,7 @@ the original failure, never a spliced or corrupted one."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anthropic
 import httpx
@@ -24,6 +25,8 @@ from tests.conftest import (
 )
 from tests.fakes import Events, FakeUpstream, Status
 from tests.policies.test_fallback import FAST, two_targets
+from tests.spend import audited, settled
+from tests.waits import eventually
 
 ANSWER = "The quick brown fox jumps over lazy dog."
 PIECES = ["The quick ", "brown fox ", "jumps over", " lazy dog."]  # as a stream of 4 splits it
@@ -421,3 +424,28 @@ def test_a_responses_stream_is_continued_by_replay_into_one_response(
     )
     with pytest.raises(openai.APIError):
         list(openai_client(url).responses.create(model="m", input="hi", stream=True))
+
+
+def test_each_attempt_is_charged_for_what_it_produced_and_reports_agree(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, tmp_path: Path
+) -> None:
+    db = tmp_path / "spend.db"
+    text = (
+        f"store: 'sqlite:///{db}'\n"
+        "pricing: {m1: {input: 1000.0, output: 1000.0}}\n"
+        f"providers:\n  one: {{base_url: '{upstream.base_url}', api_key: {UPSTREAM_KEY}}}\n"
+        f"models:\n  m:\n    - {{provider: one, model: m1}}\n"
+        f"policies:\n  - {FAST.replace('retries: 0', 'retries: 1')}\n"
+        "  - budget: {limits: [{scope: key, usd: 100}]}\n"  # inside fallback: per attempt
+    )
+    url = make_proxy(loaded=load_text(text))
+    upstream.push(
+        Events(cut(stream(ANSWER), 3)),
+        Events(stream(ANSWER, usage=True, input_tokens=10, output_tokens=9)),
+    )
+    chunks = list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ANSWER
+    eventually(lambda: settled(db)[1] == 2 and audited(db)[2] == 1)
+    usd, _ = settled(db)  # the cut attempt (estimated from its text) and the replay
+    assert usd > 19 * 0.001  # the replay's 19 tokens, plus the cut attempt's
+    assert audited(db)[0] == pytest.approx(usd)  # the audit says what was charged
