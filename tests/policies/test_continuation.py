@@ -24,6 +24,7 @@ from tests.conftest import (
     openai_client,
 )
 from tests.fakes import Events, FakeUpstream, Status
+from tests.otlp import OtlpReceiver
 from tests.policies.test_fallback import FAST, two_targets
 from tests.spend import audited, settled
 from tests.waits import eventually
@@ -449,3 +450,32 @@ def test_each_attempt_is_charged_for_what_it_produced_and_reports_agree(
     usd, _ = settled(db)  # the cut attempt (estimated from its text) and the replay
     assert usd > 19 * 0.001  # the replay's 19 tokens, plus the cut attempt's
     assert audited(db)[0] == pytest.approx(usd)  # the audit says what was charged
+
+
+def test_the_seam_shows_in_the_trace_and_a_metric_not_in_the_text(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
+) -> None:
+    text = (
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"providers:\n  one: {{base_url: '{upstream.base_url}', api_key: {UPSTREAM_KEY}}}\n"
+        f"models:\n  m:\n    - {{provider: one, model: m1}}\n"
+        f"policies:\n  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
+        f"  - {FAST.replace('retries: 0', 'retries: 1')}\n"
+    )
+    url = make_proxy(loaded=load_text(text))
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream(ANSWER)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    spans = receiver.wait_for(3)
+    call = next(s for s in spans if s.name == "chat m")
+    assert call.attributes["hookgate.stream.continuations"] == 1
+    assert call.attributes["hookgate.stream.continued_by"] == "replay"
+    attempts = [s for s in spans if s.name.startswith("attempt ")]
+    assert [s.name for s in attempts] == ["attempt one/m1", "attempt one/m1"]
+    assert [s.status_code for s in attempts] == [2, 0]  # the first failed mid-stream
+    metrics = httpx.get(f"{url.removesuffix('/v1')}/metrics").text
+    assert (
+        'hookgate_stream_continuations_total{mode="replay",result="continued",target="one/m1"} 1.0'
+        in metrics
+    )
