@@ -1,9 +1,10 @@
 """The ``fallback`` policy's mid-stream continuation: a stream that fails after bytes
 reached the client is continued from a next attempt, so the client reads one answer.
 
-:func:`continued` relays a stream and records what the client was handed (a
-:data:`~hookgate.wire.continuation.Transcript`). When the stream fails (cut, stalled,
-malformed) and the answer is not finished, it asks :class:`Resume` for the rest:
+:func:`continued` relays a stream and keeps what the client was handed, read (into a
+:data:`~hookgate.wire.continuation.Transcript`) only when the stream fails: a stream that
+does not fail pays no parsing. When it fails (cut, stalled, malformed) and the answer is
+not finished, it asks :class:`Resume` for the rest:
 
 * **where**: the target that failed first when the fault looks transient (a cut or a
   malformed event; a stall or a timeout moves on at once) and it had not failed mid-stream
@@ -79,30 +80,40 @@ class Resume:
     deadline: float
 
 
+KEPT_BYTES = 16 * 1024 * 1024
+"""The most of a stream kept to continue it; a longer answer is not continued."""
+
+
 def continuable(response: ModelResponse, resume: Resume) -> ModelResponse:
-    """``response`` with its stream continued on failure, where its API can be."""
-    transcript = transcript_for(resume.call.api)
-    if response.stream is None or transcript is None or resume.call.body.get("n", 1) != 1:
+    """``response`` with its stream continued on failure, where its API can be (one
+    choice: ``n`` above 1 is not continued)."""
+    several = resume.call.body.get("n") not in (None, 1)
+    if response.stream is None or transcript_for(resume.call.api) is None or several:
         return response
-    stream = continued(response.stream, response.target, transcript, resume)
+    stream = continued(response.stream, response.target, resume)
     return dataclasses.replace(response, stream=stream)
 
 
 async def continued(
-    stream: EventStream, target: Target, transcript: Transcript, resume: Resume
+    stream: EventStream, target: Target, resume: Resume
 ) -> AsyncGenerator[bytes, None]:
     """Relay ``stream`` (from ``target``); on a failure after its first event, the rest
-    from next attempts, or the first failure."""
+    from next attempts, or the first failure. What the client was handed is kept as it
+    went out and read only on a failure, so a stream that does not fail costs no parsing."""
     splice: Splice | None = None
     original: UpstreamError | None = None
     failures: Counter[Target] = Counter()  # mid-stream failures per target
+    kept: list[bytes] = []
+    size = 0
     try:
         while True:
             try:
                 async for events in stream:
                     out = events if splice is None else splice.feed(events)
                     if out:
-                        transcript.feed(out)
+                        if size <= KEPT_BYTES:
+                            kept.append(out)
+                            size += len(out)
                         yield out
                 return
             except UpstreamError as exc:
@@ -110,6 +121,10 @@ async def continued(
                 failed, stream = stream, _nothing()
                 await failed.aclose()
                 _failed_midstream(resume, target, exc)
+                transcript = transcript_for(resume.call.api)
+                if transcript is None or size > KEPT_BYTES:
+                    raise original from None
+                transcript.feed(b"".join(kept))
                 if not transcript.continuable:
                     raise original from None
                 failures[target] += 1
