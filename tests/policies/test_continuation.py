@@ -479,3 +479,33 @@ def test_the_seam_shows_in_the_trace_and_a_metric_not_in_the_text(
         'hookgate_stream_continuations_total{mode="replay",result="continued",target="one/m1"} 1.0'
         in metrics
     )
+
+
+def test_a_responses_stream_cut_inside_a_function_call_is_replayed_whole(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    arguments = '{"city": "Paris", "unit": "celsius"}'
+    first = response_events(
+        synth.Reply(
+            text="Let me look.", tool_calls=[synth.ToolCall("c1", "get_weather", arguments)]
+        )
+    )
+    cut_at = next(i for i, b in enumerate(first) if b"function_call_arguments.delta" in b)
+    again = synth.Reply(
+        text="Let me look.", tool_calls=[synth.ToolCall("c2", "get_weather", arguments)], pieces=5
+    )
+    upstream.push(Events(first[: cut_at + 1]), Events(response_events(again)))
+    final = None
+    args = ""
+    for event in openai_client(url).responses.create(model="m", input="hi", stream=True):
+        if event.type == "response.function_call_arguments.delta":
+            args += event.delta
+        if event.type == "response.completed":
+            final = event.response
+    assert json.loads(args) == {"city": "Paris", "unit": "celsius"}
+    assert final is not None and final.output_text == "Let me look."
+    (call,) = [o for o in final.output if o.type == "function_call"]
+    assert json.loads(call.arguments) == {"city": "Paris", "unit": "celsius"}
+    first_item = json.loads(first[cut_at].split(b"data: ", 1)[1])["item_id"]
+    assert call.id == first_item  # the item the client has, by its first id
