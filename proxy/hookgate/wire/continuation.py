@@ -186,7 +186,7 @@ class ChatSplice:
             finish = choice.get("finish_reason")
             if finish:
                 self._end()
-            if delta or finish or choice.get("logprobs"):
+            if delta or finish:  # (a replayed delta's logprobs are the client's already)
                 kept.append({**choice, "delta": delta or {}})
         return {**data, "choices": kept} if kept else None
 
@@ -216,9 +216,7 @@ class ChatSplice:
                 self._trimmed = ""
             return content or None
         had = self._had.text
-        if self._caught_up:
-            if self._had.tool_calls:  # text where the client has a tool call next
-                raise Diverged("the new answer writes text where the first called a tool")
+        if self._caught_up:  # all the client has came back: the rest is new
             return content
         if self._calls_seen:
             raise Diverged("the new answer writes text after its tool calls began")
