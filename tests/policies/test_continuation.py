@@ -509,3 +509,41 @@ def test_a_responses_stream_cut_inside_a_function_call_is_replayed_whole(
     assert json.loads(call.arguments) == {"city": "Paris", "unit": "celsius"}
     first_item = json.loads(first[cut_at].split(b"data: ", 1)[1])["item_id"]
     assert call.id == first_item  # the item the client has, by its first id
+
+
+OVERLOADED = b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n'
+
+
+def test_an_error_event_mid_stream_is_a_failure_continued_not_relayed(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url)
+    upstream.push(Events([*cut(stream(ANSWER), 3), OVERLOADED]), Events(stream(ANSWER)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    # not continued (the same target says something else): the upstream's error, once
+    other = "Something else entirely, longer than the answer was."
+    upstream.push(Events([*cut(stream(ANSWER), 3), OVERLOADED]), Events(stream(other)))
+    with pytest.raises(openai.APIError) as info:
+        list(openai_client(url).chat.completions.create(model="m", messages=[], stream=True))
+    assert "overloaded" in info.value.message
+    assert backup.requests == []
+
+
+def test_an_error_event_mid_messages_stream_is_continued(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = claude_proxy(make_proxy, upstream, "claude-sonnet-4-5")
+    first = message_events(synth.Reply(text=ANSWER, pieces=4))
+    error = (
+        b"event: error\n"
+        b'data: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}\n\n'
+    )
+    rest = ANSWER.removeprefix("".join(PIECES[:2]).rstrip())
+    upstream.push(Events([*first[:5], error]), Events(message_events(synth.Reply(text=rest))))
+    with anthropic_client(url).messages.stream(
+        model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as messages:
+        message = messages.get_final_message()
+    assert message.content[0].text == ANSWER  # type: ignore[union-attr]

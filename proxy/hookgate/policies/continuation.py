@@ -6,10 +6,13 @@ reached the client is continued from a next attempt, so the client reads one ans
 does not fail pays no parsing. When it fails (cut, stalled, malformed) and the answer is
 not finished, it asks :class:`Resume` for the rest:
 
-* **where**: the target that failed first when the fault looks transient (a cut or a
-  malformed event; a stall or a timeout moves on at once) and it had not failed mid-stream
-  before in this request, then the alias's targets after it, one attempt each, never past
-  the policy's attempts (every target's tries) or its deadline, skipping open breakers;
+* **when**: the stream raised a failure, or sent an error event (not relayed: read as a 502
+  from its target, :func:`~hookgate.wire.continuation.error_event`);
+* **where**: the target that failed first when the fault looks transient (a cut, a
+  malformed or an error event; a stall or a timeout moves on at once) and it had not
+  failed mid-stream before in this request, then the alias's targets after it, one attempt
+  each, never past the policy's attempts (every target's tries) or its deadline, skipping
+  open breakers;
 * **how**: by prefill where the target continues a final assistant message
   (:attr:`~hookgate.wire.models.Limits.prefill`, the shipped model table or the target's
   ``prefill``) and the client has only text; else by replay: the request asked again,
@@ -44,7 +47,14 @@ from hookgate.errors import UpstreamError, UpstreamStatusError, error_type
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
 from hookgate.resilience.classify import reason
-from hookgate.wire.continuation import Diverged, Mode, Splice, Transcript, transcript_for
+from hookgate.wire.continuation import (
+    Diverged,
+    Mode,
+    Splice,
+    Transcript,
+    error_event,
+    transcript_for,
+)
 from hookgate.wire.models import limits_of
 from hookgate.wire.sse import EventStream
 
@@ -55,9 +65,10 @@ CONTINUATIONS = Metric(
     ("target", "mode", "result"),
 )
 
-TRANSIENT = frozenset({"reset", "bad_response"})
+TRANSIENT = frozenset({"reset", "bad_response", "http_502"})
 """Mid-stream faults worth a continuation from the same target first: a cut connection,
-malformed events. A stall or a timeout moves to the next target at once."""
+malformed events, an error event (overloaded, say: read as a 502). A stall or a timeout
+moves to the next target at once."""
 
 Attempt = Callable[[ModelCall], Awaitable[ModelResponse]]
 """One attempt at ``call.targets[0]`` as the policy makes it (breaker, first event peeked,
@@ -110,11 +121,18 @@ async def continued(
             try:
                 async for events in stream:
                     out = events if splice is None else splice.feed(events)
+                    if (failed_by := error_event(out)) is not None:
+                        out, body, said = failed_by
+                        label = _label(resume, target)
+                        failure = UpstreamStatusError(502, body, {}, target=label)
+                        failure.message = f"{label} failed mid-stream: {said}"
                     if out:
                         if size <= KEPT_BYTES:
                             kept.append(out)
                             size += len(out)
                         yield out
+                    if failed_by is not None:
+                        raise failure
                 return
             except UpstreamError as exc:
                 original = original or exc
@@ -214,8 +232,11 @@ def _failed_midstream(resume: Resume, target: Target, exc: UpstreamError) -> Non
 
 
 def _count(resume: Resume, target: Target, mode: str, result: str) -> None:
-    label = target.label(resume.call.model)
-    resume.ctx.observation.count(CONTINUATIONS, label, mode, result)
+    resume.ctx.observation.count(CONTINUATIONS, _label(resume, target), mode, result)
+
+
+def _label(resume: Resume, target: Target) -> str:
+    return target.label(resume.call.model)
 
 
 async def _nothing() -> AsyncGenerator[bytes, None]:

@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from hookgate.wire import sse
 
 Mode = Literal["prefill", "replay"]
@@ -724,6 +726,35 @@ class ResponsesSplice:
         ):
             raise Diverged("the new answer is shorter than what was delivered")
         self._caught_up = True
+
+
+def error_event(events: bytes) -> tuple[bytes, bytes, str] | None:
+    """The first error event among ``events`` — ``data: {"error": ...}`` on Chat
+    Completions, an ``error`` event on Messages and Responses — as (the blocks before it,
+    its error as an OpenAI error body, its message); None when there is none. An upstream that fails
+    mid-stream this way (overloaded, rate limited) failed like one that cut the stream:
+    the event is not relayed, so the answer can be continued."""
+    if b"error" not in events:
+        return None
+    blocks = sse.split(events)
+    for at, block in enumerate(blocks):
+        if b"error" not in block:
+            continue
+        data = sse.json_of(block)
+        if not isinstance(data, dict):
+            continue
+        error = data.get("error")
+        if data.get("type") == "error" and not isinstance(error, dict):  # Responses
+            error = {k: data.get(k) for k in ("message", "type", "param", "code")}
+        elif not isinstance(error, dict) or any(k in data for k in _RESULT_FIELDS):
+            continue
+        message = error.get("message")
+        message = message if isinstance(message, str) else "an error event"
+        return b"".join(blocks[:at]), orjson.dumps({"error": error}), message
+    return None
+
+
+_RESULT_FIELDS = ("choices", "output", "data", "response")
 
 
 Transcript = ChatTranscript | MessagesTranscript | ResponsesTranscript
