@@ -547,3 +547,17 @@ def test_an_error_event_mid_messages_stream_is_continued(
     ) as messages:
         message = messages.get_final_message()
     assert message.content[0].text == ANSWER  # type: ignore[union-attr]
+
+
+def test_a_stream_that_fails_mid_way_counts_against_its_target_s_breaker(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("failures: 100", "failures: 1, min_requests: 100")
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream(ANSWER)))
+    backup.push(Events(stream(ANSWER)))
+    events = raw_stream(url)
+    whole(events)
+    assert text_of(events) == ANSWER
+    assert len(upstream.requests) == 1 and len(backup.requests) == 1  # its circuit opened
+    upstream.script.clear()

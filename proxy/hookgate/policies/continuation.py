@@ -87,6 +87,8 @@ class Resume:
     attempt: Attempt
     allowed: Callable[[Target], bool]
     """Whether a target may be tried now (its breaker) — checked before each attempt."""
+    failed: Callable[[Target, UpstreamError], None]
+    """A target's stream failed mid-way (its breaker counts it)."""
     max_attempts: int
     deadline: float
 
@@ -139,6 +141,7 @@ async def continued(
                 failed, stream = stream, _nothing()
                 await failed.aclose()
                 _failed_midstream(resume, target, exc)
+                resume.failed(target, exc)
                 transcript = transcript_for(resume.call.api)
                 if transcript is None or size > KEPT_BYTES:
                     raise original from None

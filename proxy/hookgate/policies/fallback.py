@@ -158,9 +158,15 @@ class FallbackPolicy(Policy[FallbackConfig]):
             plan=plan,
             attempt=attempt,
             allowed=lambda target: self._breaker(target.label(call.model)).allow(),
+            failed=lambda target, exc: self._failed_midstream(target.label(call.model), exc),
             max_attempts=len(plan) * (self.config.retries + 1),
             deadline=deadline,
         )
+
+    def _failed_midstream(self, label: str, exc: UpstreamError) -> None:
+        """A stream of ``label`` failed after its first event: a failure for its breaker."""
+        if matches(reason(exc), self._retry_on):
+            self._breaker(label).failure()
 
     async def _try_target(
         self, call: ModelCall, ctx: Context, next: Next, deadline: float, retries: int | None = None
