@@ -16,7 +16,7 @@ from hookgate.wire.translate.fit import fit
         ("gpt-4o", Limits(16_384, False)),
         ("gpt-4o-2024-08-06", Limits(16_384, False)),  # a dated snapshot
         ("openai/o4-mini", Limits(100_000, True, completion_tokens=True)),  # a provider prefix
-        ("claude-sonnet-4-20250514", Limits(64_000, True)),
+        ("claude-sonnet-4-20250514", Limits(64_000, True, prefill=True)),
         ("gemini-2.0-flash-001", Limits(8_192, False)),
         ("gpt-4o-mini-tts", Limits()),  # never by prefix
         ("llama3.1", Limits()),
@@ -29,6 +29,8 @@ def test_models_are_looked_up_as_prices_are(model: str, known: Limits) -> None:
 def test_a_target_s_settings_override_the_table_and_cover_unknown_models() -> None:
     assert limits_of("gpt-4o", max_output_tokens=4_000) == Limits(4_000, False)
     assert limits_of("llama3.1", reasoning=False) == Limits(None, False)
+    assert limits_of("llama3.1", prefill=True) == Limits(prefill=True)
+    assert limits_of("claude-opus-4-5", prefill=False).prefill is False
 
 
 CLAUDE_CODE_AS_CHAT = {"model": "m", "max_tokens": 32_000, "reasoning_effort": "high"}

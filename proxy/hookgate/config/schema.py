@@ -243,6 +243,11 @@ class TargetConfig(Strict):
     reasoning: bool | None = None
     """Whether the model reasons (default: the shipped table's): a call translated for a
     model that does not is sent without reasoning or thinking."""
+    prefill: bool | None = None
+    """Whether the model continues a final assistant message rather than answering anew
+    (default: the shipped table's, true for Claude): a stream that failed mid-way is then
+    continued from the text delivered, else the answer is asked again and relayed from
+    where the client is only if it repeats that text exactly."""
 
 
 class OpsListenerConfig(Strict):

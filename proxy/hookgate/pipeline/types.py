@@ -80,6 +80,9 @@ class Target:
     """The model's most output tokens, when the config says (else the shipped table's)."""
     reasoning: bool | None = None
     """Whether the model reasons, when the config says (else the shipped table's)."""
+    prefill: bool | None = None
+    """Whether the model continues a final assistant message, when the config says (else
+    the shipped table's)."""
 
     def label(self, requested: str) -> str:
         """``provider/model`` as reported in headers, spans and metrics."""

@@ -22,7 +22,9 @@ flight fill it). After the call the reservation is replaced by the provider's re
 usage, written to the store before the response completes; a call that fails before
 any output releases it (a stream that sent only its opening events too: a failed
 attempt is never billed), and a stream cut short after its first output (a client that
-hangs up, an upstream that fails mid-way) is charged for what was produced.
+hangs up, an upstream that fails mid-way) is charged for what was produced. Listed after
+``fallback``, each attempt of a stream continued mid-way is charged so, and the request
+reports the sum.
 The promise rests on the estimate being an upper bound: tiktoken's count plus chat
 framing; a provider that counts more prompt tokens is logged, and its spend recorded.
 Streams: the policy :attr:`~hookgate.pipeline.hooks.Policy.needs_usage`, so the usage
@@ -251,7 +253,7 @@ class BudgetPolicy(Policy[BudgetConfig]):
                 )
         priced = self.pricing.cost(model, usage)
         cost = priced or 0.0
-        ctx.observation.charge = Charge(usage, priced, estimated)
+        ctx.observation.charge = Charge(usage, priced, estimated).plus(ctx.observation.charge)
         reserved, charged = ctx.state[self.slot]
         if usage.input_tokens + usage.output_tokens > reserved:
             log.warning(

@@ -41,10 +41,12 @@ A model reasons when its target says ``reasoning: true`` or the shipped model ta
 ``first_token_timeout_s``, since such a model may think for minutes before its first
 token. Its response headers still come at once: ``attempt_timeout_s`` still bounds them.
 
-Streams fall back only before their first output reaches the client: the policy holds
-the opening events (a role chunk, ``response.created``, ``message_start``) until the
-first output arrives, then answers. After it, a failure or a stall ends the stream with
-an error event (the client's SDK raises it), never a quiet truncation.
+Streams fall back before their first output reaches the client: the policy holds the
+opening events (a role chunk, ``response.created``, ``message_start``) until the first
+output arrives, then answers. After it, a stream that fails (cut, stalled, malformed) is
+continued from a next attempt, so the client reads one whole answer
+(:mod:`hookgate.policies.continuation`); when none continues it, the stream ends with an
+error event (the client's SDK raises it), never a quiet truncation.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from hookgate.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout,
 from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import CANCELLED, Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse, Target
+from hookgate.policies.continuation import CONTINUATIONS, Resume, continuable
 from hookgate.resilience.backoff import full_jitter, retry_after
 from hookgate.resilience.breaker import STATE_VALUES, BreakerSettings, CircuitBreaker
 from hookgate.resilience.classify import (
@@ -126,7 +129,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
     """See the module docstring."""
 
     name = "fallback"
-    metrics = (RETRIES, FALLBACKS, CIRCUIT_STATE)
+    metrics = (RETRIES, FALLBACKS, CIRCUIT_STATE, CONTINUATIONS)
     runs_in = frozenset({"proxy"})  # routes, upstreams and the shared ledger are the proxy's
 
     def __init__(self, config: FallbackConfig) -> None:
@@ -145,7 +148,8 @@ class FallbackPolicy(Policy[FallbackConfig]):
         last: UpstreamError | None = None
         last_reason = ""
         window: int | None = None
-        for target in self._plan(call.targets, call.model):
+        plan = self._plan(call.targets, call.model)
+        for target in plan:
             label = target.label(call.model)
             if last_reason == "context_length" and not _larger(_window(target, call), window):
                 continue
@@ -155,7 +159,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 observation.count(FALLBACKS, label, "circuit_open")
                 continue
             try:
-                return await self._try_target(call.with_targets((target,)), ctx, next, deadline)
+                response = await self._try_target(call.with_targets((target,)), ctx, next, deadline)
             except UpstreamError as exc:
                 last, last_reason = exc, reason(exc)
                 if last_reason == "context_length":
@@ -164,21 +168,49 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 if not self._moves_on(last_reason) or loop.time() >= deadline:
                     raise
                 observation.count(FALLBACKS, label, last_reason)
+            else:
+                return continuable(response, self._resume(call, ctx, next, plan, deadline))
         if last is not None:
             raise last
         raise UpstreamUnavailable(
             f"no upstream for model {call.model!r} is available (every circuit is open)"
         )
 
+    def _resume(
+        self, call: ModelCall, ctx: Context, next: Next, plan: list[Target], deadline: float
+    ) -> Resume:
+        """How a stream of ``call`` that fails mid-way is continued: one attempt per
+        target, within the request's attempts and deadline."""
+
+        async def attempt(continuation: ModelCall) -> ModelResponse:
+            return await self._try_target(continuation, ctx, next, deadline, retries=0)
+
+        return Resume(
+            call=call,
+            ctx=ctx,
+            plan=plan,
+            attempt=attempt,
+            allowed=lambda target: self._breaker(target.label(call.model)).allow(),
+            failed=lambda target, exc: self._failed_midstream(target.label(call.model), exc),
+            max_attempts=len(plan) * (self.config.retries + 1),
+            deadline=deadline,
+        )
+
+    def _failed_midstream(self, label: str, exc: UpstreamError) -> None:
+        """A stream of ``label`` failed after its first event: a failure for its breaker."""
+        if matches(reason(exc), self._retry_on):
+            self._breaker(label).failure()
+
     async def _try_target(
-        self, call: ModelCall, ctx: Context, next: Next, deadline: float
+        self, call: ModelCall, ctx: Context, next: Next, deadline: float, retries: int | None = None
     ) -> ModelResponse:
-        """One target: the first try and its retries."""
+        """One target: the first try and its retries (``retries``, default the policy's)."""
         loop = asyncio.get_running_loop()
         target = call.targets[0]
         label = target.label(call.model)
         breaker = self._breaker(label)
-        for attempt in range(self.config.retries + 1):
+        retries = self.config.retries if retries is None else retries
+        for attempt in range(retries + 1):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise UpstreamTimeout(
@@ -200,7 +232,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 if retried or moves_on_now:
                     breaker.failure()
                 ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
-                if attempt == self.config.retries or not retried or moves_on_now:
+                if attempt == retries or not retried or moves_on_now:
                     raise
                 delay = self._delay(exc, attempt)
                 if delay is None or loop.time() + delay >= deadline or not breaker.allow():

@@ -46,6 +46,7 @@ class Router:
                     t.context_window,
                     t.max_output_tokens,
                     t.reasoning,
+                    t.prefill,
                 )
                 for i, t in enumerate(targets)
             )

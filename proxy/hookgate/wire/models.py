@@ -1,12 +1,13 @@
 """What hookgate knows of well-known models besides their price: the most output tokens
 each writes, whether it reasons (takes ``reasoning_effort``, extended thinking or a
-thinking budget), and the tokens it accepts (its context window). Pure.
+thinking budget), the tokens it accepts (its context window), and whether it continues a
+final assistant message (a prefill). Pure.
 
 Models are looked up as prices are (:func:`lookup`): by exact name (after any
 ``provider/`` prefix), then without a snapshot suffix — a date or version
 (``gpt-4o-2024-08-06``, ``claude-sonnet-4-20250514``, ``gemini-2.0-flash-001``) or
-``-latest``; never by prefix. A target's own ``max_output_tokens`` and ``reasoning``
-(YAML ``models:``) override the table, and cover models it does not know. A model known
+``-latest``; never by prefix. A target's own ``max_output_tokens``, ``reasoning`` and
+``prefill`` (YAML ``models:``) override the table, and cover models it does not know. A model known
 to no one is left alone (:attr:`Limits.max_output_tokens` and :attr:`Limits.reasoning`
 None): nothing about its calls is adapted (:mod:`hookgate.wire.translate.fit`).
 A target's ``context_window`` likewise overrides :data:`CONTEXT_WINDOWS`
@@ -50,6 +51,10 @@ class Limits:
     completion_tokens: bool = False
     """Whether it takes its output ceiling only as ``max_completion_tokens`` (OpenAI's
     reasoning models refuse ``max_tokens``)."""
+    prefill: bool | None = None
+    """Whether it continues a final assistant message (an assistant *prefill*) rather
+    than answering anew: how a stream that failed mid-way is continued
+    (:mod:`hookgate.wire.continuation`). Anthropic's models do; OpenAI's do not."""
 
 
 SHIPPED: Mapping[str, Limits] = {
@@ -75,15 +80,15 @@ SHIPPED: Mapping[str, Limits] = {
     "o3-pro": Limits(100_000, True, completion_tokens=True),
     "o4-mini": Limits(100_000, True, completion_tokens=True),
     # Anthropic
-    "claude-opus-4": Limits(32_000, True),
-    "claude-opus-4-1": Limits(32_000, True),
-    "claude-opus-4-5": Limits(64_000, True),
-    "claude-sonnet-4": Limits(64_000, True),
-    "claude-sonnet-4-5": Limits(64_000, True),
-    "claude-sonnet-4-6": Limits(64_000, True),
-    "claude-haiku-4-5": Limits(64_000, True),
-    "claude-3-7-sonnet": Limits(64_000, True),
-    "claude-3-5-haiku": Limits(8_192, False),
+    "claude-opus-4": Limits(32_000, True, prefill=True),
+    "claude-opus-4-1": Limits(32_000, True, prefill=True),
+    "claude-opus-4-5": Limits(64_000, True, prefill=True),
+    "claude-sonnet-4": Limits(64_000, True, prefill=True),
+    "claude-sonnet-4-5": Limits(64_000, True, prefill=True),
+    "claude-sonnet-4-6": Limits(64_000, True, prefill=True),
+    "claude-haiku-4-5": Limits(64_000, True, prefill=True),
+    "claude-3-7-sonnet": Limits(64_000, True, prefill=True),
+    "claude-3-5-haiku": Limits(8_192, False, prefill=True),
     # Google
     "gemini-2.5-pro": Limits(65_536, True),
     "gemini-2.5-flash": Limits(65_536, True),
@@ -94,7 +99,11 @@ SHIPPED: Mapping[str, Limits] = {
 
 
 def limits_of(
-    model: str, *, max_output_tokens: int | None = None, reasoning: bool | None = None
+    model: str,
+    *,
+    max_output_tokens: int | None = None,
+    reasoning: bool | None = None,
+    prefill: bool | None = None,
 ) -> Limits:
     """What ``model`` can do: the shipped table's entry, with a target's own settings
     (not None) taking precedence."""
@@ -103,6 +112,7 @@ def limits_of(
         max_output_tokens if max_output_tokens is not None else known.max_output_tokens,
         reasoning if reasoning is not None else known.reasoning,
         known.completion_tokens,
+        prefill if prefill is not None else known.prefill,
     )
 
 

@@ -10,7 +10,7 @@ gathers the output text (parsing every event; only used when content capture is 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from hookgate.wire import sse
@@ -43,6 +43,16 @@ class Charge:
     usage: Usage
     cost_usd: float | None
     estimated: bool
+
+    def plus(self, earlier: Charge | None) -> Charge:
+        """This charge added to an ``earlier`` one of the same request (each attempt of a
+        stream continued mid-way is charged for what it produced), or itself."""
+        if earlier is None:
+            return self
+        a, b = self.usage, earlier.usage
+        usage = Usage(*(x + y for x, y in zip(astuple(a), astuple(b), strict=True)))
+        costs = [c for c in (self.cost_usd, earlier.cost_usd) if c is not None]
+        return Charge(usage, sum(costs) if costs else None, self.estimated or earlier.estimated)
 
 
 @dataclass(frozen=True, slots=True)
