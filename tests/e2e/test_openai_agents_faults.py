@@ -1,7 +1,8 @@
 """Stream faults as an OpenAI Agents SDK user meets them through the proxy: both of the
 SDK's model classes, streamed (``Runner.run_streamed``) and not (``Runner.run``), against
 an upstream that ends a stream without its terminal event, or slips a malformed event into
-it — the agent's answer is whole either way."""
+it, or cuts it mid-answer (continued by the ``fallback`` policy) — the agent's answer is
+whole every time."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from agents import (
 from openai import AsyncOpenAI
 
 from hookgate.wire import sse, synth
-from tests.conftest import CLIENT_KEY
+from tests.conftest import CLIENT_KEY, ProxyFactory
 from tests.fakes import Events, FakeUpstream
 
 set_tracing_disabled(True)  # the SDK would export its traces to OpenAI
@@ -65,3 +66,16 @@ async def test_a_malformed_event_mid_stream_is_dropped_and_the_answer_is_whole(
     whole = events(kind)
     upstream.push(Events([*whole[:4], MALFORMED, *whole[4:]]))
     assert await answer(proxy_url, kind) == TEXT
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses"])
+async def test_a_stream_cut_mid_answer_is_continued_into_one_answer(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, kind: str
+) -> None:
+    proxy_url = make_proxy("policies:\n  - fallback: {}\n")  # the shipped default's fallback
+    whole = events(kind)
+    # the upstream dies after three deltas; asked again, it gives the same answer, of
+    # which only the rest reaches the agent
+    upstream.push(Events(whole[:4]), Events(whole))
+    assert await answer(proxy_url, kind) == TEXT
+    assert len(upstream.requests) == 2
