@@ -13,7 +13,8 @@ import orjson
 
 from hookgate.budgets.tokens import prompt_tokens
 from hookgate.config.loader import load_text
-from hookgate.policies.context import SUMMARY_PREFIX
+from hookgate.policies.context import SUMMARY_PREFIX, ContextConfig, ContextPolicy
+from hookgate.testing import Harness, Request
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text, openai_client
 from tests.fakes import FakeUpstream
@@ -155,3 +156,19 @@ def test_summaries_go_through_the_upstream_are_charged_and_reused(
     assert "Question 9" not in extended  # still kept whole
     assert upstream.last.json()["messages"][1]["content"] == SUMMARY_PREFIX + "SUMMARY-B"
     assert_well_formed(upstream.last.json()["messages"])
+
+
+async def test_the_window_comes_from_the_shipped_model_table_when_no_target_names_one() -> None:
+    """``{share: S}`` of the model's window: gpt-5's 400,000 tokens from the shipped table,
+    the ``context_window`` setting only for a model neither the target nor the table knows."""
+    config = ContextConfig.model_validate(
+        {"trigger": {"share": 0.5}, "context_window": 1000, "turns": {"keep_last": 1}}
+    )
+    history = conversation(4)
+    assert prompt_tokens("chat.completions", "m", {"messages": history}) > 500
+    async with Harness(ContextPolicy(config)) as harness:
+        for model, edited in (("gpt-5", False), ("a-model-nobody-lists", True)):
+            result = await harness.call(
+                Request("chat.completions", {"model": model, "messages": history})
+            )
+            assert (result.sent[0]["messages"] != history) is edited, model

@@ -6,8 +6,9 @@ YAML (every key optional)::
         trigger: {share: 0.8}          # act when the prompt exceeds this: {tokens: N}, or
                                        #   {share: S} of the model's context window
         target: {share: 0.6}           # then shrink it to this (default: 3/4 of trigger)
-        context_window: 128000         # the window when the model's target names none
-                                       #   (``context_window`` in ``models:``)
+        context_window: 128000         # the window when neither the model's target
+                                       #   (``context_window`` in ``models:``) nor the
+                                       #   shipped model table names one
         tool_result_limit: 2000        # 1. cap each tool result at this many tokens
         clear_tool_results:            # 2. replace old tool results, oldest first
           keep_last: 3                 #    the newest results are kept
@@ -59,6 +60,7 @@ from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, JsonBody, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
 from hookgate.wire import history, prompts
+from hookgate.wire.models import context_window_of
 from hookgate.wire.usage import facts_of
 
 log = logging.getLogger("hookgate")
@@ -136,8 +138,12 @@ class ContextPolicy(Policy[ContextConfig]):
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         if call.api not in ("chat.completions", "responses"):
             return await next(call, ctx)
-        window = call.targets[0].context_window if call.targets else None
-        window = window or self.config.context_window
+        serving = call.targets[0] if call.targets else None
+        window = (
+            context_window_of(serving.model or call.model, context_window=serving.context_window)
+            if serving is not None
+            else None
+        ) or self.config.context_window
         size = tokens.prompt_tokens(call.api, call.model, call.body)
         if size <= self.config.trigger.of(window):
             return await next(call, ctx)
