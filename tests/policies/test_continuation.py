@@ -561,3 +561,15 @@ def test_a_stream_that_fails_mid_way_counts_against_its_target_s_breaker(
     assert text_of(events) == ANSWER
     assert len(upstream.requests) == 1 and len(backup.requests) == 1  # its circuit opened
     upstream.script.clear()
+
+
+def test_continue_streams_false_ends_a_cut_stream_with_its_error(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream
+) -> None:
+    policy = FAST.replace("fallback: {", "fallback: {continue_streams: false, ")
+    url = two_targets(make_proxy, upstream.base_url, backup.base_url, policy)
+    upstream.push(Events(cut(stream(ANSWER), 3)), Events(stream(ANSWER)))
+    events = raw_stream(url)
+    assert text_of(events) == "".join(PIECES[:2])
+    assert "event: error" in events and "[DONE]" not in events
+    assert len(upstream.requests) == 1 and backup.requests == []

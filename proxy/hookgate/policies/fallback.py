@@ -17,6 +17,8 @@ YAML (every key optional)::
                                   #   whole answer (non-streamed, if longer than the above)
         stall_timeout_s: 30       # streams: longest gap between events after the first output
         deadline_s: 900           # the whole request, every retry and wait included
+        continue_streams: true    # a stream that fails after its first output is continued
+                                  #   from a next attempt (false: it ends with an error event)
         retry_on: [connect, timeout, reset, bad_response, stall, "408", "409", "429", "5xx"]
         fallback_on: [timeout]    # of those, the ones that go to the next target at once
         fallback_on_content_policy: false
@@ -118,6 +120,9 @@ class FallbackConfig(PolicyConfig):
     reasoning_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     stall_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     deadline_s: Annotated[float, Field(gt=0)] = 900.0
+    continue_streams: bool = True
+    """Continue a stream that fails after its first output from a next attempt
+    (:mod:`hookgate.policies.continuation`); False ends it with an error event."""
     retry_on: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRY_ON))
     fallback_on: list[str] = Field(default_factory=lambda: list(DEFAULT_FALLBACK_ON))
     fallback_on_content_policy: bool = False
@@ -169,6 +174,8 @@ class FallbackPolicy(Policy[FallbackConfig]):
                     raise
                 observation.count(FALLBACKS, label, last_reason)
             else:
+                if not self.config.continue_streams:
+                    return response
                 return continuable(response, self._resume(call, ctx, next, plan, deadline))
         if last is not None:
             raise last
