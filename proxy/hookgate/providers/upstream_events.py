@@ -229,7 +229,7 @@ async def _events(
                 if screen.end.closing is None:
                     raise
                 why = exc.message if isinstance(exc, UpstreamError) else "silence"
-                log.info("%s: %s after its finish reason", label, why)
+                log.debug("%s: %s after its finish reason", label, why)
                 break
             if not started:
                 chunk, started = chunk.removeprefix(_BOM), True
@@ -248,7 +248,9 @@ async def _events(
                 raise UpstreamReset(
                     f"{label} ended the stream before its final event", target=label
                 )
-            log.info("%s ended its stream after its finish reason; hookgate ended it", label)
+            # a whole answer: not worth a line per stream at INFO (a slow server's every
+            # stream ends so, and a log that floods is an outage of its own)
+            log.debug("%s ended its stream after its finish reason; hookgate ended it", label)
             if count is not None and end.usage_missing:
                 closing = end.usage_chunk(await count(end.text)) + closing
             yield closing
