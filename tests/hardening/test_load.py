@@ -33,7 +33,7 @@ MIXED_CONCURRENCY = 64
 
 
 class Upstream:
-    """Slow streams (``EVENTS`` over ``HOLD_S``) when asked with ``"user": "hold"``;
+    """Slow streams (``EVENTS`` text deltas over ``HOLD_S``) when asked with ``"user": "hold"``;
     otherwise an immediate answer, JSON or SSE."""
 
     def __init__(self) -> None:
@@ -59,11 +59,15 @@ class Upstream:
         hold = body.get("user") == "hold"
         self.open_streams += 1
         self.peak = max(self.peak, self.open_streams)
+        # held: the role chunk and the text spread over HOLD_S; then, as servers do, the
+        # finish chunk, the usage chunk and [DONE] at once (hookgate ends a stream that goes
+        # silent after its finish reason: upstream_events.AFTER_FINISH_S)
+        spread = len(blocks) - 3
         try:
-            for block in blocks:
+            for i, block in enumerate(blocks):
                 await out.write(block)
-                if hold:
-                    await asyncio.sleep(HOLD_S / len(blocks))
+                if hold and i < spread:
+                    await asyncio.sleep(HOLD_S / spread)
         finally:
             self.open_streams -= 1
         await out.write_eof()
