@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.wire import sse
-from hookgate.wire.continuation.base import Diverged, Mode
+from hookgate.wire.continuation.base import Diverged, Mode, typed_events
 
 
 @dataclass(slots=True)
@@ -114,9 +114,8 @@ class MessagesSplice:
     def feed(self, events: bytes) -> bytes:
         """The client's share of one batch of the next attempt's events."""
         out: list[bytes] = []
-        for block in sse.split(events):
-            data = sse.json_of(block)
-            if not isinstance(data, dict) or not isinstance(kind := data.get("type"), str):
+        for block, kind, data in typed_events(events):
+            if kind is None:
                 out.append(block)
                 continue
             spliced = self._event(kind, data)
