@@ -355,23 +355,9 @@ def _answer(call: ModelCall, reply: Reply) -> ModelResponse:
     kind = "text/event-stream" if call.stream else "application/json"
     headers = {"content-type": kind}
     if call.stream:
-        if call.api == "messages":
-            blocks = synth.message_stream(model, reply)
-        elif call.api == "responses":
-            blocks = synth.response_stream(model, reply)
-        else:
-            options = call.body.get("stream_options")
-            usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-            blocks = synth.chat_stream(model, reply, include_usage=usage)
-        return ModelResponse(
-            status=200, headers=headers, target=target, stream=_stream(list(blocks))
-        )
-    if call.api == "messages":
-        data = synth.message_object(model, reply)
-    elif call.api == "responses":
-        data = synth.response_object(model, reply)
-    else:
-        data = synth.chat_completion(model, reply)
+        blocks = list(synth.answer_stream(call.api, call.body, reply, model))
+        return ModelResponse(status=200, headers=headers, target=target, stream=_stream(blocks))
+    data = synth.answer_object(call.api, reply, model)
     return ModelResponse(
         status=200, headers=headers, target=target, payload=JsonBody.from_data(data)
     )

@@ -62,64 +62,13 @@ class EchoProvider:
             return ModelResponse(
                 status=200, headers=json_headers, target=target, payload=JsonBody.from_data(count)
             )
-        if call.api == "messages":
-            message = _messages_reply(body)
-            if call.stream:
-                return ModelResponse(
-                    status=200,
-                    headers=headers,
-                    target=target,
-                    stream=_agen(synth.message_stream(model, message)),
-                )
-            return ModelResponse(
-                status=200,
-                headers=headers,
-                target=target,
-                payload=JsonBody.from_data(synth.message_object(model, message)),
-            )
-        reply = _reply(call)
-        if call.api == "completions":
-            if call.stream:
-                return ModelResponse(
-                    status=200,
-                    headers=headers,
-                    target=target,
-                    stream=_agen(synth.completion_stream(model, reply)),
-                )
-            return ModelResponse(
-                status=200,
-                headers=headers,
-                target=target,
-                payload=JsonBody.from_data(synth.completion(model, reply)),
-            )
-        if call.api == "responses":
-            if call.stream:
-                return ModelResponse(
-                    status=200,
-                    headers=headers,
-                    target=target,
-                    stream=_agen(synth.response_stream(model, reply)),
-                )
-            return ModelResponse(
-                status=200,
-                headers=headers,
-                target=target,
-                payload=JsonBody.from_data(synth.response_object(model, reply)),
-            )
+        reply = _messages_reply(body) if call.api == "messages" else _reply(call)
         if call.stream:
-            options = body.get("stream_options")
-            usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-            return ModelResponse(
-                status=200,
-                headers=headers,
-                target=target,
-                stream=_agen(synth.chat_stream(model, reply, include_usage=usage)),
-            )
+            stream = _agen(synth.answer_stream(call.api, body, reply, model))
+            return ModelResponse(status=200, headers=headers, target=target, stream=stream)
+        data = synth.answer_object(call.api, reply, model)
         return ModelResponse(
-            status=200,
-            headers=headers,
-            target=target,
-            payload=JsonBody.from_data(synth.chat_completion(model, reply)),
+            status=200, headers=headers, target=target, payload=JsonBody.from_data(data)
         )
 
     def relay(

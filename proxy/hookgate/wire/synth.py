@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -515,3 +515,28 @@ def message_stream(model: str, reply: Reply) -> Iterator[bytes]:
     type, then its ``data:`` (see :func:`message_events`)."""
     for kind, data in message_events(model, reply):
         yield sse.encode(data, event=kind)
+
+
+def answer_stream(api: str, body: Mapping[str, Any], reply: Reply, model: str) -> Iterator[bytes]:
+    """``reply`` as the event stream of ``api`` (chat, completions, Responses or Messages;
+    a chat stream ends with the usage chunk when ``body`` asked for it)."""
+    if api == "messages":
+        return message_stream(model, reply)
+    if api == "responses":
+        return response_stream(model, reply)
+    if api == "completions":
+        return completion_stream(model, reply)
+    options = body.get("stream_options")
+    usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+    return chat_stream(model, reply, include_usage=usage)
+
+
+def answer_object(api: str, reply: Reply, model: str) -> dict[str, Any]:
+    """``reply`` as the JSON answer of ``api`` (chat, completions, Responses or Messages)."""
+    if api == "messages":
+        return message_object(model, reply)
+    if api == "responses":
+        return response_object(model, reply)
+    if api == "completions":
+        return completion(model, reply)
+    return chat_completion(model, reply)
