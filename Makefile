@@ -12,16 +12,19 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 CLAUDE_CODE_VERSION := 2.1.197
 CLAUDE := $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude
 export HOOKGATE_TEST_CLAUDE := $(abspath $(CLAUDE))
+# Codex CLI, Gemini CLI, opencode and the Vercel AI SDK (pinned in .ci/clients/).
+CLIENTS := $(VENV)/clients
+export HOOKGATE_TEST_CLIENTS := $(abspath $(CLIENTS))
 
-.PHONY: run test test-fast check system-deps claude-code bench schema dashboards clean
+.PHONY: run test test-fast check system-deps claude-code clients bench schema dashboards clean
 
 run: $(STAMP)
 	$(BIN)/hookgate serve
 
-test: $(STAMP) system-deps claude-code check
+test: $(STAMP) system-deps claude-code clients check
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-fast: $(STAMP) system-deps claude-code check
+test-fast: $(STAMP) system-deps claude-code clients check
 	$(BIN)/pytest -q --skip-slow $(PYTEST_ARGS)
 
 system-deps:
@@ -35,6 +38,9 @@ check: $(STAMP)
 	$(BIN)/ruff format --check proxy tests bench dashboards evals
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+
+clients: system-deps
+	cmp -s .ci/clients/package-lock.json $(CLIENTS)/.installed-lock.json || bash .ci/clients.sh $(CLIENTS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

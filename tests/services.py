@@ -43,6 +43,26 @@ def claude_code() -> str:
     return str(path.resolve())
 
 
+def clients() -> Path:
+    """The ``node_modules`` of the pinned npm agent clients ``make test`` installs
+    (``HOOKGATE_TEST_CLIENTS``, else ``.venv/clients``): Codex CLI, Gemini CLI, opencode and
+    the Vercel AI SDK (``.ci/clients/package.json``); skip (locally) or fail (CI) when they
+    are missing."""
+    prefix = Path(os.environ.get("HOOKGATE_TEST_CLIENTS") or ".venv/clients")
+    modules = prefix.resolve() / "node_modules"
+    if not (modules / ".bin").is_dir():
+        message = f"the npm agent clients are not installed in {prefix} (make clients)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return modules
+
+
+def client_binary(name: str) -> str:
+    """The path of one pinned npm client's command (``codex``, ``gemini``, ``opencode``)."""
+    return str(clients() / ".bin" / name)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
