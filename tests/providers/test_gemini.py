@@ -130,6 +130,20 @@ def answer(client: openai.OpenAI, stream: bool, **asked: Any) -> dict[str, Any]:
     return final.choices[0].message.model_dump()
 
 
+@pytest.mark.parametrize("suffix", ["", "/v1beta"])
+def test_the_base_url_is_taken_with_or_without_its_version(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, suffix: str
+) -> None:
+    """As ``GOOGLE_GEMINI_BASE_URL``: the bare host gets ``/v1beta``; a version given is
+    kept."""
+    base = config(upstream, backup).replace(upstream.gemini_base_url, upstream.server.url + suffix)
+    url = make_proxy(loaded=load_text(base))
+    upstream.push(synth.Reply("Hi."))
+    assert answer(openai_client(url), False, model="gemini-2.5-flash", messages=[
+        {"role": "user", "content": "Hi"}])["content"] == "Hi."  # fmt: skip
+    assert upstream.last.path == f"{suffix or '/v1beta'}/models/gemini-2.5-flash:generateContent"
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_failing_gemini_target_falls_back_to_gpt(
     make_proxy: ProxyFactory, upstream: FakeUpstream, backup: FakeUpstream, stream: bool

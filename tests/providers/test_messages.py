@@ -160,6 +160,20 @@ def test_count_tokens_goes_to_the_provider(
     assert upstream.last.json()["messages"] == [{"role": "user", "content": "Hello there"}]
 
 
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+def test_the_base_url_is_taken_with_or_without_v1_as_anthropic_base_url_is(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, suffix: str
+) -> None:
+    config = anthropic_config(upstream).replace(upstream.base_url, upstream.server.url + suffix)
+    url = make_proxy(loaded=load_text(config))
+    upstream.push(REPLY)
+    made = anthropic_client(url).messages.create(
+        model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert [block.type for block in made.content] == ["thinking", "text", "tool_use"]
+    assert upstream.last.path == "/v1/messages"
+
+
 def test_unknown_fields_and_block_types_are_relayed_untouched(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:

@@ -31,6 +31,7 @@ class AnthropicProvider(HttpProvider):
     """``gen_ai.provider.name`` of Anthropic (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"messages", "messages.count_tokens"})
     default_base_url = DEFAULT_BASE_URL
+    version_segment = "v1"
 
     def __init__(
         self,

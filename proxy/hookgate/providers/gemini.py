@@ -34,6 +34,7 @@ class GeminiProvider(HttpProvider):
     """``gen_ai.provider.name`` of the Gemini API (OpenTelemetry GenAI conventions)."""
     native: frozenset[Api] = frozenset({"generate_content"})
     default_base_url = DEFAULT_BASE_URL
+    version_segment = "v1beta"
 
     @staticmethod
     def key_headers(key: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import io
+import re
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -53,6 +54,9 @@ from hookgate.wire.usage import usage_requested
 MODEL_LIST_LIMIT = 8 * 1024 * 1024
 """The most of a provider's model list read (OpenAI's is ~50 KB)."""
 
+_VERSION = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
+"""A URL path that ends in an API version segment."""
+
 
 class HttpProvider(abc.ABC):
     """Sends calls to ``base_url`` + the API's path, with the provider's key; see the
@@ -63,10 +67,16 @@ class HttpProvider(abc.ABC):
     native: frozenset[Api]
     """The APIs it sends as they are (the only ones :meth:`send` takes)."""
     default_base_url: str | None = None
+    """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
+    version_segment: str | None = None
+    """The API version its paths sit below (``v1`` for Anthropic, ``v1beta`` for Gemini),
+    added to a configured ``base_url`` whose path does not end in a version
+    (``/v1``, ``/v1beta``, ``/v2alpha``...): the vendors' own SDKs take the base URL
+    without it (``ANTHROPIC_BASE_URL=https://api.anthropic.com``), and both spellings
+    reach the same API."""
     max_tokens: int = DEFAULT_MAX_TOKENS
     """The ``max_tokens`` of a chat call translated to Messages whose client set none (an
     Anthropic provider's own setting)."""
-    """Where a provider of a kind with one home (Anthropic, Gemini) is, unless configured."""
 
     def __init__(
         self,
@@ -77,7 +87,7 @@ class HttpProvider(abc.ABC):
         base_url = config.base_url or self.default_base_url
         assert base_url is not None
         self.name = name
-        self.base_url = URL(base_url.rstrip("/"))
+        self.base_url = self.versioned(URL(base_url.rstrip("/")))
         self.address = UpstreamAddress(self.kind, self.base_url.host, self.base_url.port)
         self._session = session
         self._headers = dict(config.headers)
@@ -90,6 +100,12 @@ class HttpProvider(abc.ABC):
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
+
+    def versioned(self, base_url: URL) -> URL:
+        """``base_url`` with :attr:`version_segment` added when its path ends in none."""
+        if self.version_segment is None or _VERSION.search(base_url.path):
+            return base_url
+        return base_url.with_path(f"{base_url.path.rstrip('/')}/{self.version_segment}")
 
     @staticmethod
     @abc.abstractmethod
