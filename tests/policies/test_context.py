@@ -120,7 +120,8 @@ def test_summaries_go_through_the_upstream_are_charged_and_reused(
     policies = (
         "policies:\n"
         "  - context: {trigger: {tokens: 3000}, target: {tokens: 2000},\n"
-        "              turns: {keep_last: 2, summarize: {model: summarizer, max_tokens: 99}}}\n"
+        "              turns: {keep_last: 2, summarize: {model: summarizer, max_tokens: 99,\n"
+        "                                                max_input_tokens: 20000}}}\n"
         "  - budget: {limits: [{scope: model, usd: 10}]}\n"
     )
     loaded = load_text(config_text(
@@ -156,6 +157,39 @@ def test_summaries_go_through_the_upstream_are_charged_and_reused(
     assert "Question 9" not in extended  # still kept whole
     assert upstream.last.json()["messages"][1]["content"] == SUMMARY_PREFIX + "SUMMARY-B"
     assert_well_formed(upstream.last.json()["messages"])
+
+
+def test_a_summary_request_never_sends_more_than_max_input_tokens(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """Removed turns longer than the bound are read in pieces, in order, each request
+    carrying the summary so far; the last summary replaces them all, and is reused."""
+    policies = (
+        "policies:\n"
+        "  - context: {trigger: {tokens: 3000}, target: {tokens: 2000},\n"
+        "              turns: {keep_last: 2, summarize: {max_tokens: 99, max_input_tokens: 1200}}}\n"
+    )
+    client = openai_client(make_proxy(policies))
+    history = conversation(10)
+    upstream.push(*(synth.Reply(text=f"S{n}") for n in range(1, 20)))
+    ask(client, history)
+    summaries = [r.json() for r in upstream.requests[:-1]]
+    assert len(summaries) >= 3
+    for n, request in enumerate(summaries):
+        assert sent_tokens(upstream, n) <= 1200 + 20  # the chat format's own few tokens
+        text = request["messages"][1]["content"]
+        assert text.startswith(f"Summary so far:\nS{n}\n") == (n > 0)
+    read = "".join(r["messages"][1]["content"] for r in summaries)
+    assert all(f"Question {n}: trains" in read for n in range(7))  # every removed turn
+    assert "Question 9" not in read  # the kept turns are not summarized
+    final = upstream.last.json()["messages"]
+    assert final[1] == {"role": "user", "content": SUMMARY_PREFIX + f"S{len(summaries)}"}
+    assert_well_formed(final)
+
+    before = len(upstream.requests)
+    upstream.push(synth.Reply(text="ok"))
+    ask(client, history)
+    assert len(upstream.requests) == before + 1  # the pieces' summary is reused
 
 
 async def test_the_window_comes_from_the_shipped_model_table_when_no_target_names_one() -> None:

@@ -18,7 +18,10 @@ YAML (every key optional)::
           keep_last: 2                 #    the newest turns are kept (the current one always)
           summarize:                   #    and replace them with a summary the model writes
             model: gpt-4o-mini         #    (default: the call's model; same providers)
-            max_tokens: 400
+            max_tokens: 400            #    the summary's length
+            max_input_tokens: 4000     #    the most one summary request sends (as
+                                       #    LangChain's); a longer history is read in
+                                       #    pieces, each extending the summary so far
             prompt: "Summarize ..."
 
 The steps run in that order, each only while the prompt is still over ``target`` (the cap
@@ -32,7 +35,11 @@ so it is charged; in the SDK its usage is added to the reply's, which ``reply_bu
 reads) — and it reads the history as the model would (after ``pii``). It is
 inserted where the removed turns were, as a user message. Summaries are cached per removed
 history (LRU): while turns accumulate, each call reuses the summary and a new one extends
-the last one with only the newly removed turns.
+the last one with only the newly removed turns. No summary request sends more than
+``max_input_tokens``: removed turns that do not fit are read in pieces, in order, each
+request carrying the summary so far and the next piece (so a long history's first trim
+makes several sequential summary calls, and nothing is summarized from a truncated text
+but a single message longer than the whole bound).
 
 It edits what one model call sends, like LangChain's ``ContextEditingMiddleware``: the
 framework's memory, and the client's history in the proxy, stay whole. In the proxy, a
@@ -106,7 +113,17 @@ class ClearToolResults(PolicyConfig):
 class Summarize(PolicyConfig):
     model: str | None = None
     max_tokens: int = Field(400, gt=0)
+    max_input_tokens: int = Field(4000, gt=0)
+    """The most a summary request sends (prompt, summary so far and transcript), as
+    LangChain's ``SummarizationMiddleware`` bounds it (``trim_tokens_to_summarize``); a
+    longer history is summarized in pieces."""
     prompt: str = SUMMARY_PROMPT
+
+    @model_validator(mode="after")
+    def _room(self) -> Summarize:
+        if self.max_input_tokens <= self.max_tokens + 100:
+            raise ValueError("max_input_tokens must leave room for the summary so far")
+        return self
 
 
 class Turns(PolicyConfig):
@@ -222,21 +239,36 @@ class ContextPolicy(Policy[ContextConfig]):
         self, dropped: list[Any], settings: Summarize, call: ModelCall, ctx: Context, next: Next
     ) -> dict[str, Any] | None:
         """The summary message for ``dropped`` (cached), or None when it cannot be made (the
-        turns are then removed without one)."""
+        turns are then removed without one). What a summary call sends stays within
+        ``settings.max_input_tokens``: the part of ``dropped`` no cached summary covers is
+        read in pieces that fit, each extending the summary of the ones before it."""
         keys = _prefix_keys(dropped)
-        if (cached := self._summaries.get(keys[-1])) is not None:
-            self._summaries.move_to_end(keys[-1])
-            return _summary_message(cached)
         known = 0  # the longest prefix already summarized
-        for n in range(len(keys) - 1, 0, -1):
+        for n in range(len(keys), 0, -1):
             if keys[n - 1] in self._summaries:
                 known = n
                 break
-        text = history.transcript(dropped[known:])  # what that prefix's summary lacks
+        summary = self._summaries[keys[known - 1]] if known else None
         if known:
-            earlier = self._summaries[keys[known - 1]]
-            text = f"Summary so far:\n{earlier}\n\nWhat followed:\n{text}"
+            self._summaries.move_to_end(keys[known - 1])
         model = settings.model or call.model
+        while known < len(dropped):
+            end, text = _piece(dropped, known, summary, settings, model)
+            summary = await self._summarize(text, settings, model, call, ctx, next)
+            if summary is None:
+                return None
+            self._summaries[keys[end - 1]] = summary
+            while len(self._summaries) > CACHE_SIZE:
+                self._summaries.popitem(last=False)
+            known = end
+        assert summary is not None
+        return _summary_message(summary)
+
+    async def _summarize(
+        self, text: str, settings: Summarize, model: str, call: ModelCall, ctx: Context,
+        next: Next,
+    ) -> str | None:  # fmt: skip
+        """One summary call on ``text`` through the rest of the onion; None when it fails."""
         body = {
             "model": model,
             "messages": [
@@ -264,12 +296,33 @@ class ContextPolicy(Policy[ContextConfig]):
         if ctx.reply is not None and facts.usage is not None:
             ctx.reply.add_usage(facts.usage)  # the reply's budgets count the summary too
         summary = "".join(facts.text)
-        if not summary.strip():
-            return None
-        self._summaries[keys[-1]] = summary
-        while len(self._summaries) > CACHE_SIZE:
-            self._summaries.popitem(last=False)
-        return _summary_message(summary)
+        return summary if summary.strip() else None
+
+
+def _piece(
+    dropped: Sequence[Any], start: int, earlier: str | None, settings: Summarize, model: str
+) -> tuple[int, str]:
+    """The next piece of ``dropped`` to summarize from ``start``: its end and the text of
+    its summary request (``earlier``, the summary so far, then the piece's transcript),
+    within ``settings.max_input_tokens`` with the prompt. At least one entry is taken; one
+    longer than the room left is cut to it."""
+    head = f"Summary so far:\n{earlier}\n\nWhat followed:\n" if earlier else ""
+    room = settings.max_input_tokens - tokens.count(model, settings.prompt + head)
+    lines: list[str] = []
+    end = start
+    while end < len(dropped):
+        line = history.transcript(dropped[end : end + 1])
+        cost = tokens.count(model, line + "\n") if line else 0
+        if lines and cost > room:
+            break
+        if not lines and cost > room:
+            line = tokens.truncate(model, line, max(room, 1)) or line
+            cost = room
+        if line:
+            lines.append(line)
+        room -= cost
+        end += 1
+    return end, head + "\n".join(lines)
 
 
 class _Edit:
