@@ -167,7 +167,8 @@ def test_a_summary_request_never_sends_more_than_max_input_tokens(
     policies = (
         "policies:\n"
         "  - context: {trigger: {tokens: 3000}, target: {tokens: 2000},\n"
-        "              turns: {keep_last: 2, summarize: {max_tokens: 99, max_input_tokens: 1200}}}\n"
+        "              turns: {keep_last: 2,\n"
+        "                      summarize: {max_tokens: 99, max_input_tokens: 1200}}}\n"
     )
     client = openai_client(make_proxy(policies))
     history = conversation(10)
