@@ -170,6 +170,8 @@ class FakeUpstream:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.script: deque[Step] = deque()
+        self.scripts: dict[str, deque[Step]] = {}
+        """Steps for the requests of one model (see :meth:`push_for`)."""
         self.headers: dict[str, str] = {
             "x-request-id": "req_fake_123",
             "openai-processing-ms": "7",
@@ -219,6 +221,11 @@ class FakeUpstream:
         """Use ``steps`` for the next requests, in order (then the default behaviour)."""
         self.script.extend(steps)
 
+    def push_for(self, model: str, *steps: Step) -> None:
+        """Use ``steps`` for the next requests naming ``model``, in order, before the shared
+        script: a client's side calls (opencode's titles) do not take its agent's steps."""
+        self.scripts.setdefault(model, deque()).extend(steps)
+
     @property
     def last(self) -> Recorded:
         return self.requests[-1]
@@ -243,7 +250,11 @@ class FakeUpstream:
         if "action" in request.match_info:  # Gemini: the model is in the path, not the body
             api = request.match_info["action"]
             body = {**body, "model": request.match_info["model"]}
-        step = self.script.popleft() if self.script else _default_reply(api, body)
+        own = self.scripts.get(str(body.get("model")))
+        if own:
+            step = own.popleft()
+        else:
+            step = self.script.popleft() if self.script else _default_reply(api, body)
         try:
             return await self._answer(request, api, body, step)
         except asyncio.CancelledError:
