@@ -197,14 +197,16 @@ class TracingPolicy(Policy[TracingConfig]):
         ctx.span = OtelSpan(span)
         status = "error"  # unless it returns, or pauses for a human
         try:
-            with trace.use_span(span, end_on_exit=False, record_exception=False):
+            with trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
                 result = await next(reply, ctx)
             status = "ok"
             return result
         except ReplyPaused:
             status = "paused"  # not an error: the reply continues when its run resumes
             raise
-        except Exception as exc:
+        except BaseException as exc:  # an error, a cancelled run
             ctx.span.record_error(type(exc).__name__, str(exc) or type(exc).__name__)
             raise
         finally:
