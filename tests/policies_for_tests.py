@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hookgate import Context, ModelCall, ModelResponse, Next, Policy
 from hookgate.errors import PolicyBlocked
-from hookgate.pipeline.agent import NextReply, Reply, ReplyContext
+from hookgate.pipeline.agent import NextReply, Reply, ReplyContext, ReplyPaused
 from hookgate.pipeline.hooks import Messages
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 
@@ -117,8 +117,9 @@ class ReplyReportConfig(BaseModel):
 
 
 class ReplyReport(Policy):
-    """Appends what each reply counted, when it ends, to a JSON-lines file (for replies run
-    in another process)."""
+    """Appends what each reply counted, and how it ended (``status``: ``ok``, ``error`` with
+    the error's type, ``paused``), when it ends, to a JSON-lines file (for replies run in
+    another process)."""
 
     name = "reply_report"
     Config = ReplyReportConfig
@@ -126,16 +127,28 @@ class ReplyReport(Policy):
     config: ReplyReportConfig
 
     async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
-        result = await next(reply, ctx)
-        line = {
-            "reply_id": ctx.reply_id,
-            "turns": ctx.turns,
-            "tool_calls": ctx.tool_calls,
-            "input_tokens": ctx.usage.input_tokens,
-            "session": ctx.session,
-        }
-        await asyncio.to_thread(self._append, orjson.dumps(line, default=str) + b"\n")
-        return result
+        status, error = "error", None
+        try:
+            result = await next(reply, ctx)
+            status = "ok"
+            return result
+        except ReplyPaused:
+            status = "paused"
+            raise
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            line = {
+                "reply_id": ctx.reply_id,
+                "status": status,
+                "error": error,
+                "turns": ctx.turns,
+                "tool_calls": ctx.tool_calls,
+                "input_tokens": ctx.usage.input_tokens,
+                "session": ctx.session,
+            }
+            await asyncio.to_thread(self._append, orjson.dumps(line, default=str) + b"\n")
 
     def _append(self, line: bytes) -> None:
         with open(self.config.path, "ab") as out:

@@ -22,7 +22,8 @@ PUBLIC = {
     "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse", "Next",
     "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",
     "PermissionDenied", "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError",
-    "PolicyTool", "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyContext", "Services",
+    "PolicyTool", "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyAbandoned",
+    "ReplyContext", "ReplyPaused", "Services",
     "Span", "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",
     "UpstreamError", "Usage", "__version__", "map_messages", "texts_of",
 }  # fmt: skip

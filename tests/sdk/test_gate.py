@@ -18,7 +18,9 @@ from hookgate.pipeline.agent import (
     NextTool,
     PolicyTool,
     Reply,
+    ReplyAbandoned,
     ReplyContext,
+    ReplyPaused,
     ToolCall,
     ToolInputError,
     ToolResult,
@@ -27,6 +29,7 @@ from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.types import JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk import Driver, Gate, current_headers, current_reply
 from hookgate.sdk.driver import STOPPED
+from hookgate.store.open import open_store
 from hookgate.wire.usage import Usage
 
 LOG: list[str] = []
@@ -583,3 +586,63 @@ async def test_the_system_prompt_of_a_model_the_driver_does_not_run_carries_the_
         assert await gate.driver.system_prompt("Be kind.") == "Be kind."
         ctx.wrap_up = "Answer the user now."
         assert await gate.driver.system_prompt("Be kind.") == "Be kind.\n\nAnswer the user now."
+
+
+class Ending(Policy):
+    """Records how each reply ended: ok, paused or abandoned."""
+
+    name: ClassVar[str] = "ending"
+    runs_in = frozenset({"sdk"})
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.ended: list[str] = []
+
+    async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
+        try:
+            result = await next(reply, ctx)
+        except ReplyPaused:
+            self.ended.append("paused")
+            raise
+        except ReplyAbandoned:
+            self.ended.append("abandoned")
+            raise
+        self.ended.append("ok")
+        return result
+
+
+async def test_aclose_ends_every_open_reply_a_paused_one_as_paused() -> None:
+    ending = Ending()
+    gate = Gate([ending])  # no store: a paused reply stays open, resumable here only
+    driver = gate.driver
+    paused = await driver.open_reply()
+    await driver.pause(paused)
+    assert await driver.resume_reply(paused.reply_id) is paused
+    await driver.pause(paused)
+    await driver.open_reply()  # its run never reports its end
+    done = await driver.open_reply()
+    await driver.close_reply(done.reply_id, "answer")
+    await gate.aclose()
+    assert ending.ended == ["ok", "paused", "abandoned"] and driver._open == {}
+    assert "this gate has no store" in str(driver.gone(paused.reply_id))
+
+
+async def test_a_paused_reply_ends_once_the_store_keeps_it_and_resumes_from_there(
+    tmp_path: Path,
+) -> None:
+    ending = Ending()
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}")
+    gate = Gate([ending], store=store, paused_ttl_s=60)
+    driver = gate.driver
+    ctx = await driver.open_reply()
+    ctx.turns = 1
+    await driver.pause(ctx)
+    assert ending.ended == ["paused"] and driver._open == {}
+    resumed = await driver.resume_reply(ctx.reply_id)
+    assert resumed is not None and resumed is not ctx
+    assert (resumed.reply_id, resumed.turns) == (ctx.reply_id, 1)
+    await driver.close_reply(resumed.reply_id, "answer")
+    assert ending.ended == ["paused", "ok"]
+    gone = str(driver.gone("reply_elsewhere"))
+    assert f"the store sqlite:///{tmp_path / 'state.db'} keeps a paused reply for 60 s" in gone
+    await gate.aclose()

@@ -398,6 +398,14 @@ class AuditConfig(Strict):
     """Records older than this are deleted (hourly); 0 keeps them forever."""
 
 
+class SdkConfig(Strict):
+    """What only the in-process SDK reads (``hookgate.sdk.Gate.from_config``)."""
+
+    paused_ttl_s: Annotated[float, Field(gt=0)] = 7 * 24 * 3600.0
+    """How long the store keeps a reply paused for a human (``approval: pause``): a run
+    resumed later finds no reply to continue. Default 7 days."""
+
+
 class PriceConfig(Strict):
     """USD per 1M tokens for one model (overrides the shipped price table)."""
 
@@ -523,6 +531,7 @@ class Config(Strict):
     or ``redis://host:port/db`` (several replicas). Opened when first needed."""
     keys: KeysConfig = Field(default_factory=KeysConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    sdk: SdkConfig = Field(default_factory=SdkConfig)
 
     @field_validator("store")
     @classmethod

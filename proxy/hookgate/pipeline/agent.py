@@ -178,6 +178,21 @@ class NotRepeatable(RuntimeError):
     keeps the result it has."""
 
 
+class ReplyPaused(Exception):
+    """What ``next`` raises in ``on_reply`` when the reply's run stops to wait for a human
+    (``needs_approval``): the reply did not finish. Its state is in the store and it
+    continues when the run is resumed, in this process or another: its ``on_reply`` layers
+    run again around the rest of the run, with the counts it had. The ``tracing`` policy
+    ends the reply's span with ``hookgate.reply.status`` ``paused``, not as an error; a
+    layer that reports finished replies lets it through."""
+
+
+class ReplyAbandoned(RuntimeError):
+    """What ``next`` raises in ``on_reply`` when the gate ends a reply its framework never
+    ended: the run raised where no adapter hook saw it, or the gate closed
+    (``Gate.aclose``) while the reply was open. The reply ends as an error."""
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A human's answer to a tool call a policy paused (``needs_approval``).

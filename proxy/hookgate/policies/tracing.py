@@ -45,7 +45,15 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from pydantic import Field
 
-from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import (
+    NextReply,
+    NextTool,
+    Reply,
+    ReplyContext,
+    ReplyPaused,
+    ToolCall,
+    ToolResult,
+)
 from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.observe import Attempt, AttributeValue, Metric, Outcome
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
@@ -169,7 +177,9 @@ class TracingPolicy(Policy[TracingConfig]):
         return response
 
     async def on_reply(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
-        """SDK: an ``invoke_agent {name}`` span around the whole reply.
+        """SDK: an ``invoke_agent {name}`` span around the whole reply; its
+        ``hookgate.reply.status`` says how the reply ended (``ok``, ``error``, ``paused``:
+        :data:`~hookgate.telemetry.semconv.REPLY_STATUSES`).
 
         Its context is what the reply's model requests carry as ``traceparent`` (see
         :mod:`hookgate.sdk.client`), so the proxy's spans are its children.
@@ -185,14 +195,24 @@ class TracingPolicy(Policy[TracingConfig]):
             f"invoke_agent {ctx.agent}", kind=SpanKind.INTERNAL, attributes=attributes
         )
         ctx.span = OtelSpan(span)
+        status = "error"  # unless it returns, or pauses for a human
         try:
-            with trace.use_span(span, end_on_exit=False, record_exception=False):
-                return await next(reply, ctx)
-        except Exception as exc:
+            with trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                result = await next(reply, ctx)
+            status = "ok"
+            return result
+        except ReplyPaused:
+            status = "paused"  # not an error: the reply continues when its run resumes
+            raise
+        except BaseException as exc:  # an error, a cancelled run
             ctx.span.record_error(type(exc).__name__, str(exc) or type(exc).__name__)
             raise
         finally:
-            span.set_attributes(semconv.reply_attributes(ctx.turns, ctx.tool_calls, ctx.usage))
+            span.set_attributes(
+                semconv.reply_attributes(ctx.turns, ctx.tool_calls, ctx.usage, status)
+            )
             span.end()
 
     async def on_tool_call(self, call: ToolCall, ctx: ReplyContext, next: NextTool) -> ToolResult:

@@ -5,11 +5,14 @@ adapter drives the gate's policies from its framework's positions through
 ``gate.driver``:
 
 * a reply: :meth:`Driver.open_reply` where the framework's run starts and
-  :meth:`Driver.close_reply` where it ends (the ``on_reply`` onion split in two halves,
-  :class:`Split`; found in between by id with :meth:`Driver.reply_of`); :meth:`Driver.pause`
-  keeps a reply waiting for a human in the store and :meth:`Driver.resume_reply` continues
-  it, in this process or another one; :meth:`Driver.current` makes a reply current (a
-  context variable: concurrent replies never mix) for code that runs in it;
+  :meth:`Driver.close_reply` where it ends — with the run's result, or the error it raised
+  (the ``on_reply`` onion split in two halves, :class:`Split`; found in between by id with
+  :meth:`Driver.reply_of`); :meth:`Driver.pause` keeps a reply waiting for a human in the
+  store and ends it here (status ``paused``), :meth:`Driver.resume_reply` continues it, in
+  this process or another one, and :meth:`Driver.gone` says why a reply to resume is not
+  there; :meth:`Driver.current` makes a reply current (a context variable: concurrent
+  replies never mix) for code that runs in it. Every reply ends: one still open when the
+  gate closes (:meth:`Driver.end_replies`) ends as an error, or as paused;
 * a tool: :meth:`Driver.tool` runs one inside the ``on_tool_call`` onion, or
   :meth:`Driver.begin_tool` splits it for frameworks that report a tool's start and end in
   two callbacks; :meth:`Driver.approval` asks ``needs_approval`` first; the policies' own
@@ -55,7 +58,9 @@ from hookgate.pipeline.agent import (
     NotRepeatable,
     PolicyTool,
     Reply,
+    ReplyAbandoned,
     ReplyContext,
+    ReplyPaused,
     ToolCall,
     ToolInputError,
     ToolResult,
@@ -67,7 +72,7 @@ from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.runner import ObservedCall, finish
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
 from hookgate.sdk.bridge import LoopThread
-from hookgate.store.base import Store
+from hookgate.store.base import Store, display_url
 from hookgate.store.state import STATE_TTL_S, json_safe, shared
 from hookgate.wire import prompts, sse
 from hookgate.wire.deltas import StreamTransform
@@ -143,12 +148,18 @@ class Driver:
     abandoned (its run raised before the framework's end hook) and failed, so its
     ``on_reply`` layers end."""
 
-    PAUSED_TTL_S = STATE_TTL_S
-    """How long the store keeps a paused reply's state and a session's shared state."""
-
-    def __init__(self, policies: Sequence[Policy], *, agent: str, store: Store | None) -> None:
+    def __init__(
+        self,
+        policies: Sequence[Policy],
+        *,
+        agent: str,
+        store: Store | None,
+        paused_ttl_s: float = STATE_TTL_S,
+    ) -> None:
         self.agent = agent
         self._store = store
+        self.paused_ttl_s = paused_ttl_s
+        """How long the store keeps a paused reply's state (``sdk.paused_ttl_s``)."""
         self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         listed = list(policies)
         self._reply_layers: list[Callable[[Reply, ReplyContext, NextReply], Awaitable[Any]]] = [
@@ -170,6 +181,8 @@ class Driver:
         )
         self._pipeline = Pipeline(listed, self._terminal)
         self._open: OrderedDict[str, ReplyHandle] = OrderedDict()
+        self._paused: set[str] = set()
+        """Open replies waiting for a human with no store to keep them (resumable here)."""
         self.sync = LoopThread()
         """Runs the policies for frameworks' synchronous hooks (:mod:`hookgate.sdk.bridge`)."""
 
@@ -195,10 +208,12 @@ class Driver:
     ) -> Any:
         """End an open reply where the framework's run ends: its ``on_reply`` layers see
         ``result`` (or ``error``, not raised again here) and what they make of the result
-        is returned. Closing a reply that is not open does nothing."""
+        is returned. Closing a reply that is not open does nothing. Any task may close it,
+        on any loop (the reply's layers run on the loop that opened it)."""
         handle = self._open.pop(reply_id, None) if reply_id else None
         if handle is None:
             return result
+        self._paused.discard(handle.ctx.reply_id)
         if error is not None:
             await handle.fail(error)
             return None
@@ -244,8 +259,24 @@ class Driver:
         handle: ReplyHandle = await Split.start(self._reply_layers, Reply(ctx.agent, input), ctx)
         self._open[ctx.reply_id] = handle
         while len(self._open) > self.MAX_OPEN_REPLIES:
-            _, abandoned = self._open.popitem(last=False)
-            await abandoned.fail(RuntimeError("hookgate: reply abandoned (never closed)"))
+            reply_id, abandoned = self._open.popitem(last=False)
+            await abandoned.fail(self._unended(reply_id, "the framework never ended it"))
+
+    async def end_replies(self) -> None:
+        """End every reply still open (the gate is closing): a reply paused with no store
+        ends as paused (:class:`ReplyPaused`: it could resume only in this process), any
+        other as abandoned (:class:`ReplyAbandoned`, an error: its run never reported its
+        end). Their ``on_reply`` layers end on the loop that opened them; the replies of a
+        loop that has closed ended with it."""
+        while self._open:
+            reply_id, handle = self._open.popitem(last=False)
+            await handle.fail(self._unended(reply_id, "the gate closed while it was open"))
+
+    def _unended(self, reply_id: str, why: str) -> Exception:
+        if reply_id in self._paused:
+            self._paused.discard(reply_id)
+            return ReplyPaused(f"hookgate: reply {reply_id} was waiting for a human and {why}")
+        return ReplyAbandoned(f"hookgate: reply {reply_id} abandoned: {why}")
 
     def _new_reply(
         self, agent: str | None, session_id: str | None, reply_id: str | None
@@ -284,14 +315,17 @@ class Driver:
         return None
 
     async def pause(self, ctx: ReplyContext, key: str | None = None) -> None:
-        """Keep the reply's state in the store while its run waits for a human, under
-        ``key`` (default: its id): the counters, usage, each policy's state and the
-        session's, so :meth:`resume_reply` continues it in any process sharing the store.
-        The reply stays open here too (a resume in this process finds it)."""
+        """The reply's run has stopped to wait for a human: keep the reply's state in the
+        store under ``key`` (default: its id) for :attr:`paused_ttl_s` — the counters,
+        usage, each policy's state and the session's — and end the reply here, its
+        ``on_reply`` layers seeing :class:`ReplyPaused`; :meth:`resume_reply` continues it
+        in any process sharing the store, this one included. With no store the reply stays
+        open, resumable in this process only (it ends as paused when the gate closes)."""
         if self._store is None:
             log.warning(
                 "hookgate: no store; reply %s can resume in this process only", ctx.reply_id
             )
+            self._paused.add(ctx.reply_id)
             return
         saved = {
             "agent": ctx.agent, "reply_id": ctx.reply_id, "session_id": ctx.session_id,
@@ -299,20 +333,26 @@ class Driver:
             "usage": dataclasses.asdict(ctx.usage), "wrap_up": ctx.wrap_up, "stop": ctx.stop,
         }  # fmt: skip
         await self._store.save_state(
-            f"reply:{key or ctx.reply_id}", orjson.dumps(saved), self.PAUSED_TTL_S
+            f"reply:{key or ctx.reply_id}", orjson.dumps(saved), self.paused_ttl_s
         )
-        await self._save_session(ctx)
+        handle = self._open.pop(ctx.reply_id, None)
+        if handle is not None:  # its layers save the session as they end
+            await handle.fail(ReplyPaused(f"hookgate: reply {ctx.reply_id} waits for a human"))
+        else:
+            await self._save_session(ctx)
 
     async def resume_reply(self, key: str, *, input: Any = None) -> ReplyContext | None:
         """The paused reply saved under ``key``: still open in this process, or rebuilt
         from the store (its ``on_reply`` layers begin again around the rest of the run,
         with the counts it had). None when there is none."""
         if (open_ctx := self.reply_of(key)) is not None:
+            self._paused.discard(key)
             return open_ctx
         saved = await self._load(f"reply:{key}") if self._store is not None else None
         if saved is None:
             return None
         if (open_ctx := self.reply_of(saved["reply_id"])) is not None:
+            self._paused.discard(saved["reply_id"])
             return open_ctx
         ctx = self._new_reply(saved["agent"], saved["session_id"], saved["reply_id"])
         ctx.state.update(saved["state"])  # before the on_reply layers begin again
@@ -321,6 +361,23 @@ class Driver:
         ctx.wrap_up, ctx.stop = saved["wrap_up"], saved["stop"]
         await self._begin(ctx, input)
         return ctx
+
+    def gone(self, key: str) -> RuntimeError:
+        """The error for a run resumed under ``key`` whose reply is neither open here nor
+        kept in the store: it names the store and how long a paused reply is kept."""
+        if self._store is None:
+            where = (
+                "this gate has no store, so a paused reply resumes only in the process "
+                "that paused it, before its gate closes"
+            )
+        else:
+            where = (
+                f"the store {display_url(self._store.url)} keeps a paused reply for "
+                f"{self.paused_ttl_s:g} s (sdk.paused_ttl_s) and only for gates that use "
+                "that store: it expired, was paused with another store, or its run had "
+                "already ended"
+            )
+        return RuntimeError(f"hookgate: reply {key} is not open here and not kept: {where}")
 
     async def _session_kept(self, reply: Reply, ctx: ReplyContext, next: NextReply) -> Any:
         """The outermost reply layer of a gate with a store: a session's shared state is read
@@ -523,7 +580,9 @@ class Driver:
         return asyncio.run_coroutine_threadsafe(run(), loop).result()
 
     async def aclose(self) -> None:
-        """Close the store and stop the loop of the synchronous hooks."""
+        """End the replies still open (:meth:`end_replies`), close the store and stop the
+        loop of the synchronous hooks."""
+        await self.end_replies()
         if self._store is not None:
             await self._store.close()
         self.sync.close()
@@ -642,7 +701,17 @@ class Split(Generic[V, R]):
         return await self._task
 
     async def fail(self, error: BaseException) -> None:
-        """The framework failed: the layers see the error; it is not raised again here."""
+        """The framework failed: the layers see the error; it is not raised again here.
+        From any loop: the layers run on the loop that started them (when that loop has
+        closed, they ended with it)."""
+        assert self._task is not None
+        loop = self._task.get_loop()
+        if loop is asyncio.get_running_loop():
+            await self._failed(error)
+        elif loop.is_running() and not self._task.done():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._failed(error), loop))
+
+    async def _failed(self, error: BaseException) -> None:
         assert self._task is not None
         if not self._result.done():
             self._result.set_exception(error)

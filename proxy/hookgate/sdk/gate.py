@@ -20,6 +20,7 @@ from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.hooks import Policy
 from hookgate.sdk.driver import Driver
 from hookgate.store.base import Store
+from hookgate.store.state import STATE_TTL_S
 
 log = logging.getLogger("hookgate")
 
@@ -29,7 +30,12 @@ class Gate:
     composed once. Safe to share between replies and between adapters."""
 
     def __init__(
-        self, policies: Sequence[Policy], *, agent: str = "agent", store: Store | None = None
+        self,
+        policies: Sequence[Policy],
+        *,
+        agent: str = "agent",
+        store: Store | None = None,
+        paused_ttl_s: float = STATE_TTL_S,
     ) -> None:
         self.policies = tuple(p for p in policies if "sdk" in p.runs_in)
         for policy in policies:
@@ -39,7 +45,7 @@ class Gate:
         """The agent's name in traces, where a reply names none."""
         self.policy_set = "default"
         """The policy set of the config the gate was built from (:meth:`from_config`)."""
-        self.driver = Driver(self.policies, agent=agent, store=store)
+        self.driver = Driver(self.policies, agent=agent, store=store, paused_ttl_s=paused_ttl_s)
         """What adapters call (:mod:`hookgate.sdk.driver`)."""
 
     @classmethod
@@ -59,7 +65,8 @@ class Gate:
         :mod:`hookgate.config.policy_sets`), from what the gate knows: the agent's name
         and the ``team``, ``user``, ``key`` id and ``model`` given (a set that matches on
         something not given, or on routes, is not chosen). :attr:`policy_set` names it.
-        Policies that run only in the proxy are skipped with a log line. Raises
+        Policies that run only in the proxy are skipped with a log line. The file's store
+        keeps the replies paused for a human, for ``sdk.paused_ttl_s``. Raises
         :class:`~hookgate.config.loader.ConfigError` listing every problem of the file.
         """
         from hookgate.config.loader import load_file
@@ -73,7 +80,12 @@ class Gate:
         services = sdk_services(loaded.config)
         for policy in policies:
             policy.attach(services)
-        gate = cls(policies, agent=agent, store=services.store)
+        gate = cls(
+            policies,
+            agent=agent,
+            store=services.store,
+            paused_ttl_s=loaded.config.sdk.paused_ttl_s,
+        )
         gate.policy_set = chosen.name
         log.info("hookgate: agent %s gets policy set %s (%s)", agent, chosen.name, chosen.reason)
         return gate
@@ -105,8 +117,11 @@ class Gate:
                 await driver.close_reply(ctx.reply_id)
 
     async def aclose(self) -> None:
-        """Close every policy (exporters, pools) and the store, and stop the loop of the
-        synchronous hooks."""
+        """End the replies still open (as an error, or as paused: see
+        :meth:`Driver.end_replies <hookgate.sdk.driver.Driver.end_replies>`) while the
+        policies' exporters still run, then close every policy (exporters, pools) and the
+        store, and stop the loop of the synchronous hooks."""
+        await self.driver.end_replies()
         for policy in self.policies:
             await policy.aclose()
         await self.driver.aclose()

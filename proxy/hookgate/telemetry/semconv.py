@@ -211,9 +211,18 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
-def reply_attributes(turns: int, tool_calls: int, usage: Usage) -> dict[str, AttributeValue]:
-    """What an ``invoke_agent`` span records when the reply ends."""
+REPLY_STATUSES = ("ok", "error", "paused")
+"""How a reply ended (``hookgate.reply.status``): it finished; it raised, or was abandoned
+(its run never reported its end); it stopped to wait for a human and continues on resume."""
+
+
+def reply_attributes(
+    turns: int, tool_calls: int, usage: Usage, status: str
+) -> dict[str, AttributeValue]:
+    """What an ``invoke_agent`` span records when the reply ends (``status``: one of
+    :data:`REPLY_STATUSES`)."""
     return {
+        "hookgate.reply.status": status,
         "hookgate.reply.turns": turns,
         "hookgate.reply.tool_calls": tool_calls,
         USAGE_INPUT_TOKENS: usage.input_tokens,

@@ -16,7 +16,9 @@ outermost wrapper):
   ``on_reply`` layers open there and close there. The reply's id rides in the run's state
   (a private field, ``hookgate_reply``), so concurrent runs — threads, tasks, ``batch`` —
   never mix, whichever entry point started them. The session is the run's LangGraph
-  ``thread_id`` when it has one;
+  ``thread_id`` when it has one. A run that raises out of one of hookgate's hooks (the
+  model, a tool, a policy) ends its reply there as an error; one that raises elsewhere
+  ends it when the gate closes (``Gate.aclose``);
 * ``wrap_tool_call`` → ``on_tool_call``; a refusal becomes a ``ToolMessage`` with
   ``status="error"`` that the model reads. The tool runs in LangChain's own thread, with
   the reply current;
@@ -24,13 +26,18 @@ outermost wrapper):
   (the ``todo`` policy's ``write_todos``) as a ``StructuredTool`` beside the agent's own;
   LangChain runs it as any tool (through ``wrap_tool_call``), bad arguments give an error
   ``ToolMessage``;
-* ``needs_approval`` (``tool_guard``'s ``approval: pause``) → LangChain's ``interrupt``, with
-  the request its ``HumanInTheLoopMiddleware`` makes (``action_requests``,
-  ``review_configs``): the run stops, the reply's state goes to the store, and
-  ``agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)`` — or
-  ``edit`` with ``edited_action.args``, or ``reject`` with a ``message`` the model reads —
-  resumes it from the graph's checkpoint, in this process or another one sharing the
-  checkpointer and the store. The reply continues with the counts it had;
+* ``needs_approval`` (``tool_guard``'s ``approval: pause``) → ``after_model``, as
+  LangChain's ``HumanInTheLoopMiddleware`` does it (batched): the model turn's tool calls
+  that need a human make ONE ``interrupt`` with its request (``action_requests``,
+  ``review_configs``, one of each per call, in the turn's order). The run stops, the
+  reply's state goes to the store and the reply ends here as ``paused``;
+  ``agent.invoke(Command(resume={"decisions": [...]}), config)`` with one decision per
+  action — ``approve``, ``edit`` with ``edited_action.args``, or ``reject`` with a
+  ``message`` the model reads — resumes it from the graph's checkpoint, in this process or
+  another one sharing the checkpointer and the store: approved calls run, edited ones run
+  with the new arguments, rejected ones are not run and the model reads the rejection. The
+  reply continues with the counts it had; a reply no longer kept (expired, another store)
+  is an error that says so;
 * ``wrap_model_call`` → the model-level hooks in-process (:meth:`Driver.model_call
   <hookgate.sdk.driver.Driver.model_call>`): the
   request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
@@ -52,7 +59,8 @@ event loop (:mod:`hookgate.sdk.bridge`); asynchronous ones on the caller's.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -62,6 +70,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command, interrupt
 
 from hookgate.pipeline.agent import Decision, PolicyTool, ReplyContext, ToolCall, ToolResult
@@ -77,13 +86,19 @@ TARGET = Target("langchain", None)
 
 REPLY_KEY = "hookgate_reply"
 
+EDITS_KEY = "hookgate_edits"
+
+DECISIONS = ["approve", "edit", "reject"]
+
 ATTACH = "create_agent(..., middleware=[HookgateMiddleware(gate)])"
 
 
 class HookgateState(AgentState):
-    """The agent state with the id of the hookgate reply the run belongs to."""
+    """The agent state with the id of the hookgate reply the run belongs to, and the
+    arguments a human gave the tool calls of the last turn they edited, by call id."""
 
     hookgate_reply: NotRequired[Annotated[str, PrivateStateAttr]]
+    hookgate_edits: NotRequired[Annotated[dict[str, dict[str, Any]], PrivateStateAttr]]
 
 
 class HookgateMiddleware(AgentMiddleware[HookgateState]):
@@ -128,8 +143,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         ctx = await self._areply(request.state)
-        response = await self._model_call(request, ctx, handler)
-        return await self._after(response, ctx)
+        async with self._ends_on_error(ctx):
+            response = await self._model_call(request, ctx, handler)
+            return await self._after(response, ctx)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -139,8 +155,9 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
         async def onion(inner: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
             return await self._model_call(request, ctx, inner)
 
-        response = self.driver.sync.wrap(onion, handler)  # the model runs in LangChain's thread
-        return self.driver.sync.run(self._after(response, ctx))
+        with self._ends_on_error_sync(ctx):
+            response = self.driver.sync.wrap(onion, handler)  # the model runs in LangChain's thread
+            return self.driver.sync.run(self._after(response, ctx))
 
     async def _model_call(
         self,
@@ -225,6 +242,41 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             structured_response=response.structured_response,
         )
 
+    # approvals --------------------------------------------------------------------------
+
+    async def aafter_model(self, state: HookgateState, runtime: Any) -> dict[str, Any] | None:
+        calls = _turn_calls(state)
+        if not calls:
+            return _edits_cleared(state)
+        ctx = await self._areply(state)
+        async with self._ends_on_error(ctx):
+            gated = [(c, r) for c in calls if (r := await self.driver.approval(c, ctx))]
+            if not gated:
+                return _edits_cleared(state)
+            try:
+                answer = interrupt(_review(gated))
+            except GraphInterrupt:  # the run stops here: the reply waits in the store
+                await self.driver.pause(ctx)
+                raise
+            return _decided(gated, answer)
+
+    def after_model(self, state: HookgateState, runtime: Any) -> dict[str, Any] | None:
+        calls = _turn_calls(state)
+        if not calls:
+            return _edits_cleared(state)
+        sync = self.driver.sync
+        ctx = sync.run(self._areply(state))
+        with self._ends_on_error_sync(ctx):
+            gated = [(c, r) for c in calls if (r := sync.run(self.driver.approval(c, ctx)))]
+            if not gated:
+                return _edits_cleared(state)
+            try:
+                answer = interrupt(_review(gated))  # in LangChain's thread, with its context
+            except GraphInterrupt:
+                sync.run(self.driver.pause(ctx))
+                raise
+            return _decided(gated, answer)
+
     # tools ------------------------------------------------------------------------------
 
     async def awrap_tool_call(
@@ -232,29 +284,16 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
     ) -> ToolMessage | Any:
         ctx = await self._areply(request.state)
         call, tool_call = _call(request)
-        reason = await self.driver.approval(call, ctx)
-        if reason is not None:
-            await self.driver.pause(ctx)
-            decided = _decided(call, reason)
-            if isinstance(decided, ToolResult):
-                return _message(decided, tool_call)
-            call = decided
 
         async def execute(call: ToolCall) -> ToolResult:
             return _result(await handler(_with_arguments(request, tool_call, call)))
 
-        return _message(await self.driver.tool(call, execute, ctx), tool_call)
+        async with self._ends_on_error(ctx):
+            return _message(await self.driver.tool(call, execute, ctx), tool_call)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolMessage | Any]) -> Any:
         ctx = self.driver.sync.run(self._areply(request.state))
         call, tool_call = _call(request)
-        reason = self.driver.sync.run(self.driver.approval(call, ctx))
-        if reason is not None:
-            self.driver.sync.run(self.driver.pause(ctx))
-            decided = _decided(call, reason)  # in LangChain's thread, with its context
-            if isinstance(decided, ToolResult):
-                return _message(decided, tool_call)
-            call = decided
 
         async def onion(inner: Callable[[ToolCall], Awaitable[Any]]) -> ToolResult:
             async def execute(call: ToolCall) -> ToolResult:
@@ -266,16 +305,46 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             with self.driver.current(ctx):
                 return handler(_with_arguments(request, tool_call, call))
 
-        return _message(self.driver.sync.wrap(onion, run), tool_call)
+        with self._ends_on_error_sync(ctx):
+            return _message(self.driver.sync.wrap(onion, run), tool_call)
+
+    # the run's reply --------------------------------------------------------------------
 
     async def _areply(self, state: Any) -> ReplyContext:
         """The run's reply: open in this process, or — a run resumed after a pause, maybe
-        in another process — rebuilt from the store with its counts."""
+        in another process — rebuilt from the store with its counts; an error that says
+        why when the store no longer keeps it."""
         reply_id = state.get(REPLY_KEY) if isinstance(state, dict) else None
-        ctx = await self.driver.resume_reply(reply_id) if isinstance(reply_id, str) else None
-        if ctx is None:
+        if not isinstance(reply_id, str):
             raise RuntimeError(f"hookgate: this agent run has no open reply; attach it: {ATTACH}")
+        ctx = await self.driver.resume_reply(reply_id)
+        if ctx is None:
+            raise self.driver.gone(reply_id)
         return ctx
+
+    @asynccontextmanager
+    async def _ends_on_error(self, ctx: ReplyContext) -> AsyncIterator[None]:
+        """An error out of the block ends the run, and the reply with it, as an error (a
+        LangGraph interrupt is no error: the run waits, :meth:`Driver.pause`)."""
+        try:
+            yield
+        except GraphBubbleUp:
+            raise
+        except BaseException as exc:
+            await self.driver.close_reply(ctx.reply_id, error=exc)
+            raise
+
+    @contextmanager
+    def _ends_on_error_sync(self, ctx: ReplyContext) -> Iterator[None]:
+        """:meth:`_ends_on_error` for the synchronous hooks (the reply ends on the gate's
+        loop)."""
+        try:
+            yield
+        except GraphBubbleUp:
+            raise
+        except BaseException as exc:
+            self.driver.sync.run(self.driver.close_reply(ctx.reply_id, error=exc))
+            raise
 
 
 def _structured_tool(driver: Driver, tool: PolicyTool) -> StructuredTool:
@@ -304,18 +373,54 @@ def _answer(result: ToolResult) -> str:
     return result.content
 
 
-def _decided(call: ToolCall, reason: str) -> ToolCall | ToolResult:
-    """Pause the run for a human with LangChain's ``interrupt`` (the request in the shape
-    of its ``HumanInTheLoopMiddleware``); on resume, the call as the human decided it."""
-    request = {
+def _turn_calls(state: Any) -> list[ToolCall]:
+    """The tool calls of the model turn that just ended (its answer is the last message)."""
+    messages = state.get("messages") if isinstance(state, dict) else None
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage):
+        return []
+    return [ToolCall(c["name"], dict(c.get("args") or {}), c.get("id")) for c in last.tool_calls]
+
+
+def _review(gated: Sequence[tuple[ToolCall, str]]) -> dict[str, Any]:
+    """What the human is asked, in the shape of ``HumanInTheLoopMiddleware``'s batched
+    ``HITLRequest``: one action and one review config per call, in the turn's order."""
+    return {
         "action_requests": [
             {"name": call.name, "args": dict(call.arguments), "description": reason}
+            for call, reason in gated
         ],
         "review_configs": [
-            {"action_name": call.name, "allowed_decisions": ["approve", "edit", "reject"]}
+            {"action_name": call.name, "allowed_decisions": list(DECISIONS)} for call, _ in gated
         ],
     }
-    return Decision.parse(interrupt(request)).applied(call)
+
+
+def _decided(gated: Sequence[tuple[ToolCall, str]], answer: Any) -> dict[str, Any]:
+    """The state update of the human's ``{"decisions": [...]}``, one per call in the order
+    asked: an approved call runs as the model asked, an edited one with the new arguments
+    (kept under ``hookgate_edits`` for ``wrap_tool_call``), a rejected one is answered by a
+    ``ToolMessage`` the model reads, so LangChain does not run it."""
+    decisions = answer.get("decisions") if isinstance(answer, dict) else None
+    if not isinstance(decisions, list) or len(decisions) != len(gated):
+        raise ValueError(
+            f"hookgate: resume with {{'decisions': [...]}}, one decision per paused tool call "
+            f"({len(gated)}, in the order of action_requests); got {answer!r}"
+        )
+    edits: dict[str, dict[str, Any]] = {}
+    answered: list[ToolMessage] = []
+    for (call, _), value in zip(gated, decisions, strict=True):
+        decided = Decision.parse(value).applied(call)
+        if isinstance(decided, ToolResult):
+            answered.append(_message(decided, {"name": call.name, "id": call.call_id}))
+        elif decided is not call and call.call_id:
+            edits[call.call_id] = dict(decided.arguments)
+    return {"messages": answered, EDITS_KEY: edits}
+
+
+def _edits_cleared(state: Any) -> dict[str, Any] | None:
+    """An earlier turn's edits never apply to this turn's calls."""
+    return {EDITS_KEY: {}} if isinstance(state, dict) and state.get(EDITS_KEY) else None
 
 
 def _ai(response: ModelResponse) -> AIMessage | None:
@@ -348,10 +453,13 @@ def _usage(message: AIMessage | None) -> Usage | None:
 
 
 def _call(request: Any) -> tuple[ToolCall, dict[str, Any]]:
+    """The call to run: the model's, with the arguments a human gave it when they edited it."""
     tool_call = dict(request.tool_call)
-    return ToolCall(
-        tool_call["name"], dict(tool_call.get("args") or {}), tool_call.get("id")
-    ), tool_call
+    edits = request.state.get(EDITS_KEY) if isinstance(request.state, dict) else None
+    arguments = (edits or {}).get(tool_call.get("id"))
+    if arguments is None:
+        arguments = dict(tool_call.get("args") or {})
+    return ToolCall(tool_call["name"], dict(arguments), tool_call.get("id")), tool_call
 
 
 def _with_arguments(request: Any, tool_call: dict[str, Any], call: ToolCall) -> Any:
