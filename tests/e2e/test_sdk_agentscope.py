@@ -8,14 +8,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from agentscope.agent import Agent, ReActConfig
 from agentscope.credential import OpenAICredential
-from agentscope.event import TextBlockDeltaEvent, TextBlockEndEvent
+from agentscope.event import (
+    ConfirmResult,
+    RequireUserConfirmEvent,
+    TextBlockDeltaEvent,
+    TextBlockEndEvent,
+    UserConfirmResultEvent,
+)
 from agentscope.message import Msg, UserMsg
 from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import FunctionTool, Toolkit
+from agentscope.tool import FunctionTool, ToolBase, Toolkit
 
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.sdk import Gate
@@ -289,3 +296,101 @@ async def test_a_stopped_reply_ends_its_reasoning_loop(
         await gate.aclose()
     assert len(upstream.requests) == 1 and calls == ["Paris"]
     assert gate.driver._open == {}
+
+
+APPROVAL = "  - tool_guard: {approval: pause, approve: [send_*]}\n"
+
+
+def mailer(gate: Gate, url: str, sent: list[str], extra: Sequence[ToolBase] = ()) -> Agent:
+    """An agent whose ``send_email`` (asked about: ``APPROVAL``) appends to ``sent``."""
+
+    def send_email(to: str, body: str) -> str:
+        """Send an e-mail.
+
+        Args:
+            to (`str`):
+                The recipient.
+            body (`str`):
+                The text.
+        """
+        sent.append(f"{to}: {body}")
+        return f"sent to {to}"
+
+    model = OpenAIChatModel(
+        credential=OpenAICredential(api_key=CLIENT_KEY, base_url=url),
+        model="gpt-4o-mini",
+        stream=False,
+        max_retries=0,
+    )
+    allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in test")
+    return Agent(
+        name="assistant",
+        system_prompt="You send e-mails.",
+        model=model,
+        toolkit=Toolkit(tools=[FunctionTool(send_email, permission=allow), *extra]),  # type: ignore[arg-type]
+        react_config=ReActConfig(max_iters=4),
+        middlewares=[HookgateMiddleware(gate)],
+    )
+
+
+async def events_of(agent: Agent, message: Any) -> list[Any]:
+    return [e async for e in agent.reply_stream(message, yield_final_msg=True)]
+
+
+def tool_results(body: dict[str, Any]) -> dict[str, str]:
+    """What a model request's tool messages say, by call id (text blocks joined)."""
+    return {
+        m["tool_call_id"]: m["content"]
+        if isinstance(m["content"], str)
+        else "".join(b.get("text", "") for b in m["content"])
+        for m in body["messages"]
+        if m["role"] == "tool"
+    }
+
+
+async def test_several_gated_calls_of_one_turn_pause_once_and_resume_with_a_decision_each(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Three approval-gated calls of one model turn: one pause with a
+    ``RequireUserConfirmEvent`` per call (AgentScope's own shape for a turn's concurrent
+    calls); one ``UserConfirmResultEvent`` answers them all — approve, edit, reject — and
+    the reply goes on: the approved call runs as asked, the edited one as edited, the
+    rejected one never runs and the model reads AgentScope's denial."""
+    gate = make_gate(tmp_path, upstream, APPROVAL)
+    sent: list[str] = []
+    agent = mailer(gate, upstream.base_url, sent)
+    asked = [{"to": f"{who}@corp.example", "body": "Late."} for who in ("ann", "bob", "cy")]
+    calls = [
+        synth.ToolCall(f"call_{n}", "send_email", orjson.dumps(a).decode())
+        for n, a in enumerate(asked)
+    ]
+    upstream.push(synth.Reply(tool_calls=calls), synth.Reply(text="Done."))
+    try:
+        paused = await events_of(agent, UserMsg(name="user", content="Tell them I'm late."))
+        asks = [e for e in paused if isinstance(e, RequireUserConfirmEvent)]
+        assert sorted(c.id for e in asks for c in e.tool_calls) == ["call_0", "call_1", "call_2"]
+        assert not sent and len(upstream.requests) == 1  # paused once, before any ran
+        by_id = {c.id: c for e in asks for c in e.tool_calls}
+        edited = by_id["call_1"].model_copy(
+            update={"input": orjson.dumps({"to": "bob@corp.example", "body": "Sorry."}).decode()}
+        )
+        answer = UserConfirmResultEvent(
+            reply_id=asks[0].reply_id,
+            confirm_results=[
+                ConfirmResult(confirmed=True, tool_call=by_id["call_0"]),
+                ConfirmResult(confirmed=True, tool_call=edited),
+                ConfirmResult(confirmed=False, tool_call=by_id["call_2"]),
+            ],
+        )
+        resumed = await events_of(agent, answer)
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert not any(isinstance(e, RequireUserConfirmEvent) for e in resumed)
+    assert resumed[-1].get_text_content() == "Done."
+    assert sorted(sent) == ["ann@corp.example: Late.", "bob@corp.example: Sorry."]
+    read = tool_results(upstream.requests[-1].json())
+    assert read["call_0"] == "sent to ann@corp.example"
+    assert read["call_1"] == "sent to bob@corp.example"
+    assert "denied by user" in read["call_2"]
+    assert gate.driver._open == {}  # the one reply closed when AgentScope's ended

@@ -46,7 +46,10 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   in this process or another one given the saved ``agent.state`` and the same store — with
   ``ConfirmResult(confirmed=True)`` (its ``tool_call.input`` may carry edited arguments) or
   ``confirmed=False`` (AgentScope's own denial text is what the model reads); the reply goes
-  on with the counts it had.
+  on with the counts it had. Several asked-about calls of one model turn pause once, as
+  AgentScope batches them (a ``RequireUserConfirmEvent`` each for a turn's concurrency-safe
+  calls; a sequential batch stops at its first), and one ``UserConfirmResultEvent`` with a
+  ``ConfirmResult`` per call answers them: each runs, edited or not, or is denied.
 """
 
 from __future__ import annotations
