@@ -11,17 +11,19 @@ from typing import Any
 import orjson
 import pytest
 from agentscope.agent import Agent, ReActConfig
-from agentscope.credential import OpenAICredential
+from agentscope.credential import AnthropicCredential, OpenAICredential
 from agentscope.event import (
     ConfirmResult,
+    ExternalExecutionResultEvent,
+    RequireExternalExecutionEvent,
     RequireUserConfirmEvent,
     TextBlockDeltaEvent,
     TextBlockEndEvent,
     UserConfirmResultEvent,
 )
-from agentscope.message import Msg, UserMsg
-from agentscope.model import OpenAIChatModel
-from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolResultState, UserMsg
+from agentscope.model import AnthropicChatModel, OpenAIChatModel
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
 from agentscope.tool import FunctionTool, ToolBase, Toolkit
 
 from hookgate.redaction.placeholders import PATTERN
@@ -29,7 +31,7 @@ from hookgate.sdk import Gate
 from hookgate.sdk.adapters.agentscope import HookgateMiddleware
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, ProxyFactory
-from tests.fakes import FakeUpstream
+from tests.fakes import Echo, FakeUpstream
 from tests.otlp import OtlpReceiver
 from tests.sdk.harness import (
     CAP_RESULTS,
@@ -301,8 +303,11 @@ async def test_a_stopped_reply_ends_its_reasoning_loop(
 APPROVAL = "  - tool_guard: {approval: pause, approve: [send_*]}\n"
 
 
-def mailer(gate: Gate, url: str, sent: list[str], extra: Sequence[ToolBase] = ()) -> Agent:
-    """An agent whose ``send_email`` (asked about: ``APPROVAL``) appends to ``sent``."""
+def mailer(
+    gate: Gate, url: str, sent: list[str], extra: Sequence[ToolBase] = (), model: Any = None
+) -> Agent:
+    """An agent whose ``send_email`` (asked about: ``APPROVAL``) appends to ``sent``; its
+    model an ``OpenAIChatModel`` at ``url`` unless ``model`` is given."""
 
     def send_email(to: str, body: str) -> str:
         """Send an e-mail.
@@ -316,7 +321,7 @@ def mailer(gate: Gate, url: str, sent: list[str], extra: Sequence[ToolBase] = ()
         sent.append(f"{to}: {body}")
         return f"sent to {to}"
 
-    model = OpenAIChatModel(
+    model = model or OpenAIChatModel(
         credential=OpenAICredential(api_key=CLIENT_KEY, base_url=url),
         model="gpt-4o-mini",
         stream=False,
@@ -394,3 +399,199 @@ async def test_several_gated_calls_of_one_turn_pause_once_and_resume_with_a_deci
     assert read["call_1"] == "sent to bob@corp.example"
     assert "denied by user" in read["call_2"]
     assert gate.driver._open == {}  # the one reply closed when AgentScope's ended
+
+
+class SendFax(ToolBase):
+    """A tool AgentScope hands out (``is_external_tool``): the caller runs it."""
+
+    name = "send_fax"
+    description = "Send a fax."
+    is_concurrency_safe = False
+    is_read_only = False
+    is_external_tool = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_schema = {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        }
+
+    async def check_permissions(
+        self, tool_input: dict[str, Any], context: PermissionContext
+    ) -> PermissionDecision:
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in test")
+
+
+RECEIPT = "receipts@fax-office.example.net"
+FAXED = f"Faxed; the receipt went to {RECEIPT}."
+
+
+def executed(asked: RequireExternalExecutionEvent, output: str = FAXED) -> Any:
+    """What the caller sends back once it ran every call handed out."""
+    results = [
+        ToolResultBlock(
+            id=c.id, name=c.name, output=[TextBlock(text=output)], state=ToolResultState.SUCCESS
+        )
+        for c in asked.tool_calls
+    ]
+    return ExternalExecutionResultEvent(reply_id=asked.reply_id, execution_results=results)
+
+
+async def test_an_external_call_gets_real_values_and_its_result_is_governed(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    """An ``is_external_tool`` call: AgentScope never runs ``on_acting`` for it, yet its
+    ``on_tool_call`` runs from hand-out to result: the executor gets the user's real
+    e-mail where the model wrote a placeholder; the result that comes back is redacted
+    before the model reads it (and before AgentScope's memory keeps it), the call is
+    counted, and its ``execute_tool`` span, a child of the reply's, records it."""
+    report = tmp_path / "replies.jsonl"
+    policies = (  # tracing first: its span records what the model reads
+        f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05, "
+        "capture_content: true}\n"
+        f"  - pii: {{secret: '{SECRET}'}}\n"
+        f"  - tests.policies_for_tests:ReplyReport: {{path: '{report}'}}\n"
+    )
+    gate = make_gate(tmp_path, upstream, policies)
+    agent = mailer(gate, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0), synth.Reply(text="Done."))
+    try:
+        paused = await events_of(agent, UserMsg(name="user", content=f"Fax {EMAIL} please."))
+        (asked,) = [e for e in paused if isinstance(e, RequireExternalExecutionEvent)]
+        (call,) = asked.tool_calls
+        assert orjson.loads(call.input) == {"text": f"Fax {EMAIL} please."}  # real values
+        assert len(upstream.requests) == 1 and not report.exists()  # parked
+        resumed = await events_of(agent, executed(asked))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert resumed[-1].get_text_content() == "Done."
+    sent = b"".join(r.body for r in upstream.requests).decode()
+    assert EMAIL not in sent and RECEIPT not in sent  # the user's message, the receipt
+    read = tool_results(upstream.requests[1].json())[call.id]
+    assert read.startswith("Faxed; the receipt went to ") and PATTERN.search(read)
+    assert RECEIPT not in agent.state.model_dump_json()  # AgentScope kept what the model read
+    (line,) = [orjson.loads(x) for x in report.read_bytes().splitlines()]
+    assert line["tool_calls"] == 1
+    spans = receiver.wait_until(
+        lambda s: (
+            any(x.name == "execute_tool send_fax" for x in s)
+            and any(x.name == "invoke_agent assistant" for x in s)
+        )
+    )
+    (reply_span,) = [s for s in spans if s.name == "invoke_agent assistant"]
+    (tool_span,) = [s for s in spans if s.name == "execute_tool send_fax"]
+    assert tool_span.parent_span_id == reply_span.span_id
+    assert tool_span.attributes["gen_ai.tool.call.id"] == call.id
+    assert tool_span.attributes["gen_ai.tool.call.result"] == read
+    assert gate.driver._open == {}
+
+
+@pytest.mark.parametrize(
+    ("guard", "refusal"),
+    [
+        ("{deny: [send_fax]}", "Tool call refused: the tool 'send_fax' is not allowed"),
+        ("{max_per_reply: 0}", "Tool call refused: the tool call limit is reached"),
+    ],
+    ids=["denied", "over-limit"],
+)
+async def test_a_refused_external_call_is_never_handed_out(
+    upstream: FakeUpstream, tmp_path: Path, guard: str, refusal: str
+) -> None:
+    """``tool_guard`` decides before AgentScope hands the call out: a refused call is
+    never handed out, the reply does not park, and the model reads the refusal."""
+    gate = make_gate(tmp_path, upstream, f"  - tool_guard: {guard}\n")
+    agent = mailer(gate, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0), synth.Reply(text="I could not fax it."))
+    try:
+        events = await events_of(agent, UserMsg(name="user", content="Fax it."))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert not any(isinstance(e, RequireExternalExecutionEvent) for e in events)
+    assert events[-1].get_text_content() == "I could not fax it."
+    (read,) = tool_results(upstream.requests[1].json()).values()
+    assert read.startswith(refusal)
+    assert gate.driver._open == {}
+
+
+async def test_an_approval_gated_external_call_asks_the_person_before_it_is_handed_out(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``approval: pause`` on an external tool: the reply parks for the person first; once
+    confirmed, AgentScope hands the call out (with real values) and the result resumes
+    it. A rejected one is never handed out."""
+    gate = make_gate(
+        tmp_path,
+        upstream,
+        f"  - pii: {{secret: '{SECRET}'}}\n{APPROVAL.replace('send_*', 'send_fax')}",
+    )
+    agent = mailer(gate, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0), synth.Reply(text="Done."))
+    try:
+        first = await events_of(agent, UserMsg(name="user", content=f"Fax {EMAIL} please."))
+        (ask,) = [e for e in first if isinstance(e, RequireUserConfirmEvent)]
+        assert not any(isinstance(e, RequireExternalExecutionEvent) for e in first)
+        (block,) = ask.tool_calls
+        confirmed = UserConfirmResultEvent(
+            reply_id=ask.reply_id, confirm_results=[ConfirmResult(confirmed=True, tool_call=block)]
+        )
+        second = await events_of(agent, confirmed)
+        (asked,) = [e for e in second if isinstance(e, RequireExternalExecutionEvent)]
+        assert orjson.loads(asked.tool_calls[0].input) == {"text": f"Fax {EMAIL} please."}
+        assert len(upstream.requests) == 1  # no model call between the two pauses
+        third = await events_of(agent, executed(asked, "Faxed."))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert third[-1].get_text_content() == "Done."
+    assert tool_results(upstream.requests[1].json()) == {block.id: "Faxed."}
+    assert gate.driver._open == {}
+
+
+async def test_an_external_call_gets_real_values_where_the_model_wrote_placeholders(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """A model of another SDK (Anthropic's: not governed in-process, so nothing restores
+    its tool calls before AgentScope reads them) copies a placeholder from a tool result
+    into an external call's arguments: the executor gets the real value."""
+    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
+    model = AnthropicChatModel(
+        credential=AnthropicCredential(api_key=CLIENT_KEY, base_url=upstream.anthropic_base_url),
+        model="claude-opus-4-7",
+        stream=False,
+        max_retries=0,
+    )
+    allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed in test")
+
+    def get_contact() -> str:
+        """The contact to fax."""
+        return RECEIPT
+
+    tools = [FunctionTool(get_contact, permission=allow), SendFax()]  # type: ignore[arg-type]
+    agent = mailer(gate, upstream.base_url, [], extra=tools, model=model)
+    contact = synth.ToolCall("toolu_1", "get_contact", "{}")
+    upstream.push(synth.Reply(tool_calls=[contact]), Echo(prefix="", tool="send_fax"))
+    try:
+        events = await events_of(agent, UserMsg(name="user", content="Fax the contact."))
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    (asked,) = [e for e in events if isinstance(e, RequireExternalExecutionEvent)]
+    read = tool_results_of_messages(upstream.requests[1].json())
+    assert RECEIPT not in read and PATTERN.search(read)  # the model read a placeholder
+    text = orjson.loads(asked.tool_calls[0].input)["text"]
+    assert RECEIPT in text and not PATTERN.search(text)  # the executor gets the value
+
+
+def tool_results_of_messages(body: dict[str, Any]) -> str:
+    """The text of the ``tool_result`` blocks of an Anthropic Messages request."""
+    return "".join(
+        str(block.get("content"))
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    )

@@ -54,6 +54,7 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -61,12 +62,22 @@ from typing import Any
 
 import openai
 from agentscope.event import (
+    ExternalExecutionResultEvent,
+    RequireExternalExecutionEvent,
     RequireUserConfirmEvent,
     TextBlockDeltaEvent,
     TextBlockEndEvent,
     UserConfirmResultEvent,
+    UserInterruptEvent,
 )
-from agentscope.message import Msg, TextBlock, ToolCallState, ToolResultState
+from agentscope.message import (
+    Msg,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallState,
+    ToolResultBlock,
+    ToolResultState,
+)
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
@@ -74,7 +85,7 @@ from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolR
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
-from hookgate.sdk.driver import Driver, reply_now
+from hookgate.sdk.driver import Driver, Split, reply_now
 from hookgate.sdk.gate import Gate
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
@@ -85,6 +96,8 @@ class HookgateMiddleware(MiddlewareBase):
 
     def __init__(self, gate: Gate) -> None:
         self.driver = gate.driver
+        self._handed_out: dict[str, _HandedOut] = {}
+        """The external calls handed out and not yet answered, by tool call id."""
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
@@ -100,7 +113,7 @@ class HookgateMiddleware(MiddlewareBase):
             govern(client)
         inputs = input_kwargs.get("inputs")
         ctx = None
-        if isinstance(inputs, UserConfirmResultEvent):  # a parked reply, maybe paused elsewhere
+        if isinstance(inputs, _RESUMING):  # a parked reply, maybe paused elsewhere
             ctx = await self.driver.resume_reply(inputs.reply_id, input=inputs)
         if ctx is None:
             ctx = await self.driver.open_reply(
@@ -113,9 +126,16 @@ class HookgateMiddleware(MiddlewareBase):
         answer = _Answer(lambda: self.driver.answer_transform(ctx))
         with self.driver.current(ctx):
             try:
+                if isinstance(inputs, ExternalExecutionResultEvent):
+                    inputs = await self._returned(agent, inputs, ctx)
+                    input_kwargs = {**input_kwargs, "inputs": inputs}
+                elif isinstance(inputs, UserInterruptEvent):
+                    await self._abandon(inputs.reply_id)
                 async for event in next_handler(**input_kwargs):
-                    if isinstance(event, RequireUserConfirmEvent):
+                    if isinstance(event, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
                         parked = event.reply_id
+                    if isinstance(event, RequireExternalExecutionEvent):
+                        event = self._with_real_arguments(event)
                     for item in await answer.restored(event):
                         if isinstance(item, Msg):
                             final = item
@@ -135,13 +155,99 @@ class HookgateMiddleware(MiddlewareBase):
         """``needs_approval`` → AgentScope's own confirmation: the call is asked about
         (``RequireUserConfirmEvent``) unless the user already confirmed it."""
         tool_call = input_kwargs["tool_call"]
+        call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
         if tool_call.state != ToolCallState.ALLOWED:
-            call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
             reason = await self.driver.approval(call, _reply())
             if reason is not None:
                 return PermissionDecision(behavior=PermissionBehavior.ASK, message=reason)
         decision: PermissionDecision = await next_handler(**input_kwargs)
+        if decision.behavior == PermissionBehavior.ALLOW and input_kwargs["tool"].is_external_tool:
+            return await self._hand_out(call, decision)
         return decision
+
+    # external execution ----------------------------------------------------------------
+
+    async def _hand_out(self, call: ToolCall, allowed: PermissionDecision) -> PermissionDecision:
+        """An external call AgentScope is about to hand out: its ``on_tool_call`` onion
+        begins here (AgentScope never runs ``on_acting`` for it). A refusal is a ``DENY``
+        whose message the model reads; otherwise the onion waits for the result."""
+        split = await self.driver.begin_tool(call, _reply())
+        if split.short_circuited:
+            refusal = split.result().content
+            return PermissionDecision(behavior=PermissionBehavior.DENY, message=refusal)
+        self._handed_out[str(call.call_id)] = _HandedOut(split, time.perf_counter())
+        return allowed
+
+    def _with_real_arguments(
+        self, event: RequireExternalExecutionEvent
+    ) -> RequireExternalExecutionEvent:
+        """The event with each call's arguments as its onion passed them on (``pii``'s
+        placeholders restored): what the executor gets. AgentScope's context keeps the
+        model's own."""
+        calls = [self._handed_out_call(block) for block in event.tool_calls]
+        if all(new is old for new, old in zip(calls, event.tool_calls, strict=True)):
+            return event
+        return event.model_copy(update={"tool_calls": calls})
+
+    def _handed_out_call(self, block: ToolCallBlock) -> ToolCallBlock:
+        handed = self._handed_out.get(block.id)
+        if handed is None:
+            return block
+        arguments = dict(handed.split.value.arguments)
+        if arguments == json.loads(block.input or "{}"):
+            return block
+        return block.model_copy(update={"input": json.dumps(arguments)})
+
+    async def _returned(
+        self, agent: Any, event: ExternalExecutionResultEvent, ctx: ReplyContext
+    ) -> ExternalExecutionResultEvent:
+        """The executor's results, each through the result side of its call's
+        ``on_tool_call`` onion (``pii``, the span, the record) before AgentScope reads it.
+        A result the tool's ``metadata_schema`` rejects raises here, as AgentScope would,
+        with every onion still waiting (the executor can send it again). A call handed out
+        by another process (the reply resumed from the store) runs the whole onion here,
+        around its result."""
+        for block in event.execution_results:
+            tool = await agent.toolkit.get_tool(block.name)
+            if tool is not None:
+                await tool.check_external_result(block)
+        results = [await self._result(agent, block, ctx) for block in event.execution_results]
+        return event.model_copy(update={"execution_results": results})
+
+    async def _result(
+        self, agent: Any, block: ToolResultBlock, ctx: ReplyContext
+    ) -> ToolResultBlock:
+        text = _block_text(block.output)
+        error = block.state == ToolResultState.ERROR
+        returned = ToolResult(text, error=error, metadata=dict(block.metadata), raw=block)
+        handed = self._handed_out.pop(block.id, None)
+        if handed is not None:
+            elapsed = (time.perf_counter() - handed.started) * 1000
+            result = await handed.split.finish(
+                dataclasses.replace(returned, execution_time_ms=elapsed)
+            )
+        else:
+            call = ToolCall(block.name, _arguments_of(agent, block.id), block.id)
+
+            async def external(call: ToolCall) -> ToolResult:
+                return returned
+
+            result = await self.driver.tool(call, external, ctx)
+        if result.content == text and result.error == error:
+            return block
+        state = ToolResultState.ERROR if result.error else block.state
+        other = [] if isinstance(block.output, str) else block.output
+        kept = [b for b in other if not isinstance(b, TextBlock)]  # data blocks stay
+        output = [TextBlock(text=result.content), *kept]
+        return block.model_copy(update={"output": output, "state": state})
+
+    async def _abandon(self, reply_id: str) -> None:
+        """The user interrupted a parked reply: the external calls it handed out end
+        as failed (AgentScope closes them as interrupted)."""
+        for call_id, handed in list(self._handed_out.items()):
+            if handed.split.ctx.reply_id == reply_id:
+                del self._handed_out[call_id]
+                await handed.split.fail(RuntimeError("the user interrupted the reply"))
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         if _client(agent) is not None:  # the governed client runs the chain on the request
@@ -228,6 +334,34 @@ def _function_tool(driver: Driver, tool: PolicyTool) -> FunctionTool:
         is_read_only=tool.read_only,
         permission=allowed,
     )
+
+
+_RESUMING = (UserConfirmResultEvent, ExternalExecutionResultEvent)
+"""What AgentScope resumes a parked reply with."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _HandedOut:
+    """An external call handed out: its onion, waiting for the result, and when."""
+
+    split: Split[ToolCall, ToolResult]
+    started: float
+
+
+def _arguments_of(agent: Any, call_id: str) -> dict[str, Any]:
+    """The arguments the model gave the call ``call_id`` (AgentScope's context)."""
+    for message in reversed(agent.state.context):
+        for block in message.get_content_blocks("tool_call"):
+            if block.id == call_id:
+                arguments: dict[str, Any] = json.loads(block.input or "{}")
+                return arguments
+    return {}
+
+
+def _block_text(output: str | list[Any]) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(b.text for b in output if isinstance(b, TextBlock))
 
 
 def _client(agent: Any) -> openai.AsyncOpenAI | None:
