@@ -20,6 +20,7 @@ from agentscope.event import (
     TextBlockDeltaEvent,
     TextBlockEndEvent,
     UserConfirmResultEvent,
+    UserInterruptEvent,
 )
 from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolResultState, UserMsg
 from agentscope.model import AnthropicChatModel, OpenAIChatModel
@@ -595,3 +596,32 @@ def tool_results_of_messages(body: dict[str, Any]) -> str:
         for block in message["content"]
         if block.get("type") == "tool_result"
     )
+
+
+async def test_an_interrupted_external_call_ends_with_its_reply(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    """The user interrupts a reply parked on an external call (``UserInterruptEvent``):
+    the reply ends there, with AgentScope's interruption message, and the call's span
+    ends failed — nothing stays open."""
+    gate = make_gate(tmp_path, upstream, tracing(receiver))
+    agent = mailer(gate, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0))
+    try:
+        paused = await events_of(agent, UserMsg(name="user", content="Fax it."))
+        (asked,) = [e for e in paused if isinstance(e, RequireExternalExecutionEvent)]
+        assert gate.driver._open  # parked
+        ended = await events_of(agent, UserInterruptEvent(reply_id=asked.reply_id))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert ended[-1].get_text_content() == agent.react_config.interruption_message
+    assert gate.driver._open == {}
+    spans = receiver.wait_until(
+        lambda s: (
+            any(x.name == "execute_tool send_fax" for x in s)
+            and any(x.name == "invoke_agent assistant" for x in s)
+        )
+    )
+    (tool_span,) = [s for s in spans if s.name == "execute_tool send_fax"]
+    assert tool_span.status_code == 2  # ERROR

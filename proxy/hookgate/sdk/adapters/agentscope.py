@@ -130,7 +130,7 @@ class HookgateMiddleware(MiddlewareBase):
                     inputs = await self._returned(agent, inputs, ctx)
                     input_kwargs = {**input_kwargs, "inputs": inputs}
                 elif isinstance(inputs, UserInterruptEvent):
-                    await self._abandon(inputs.reply_id)
+                    await self._abandon(ctx)
                 async for event in next_handler(**input_kwargs):
                     if isinstance(event, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
                         parked = event.reply_id
@@ -241,11 +241,11 @@ class HookgateMiddleware(MiddlewareBase):
         output = [TextBlock(text=result.content), *kept]
         return block.model_copy(update={"output": output, "state": state})
 
-    async def _abandon(self, reply_id: str) -> None:
+    async def _abandon(self, ctx: ReplyContext) -> None:
         """The user interrupted a parked reply: the external calls it handed out end
-        as failed (AgentScope closes them as interrupted)."""
+        failed (AgentScope gives the model an interrupted result for each)."""
         for call_id, handed in list(self._handed_out.items()):
-            if handed.split.ctx.reply_id == reply_id:
+            if handed.split.ctx.reply_id == ctx.reply_id:
                 del self._handed_out[call_id]
                 await handed.split.fail(RuntimeError("the user interrupted the reply"))
 
@@ -336,8 +336,8 @@ def _function_tool(driver: Driver, tool: PolicyTool) -> FunctionTool:
     )
 
 
-_RESUMING = (UserConfirmResultEvent, ExternalExecutionResultEvent)
-"""What AgentScope resumes a parked reply with."""
+_RESUMING = (UserConfirmResultEvent, ExternalExecutionResultEvent, UserInterruptEvent)
+"""What AgentScope resumes (or, an interrupt, ends) a parked reply with."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
