@@ -25,6 +25,7 @@ from agentscope.event import (
 from agentscope.message import Msg, TextBlock, ToolResultBlock, ToolResultState, UserMsg
 from agentscope.model import AnthropicChatModel, OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
+from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolBase, Toolkit
 
 from hookgate.redaction.placeholders import PATTERN
@@ -625,3 +626,36 @@ async def test_an_interrupted_external_call_ends_with_its_reply(
     )
     (tool_span,) = [s for s in spans if s.name == "execute_tool send_fax"]
     assert tool_span.status_code == 2  # ERROR
+
+
+async def test_an_external_result_sent_to_another_process_is_governed_there(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """The reply parks on an external call in one gate and its result comes back to
+    another one (another process: the agent's saved state, the same store): there the
+    result runs through ``on_tool_call`` — redacted before AgentScope keeps it — and the
+    reply ends."""
+    first = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
+    agent = mailer(first, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0), synth.Reply(text="Done."))
+    try:
+        paused = await events_of(agent, UserMsg(name="user", content=f"Fax {EMAIL} please."))
+    finally:
+        await agent.model.client.close()
+        await first.aclose()
+    (asked,) = [e for e in paused if isinstance(e, RequireExternalExecutionEvent)]
+    assert orjson.loads(asked.tool_calls[0].input) == {"text": f"Fax {EMAIL} please."}
+
+    second = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
+    resumed_agent = mailer(second, upstream.base_url, [], extra=[SendFax()])
+    resumed_agent.state = AgentState.model_validate_json(agent.state.model_dump_json())
+    try:
+        resumed = await events_of(resumed_agent, executed(asked))
+    finally:
+        await resumed_agent.model.client.close()
+        await second.aclose()
+    assert resumed[-1].get_text_content() == "Done."
+    read = tool_results(upstream.requests[1].json())[asked.tool_calls[0].id]
+    assert RECEIPT not in read and PATTERN.search(read)
+    assert RECEIPT not in resumed_agent.state.model_dump_json()  # redacted as it came back
+    assert second.driver._open == {}
