@@ -659,3 +659,74 @@ async def test_an_external_result_sent_to_another_process_is_governed_there(
     assert RECEIPT not in read and PATTERN.search(read)
     assert RECEIPT not in resumed_agent.state.model_dump_json()  # redacted as it came back
     assert second.driver._open == {}
+
+
+async def test_an_observed_message_reaches_the_model_governed(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """``observe``: another agent's message enters AgentScope's context with no hook of
+    its own; the model call that sends it is governed (``pii`` redacts it there)."""
+    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n")
+    agent = mailer(gate, upstream.base_url, [])
+    upstream.push(synth.Reply(text="Noted."))
+    try:
+        await agent.observe(UserMsg(name="colleague", content=f"Reach me at {EMAIL}."))
+        answer = await agent.reply(UserMsg(name="user", content="What did they say?"))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert answer.get_text_content() == "Noted."
+    (request,) = upstream.requests
+    sent = request.body.decode()
+    assert "Reach me at" in sent and EMAIL not in sent and PATTERN.search(sent)
+
+
+SUMMARY = {
+    "task_overview": "Mail the team.",
+    "current_state": "Nothing sent yet.",
+    "important_discoveries": "None.",
+    "next_steps": "Send the mail.",
+    "context_to_preserve": "Be brief.",
+}
+
+
+async def test_compress_context_on_its_own_is_a_governed_reply(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    """``await agent.compress_context()`` outside a reply: the request that writes the
+    summary is governed as a reply's model call — what it sends to be summarised is
+    redacted, and it is a ``chat`` span under a reply's — instead of going out untouched."""
+    gate = make_gate(tmp_path, upstream, f"  - pii: {{secret: '{SECRET}'}}\n" + tracing(receiver))
+    model = OpenAIChatModel(
+        credential=OpenAICredential(api_key=CLIENT_KEY, base_url=upstream.base_url),
+        model="gpt-4o-mini",
+        stream=False,
+        max_retries=0,
+        context_size=400,
+    )
+    agent = mailer(gate, upstream.base_url, [], model=model)
+    summarised = synth.ToolCall(
+        "call_s", "generate_structured_output", orjson.dumps(SUMMARY).decode()
+    )
+    upstream.push(synth.Reply(tool_calls=[summarised]))
+    try:
+        await agent.observe(UserMsg(name="user", content=f"Mail {EMAIL}. {REPORT[:1600]}"))
+        await agent.compress_context()
+    finally:
+        await model.client.close()
+        await gate.aclose()
+    assert "Send the mail." in str(agent.state.summary)  # AgentScope compressed
+    (request,) = upstream.requests
+    sent = request.body.decode()
+    assert "Weather report" in sent and EMAIL not in sent and PATTERN.search(sent)
+    assert request.headers["x-hookgate-reply-id"]
+    spans = receiver.wait_until(
+        lambda s: (
+            any(x.name == "invoke_agent assistant" for x in s)
+            and any(x.name.startswith("chat ") for x in s)
+        )
+    )
+    (reply_span,) = [s for s in spans if s.name == "invoke_agent assistant"]
+    (chat,) = [s for s in spans if s.name.startswith("chat ")]
+    assert chat.parent_span_id == reply_span.span_id
+    assert gate.driver._open == {}

@@ -85,7 +85,7 @@ from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolR
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
-from hookgate.sdk.driver import Driver, Split, reply_now
+from hookgate.sdk.driver import Driver, Split, current_reply, reply_now
 from hookgate.sdk.gate import Gate
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
@@ -95,6 +95,7 @@ class HookgateMiddleware(MiddlewareBase):
     """See the module docstring."""
 
     def __init__(self, gate: Gate) -> None:
+        self.gate = gate
         self.driver = gate.driver
         self._handed_out: dict[str, _HandedOut] = {}
         """The external calls handed out and not yet answered, by tool call id."""
@@ -248,6 +249,25 @@ class HookgateMiddleware(MiddlewareBase):
             if handed.split.ctx.reply_id == ctx.reply_id:
                 del self._handed_out[call_id]
                 await handed.split.fail(RuntimeError("the user interrupted the reply"))
+
+    async def on_compress_context(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> None:
+        """``compress_context`` outside a reply (``await agent.compress_context()``) runs
+        as a reply of its own, so its summary request is governed like any model call of
+        a reply (inside one, AgentScope's own compression before a reasoning step already
+        is)."""
+        if current_reply() is not None:
+            await next_handler(**input_kwargs)
+            return
+        if (client := _client(agent)) is not None:
+            govern(client)
+        name = getattr(agent, "name", None)
+        instructions = input_kwargs.get("instructions")
+        async with self.gate.reply(
+            agent=name, input=instructions, session_id=agent.state.session_id
+        ):
+            await next_handler(**input_kwargs)
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         if _client(agent) is not None:  # the governed client runs the chain on the request
