@@ -33,6 +33,22 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   a proxy;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
+* external tools (``is_external_tool``): AgentScope hands the call out with a
+  ``RequireExternalExecutionEvent`` instead of running ``on_acting``, so the call's
+  ``on_tool_call`` begins in ``on_check_permission``, once the call is allowed (after the
+  person, for an asked-about one): a refusal is a ``DENY`` whose message the model reads,
+  and the call is never handed out; the event hands out the arguments the onion passed on
+  (``pii``'s placeholders restored; AgentScope's context keeps the model's own). The
+  ``ExternalExecutionResultEvent`` the caller resumes with finishes each call's onion (its
+  span spans the wait) and AgentScope keeps what the policies made of the result. Sent
+  to another process, a result runs its call's whole onion there (the arguments side
+  again: it counts once more against ``tool_guard``'s limits). A ``UserInterruptEvent``
+  ends the parked reply and fails the calls it handed out;
+* ``on_compress_context``: AgentScope's compression before a reasoning step is part of the
+  reply (its summary request a governed model call); called on its own
+  (``await agent.compress_context()``) it runs as a reply of its own, governed the same way.
+  ``observe`` has no hook: what it adds to the context is governed when a model call sends
+  it;
 * ``list_tools`` → :meth:`Policy.tools`: each policy tool as a ``FunctionTool`` (allowed
   without asking: it is the policy's own) that runs in the current reply and answers an
   error ``ToolChunk`` for bad arguments; its calls go through ``on_acting`` as any tool's;
