@@ -170,7 +170,8 @@ class HookgateMiddleware(MiddlewareBase):
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
     ) -> PermissionDecision:
         """``needs_approval`` → AgentScope's own confirmation: the call is asked about
-        (``RequireUserConfirmEvent``) unless the user already confirmed it."""
+        (``RequireUserConfirmEvent``) unless the user already confirmed it. An allowed
+        external call begins its ``on_tool_call`` here (see the module docstring)."""
         tool_call = input_kwargs["tool_call"]
         call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
         if tool_call.state != ToolCallState.ALLOWED:
@@ -228,12 +229,21 @@ class HookgateMiddleware(MiddlewareBase):
             tool = await agent.toolkit.get_tool(block.name)
             if tool is not None:
                 await tool.check_external_result(block)
-        results = [await self._result(agent, block, ctx) for block in event.execution_results]
+        submitted = {
+            call.id: call
+            for call in agent.state.get_awaiting_tool_calls(agent.name)
+            if call.state == ToolCallState.SUBMITTED
+        }  # a result for anything else is AgentScope's to reject, untouched
+        results = [
+            await self._result(block, submitted[block.id], ctx) if block.id in submitted else block
+            for block in event.execution_results
+        ]
         return event.model_copy(update={"execution_results": results})
 
     async def _result(
-        self, agent: Any, block: ToolResultBlock, ctx: ReplyContext
+        self, block: ToolResultBlock, submitted: ToolCallBlock, ctx: ReplyContext
     ) -> ToolResultBlock:
+        """The result of the handed-out call ``submitted`` as the policies make it."""
         text = _block_text(block.output)
         error = block.state == ToolResultState.ERROR
         returned = ToolResult(text, error=error, metadata=dict(block.metadata), raw=block)
@@ -244,7 +254,8 @@ class HookgateMiddleware(MiddlewareBase):
                 dataclasses.replace(returned, execution_time_ms=elapsed)
             )
         else:
-            call = ToolCall(block.name, _arguments_of(agent, block.id), block.id)
+            arguments = json.loads(submitted.input or "{}")
+            call = ToolCall(submitted.name, arguments, submitted.id)
 
             async def external(call: ToolCall) -> ToolResult:
                 return returned
@@ -382,16 +393,6 @@ class _HandedOut:
 
     split: Split[ToolCall, ToolResult]
     started: float
-
-
-def _arguments_of(agent: Any, call_id: str) -> dict[str, Any]:
-    """The arguments the model gave the call ``call_id`` (AgentScope's context)."""
-    for message in reversed(agent.state.context):
-        for block in message.get_content_blocks("tool_call"):
-            if block.id == call_id:
-                arguments: dict[str, Any] = json.loads(block.input or "{}")
-                return arguments
-    return {}
 
 
 def _block_text(output: str | list[Any]) -> str:
