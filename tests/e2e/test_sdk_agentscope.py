@@ -1,6 +1,8 @@
 """AgentScope 2's ``Agent`` with nothing but hookgate's middleware attached, run with
 AgentScope's own entry points (``reply``, ``reply_stream``; 2.0's ``Agent`` is not
-callable), its model behind the proxy."""
+callable), its model behind the proxy or straight at the provider; its pauses (a turn's
+confirmations, external tools) resumed with AgentScope's own events, ``observe`` and
+``compress_context``."""
 
 from __future__ import annotations
 
