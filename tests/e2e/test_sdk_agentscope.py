@@ -732,3 +732,28 @@ async def test_compress_context_on_its_own_is_a_governed_reply(
     (chat,) = [s for s in spans if s.name.startswith("chat ")]
     assert chat.parent_span_id == reply_span.span_id
     assert gate.driver._open == {}
+
+
+async def test_an_external_result_after_the_reply_was_rebuilt_ends_the_first_onion(
+    upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    """The parked reply was dropped here (past ``MAX_OPEN_REPLIES``) and is rebuilt from the
+    store when the result comes back: the onion begun at hand-out ends failed instead of
+    waiting forever, and the result runs a whole onion in the rebuilt reply."""
+    gate = make_gate(tmp_path, upstream, tracing(receiver))
+    gate.driver.MAX_OPEN_REPLIES = 0  # every reply is dropped as soon as it opens
+    agent = mailer(gate, upstream.base_url, [], extra=[SendFax()])
+    upstream.push(Echo(prefix="", tool="send_fax", user=0), synth.Reply(text="Done."))
+    try:
+        paused = await events_of(agent, UserMsg(name="user", content="Fax it."))
+        (asked,) = [e for e in paused if isinstance(e, RequireExternalExecutionEvent)]
+        resumed = await events_of(agent, executed(asked, "Faxed."))
+    finally:
+        await agent.model.client.close()
+        await gate.aclose()
+    assert resumed[-1].get_text_content() == "Done."
+    spans = receiver.wait_until(
+        lambda s: len([x for x in s if x.name == "execute_tool send_fax"]) == 2
+    )
+    ended = sorted(s.status_code for s in spans if s.name == "execute_tool send_fax")
+    assert ended == [0, 2]  # the rebuilt reply's onion ran; the first one ended failed

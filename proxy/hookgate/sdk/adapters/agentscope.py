@@ -223,8 +223,8 @@ class HookgateMiddleware(MiddlewareBase):
         ``on_tool_call`` onion (``pii``, the span, the record) before AgentScope reads it.
         A result the tool's ``metadata_schema`` rejects raises here, as AgentScope would,
         with every onion still waiting (the executor can send it again). A call handed out
-        by another process (the reply resumed from the store) runs the whole onion here,
-        around its result."""
+        by another process, or by this one before the reply was rebuilt from the store
+        (its onion then ends failed), runs the whole onion here, around its result."""
         for block in event.execution_results:
             tool = await agent.toolkit.get_tool(block.name)
             if tool is not None:
@@ -248,6 +248,9 @@ class HookgateMiddleware(MiddlewareBase):
         error = block.state == ToolResultState.ERROR
         returned = ToolResult(text, error=error, metadata=dict(block.metadata), raw=block)
         handed = self._handed_out.pop(block.id, None)
+        if handed is not None and handed.split.ctx is not ctx:  # the reply was rebuilt since
+            await handed.split.fail(RuntimeError("the reply resumed from the store"))
+            handed = None
         if handed is not None:
             elapsed = (time.perf_counter() - handed.started) * 1000
             result = await handed.split.finish(
