@@ -33,6 +33,22 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   a proxy;
 * ``on_acting`` → ``on_tool_call`` (split around AgentScope's tool stream): a refusal is an
   error ``ToolResponse`` the model reads; rewritten arguments and results pass through;
+* external tools (``is_external_tool``): AgentScope hands the call out with a
+  ``RequireExternalExecutionEvent`` instead of running ``on_acting``, so the call's
+  ``on_tool_call`` begins in ``on_check_permission``, once the call is allowed (after the
+  person, for an asked-about one): a refusal is a ``DENY`` whose message the model reads,
+  and the call is never handed out; the event hands out the arguments the onion passed on
+  (``pii``'s placeholders restored; AgentScope's context keeps the model's own). The
+  ``ExternalExecutionResultEvent`` the caller resumes with finishes each call's onion (its
+  span spans the wait) and AgentScope keeps what the policies made of the result. Sent
+  to another process, a result runs its call's whole onion there (the arguments side
+  again: it counts once more against ``tool_guard``'s limits). A ``UserInterruptEvent``
+  ends the parked reply and fails the calls it handed out;
+* ``on_compress_context``: AgentScope's compression before a reasoning step is part of the
+  reply (its summary request a governed model call); called on its own
+  (``await agent.compress_context()``) it runs as a reply of its own, governed the same way.
+  ``observe`` has no hook: what it adds to the context is governed when a model call sends
+  it;
 * ``list_tools`` → :meth:`Policy.tools`: each policy tool as a ``FunctionTool`` (allowed
   without asking: it is the policy's own) that runs in the current reply and answers an
   error ``ToolChunk`` for bad arguments; its calls go through ``on_acting`` as any tool's;
@@ -46,11 +62,15 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   in this process or another one given the saved ``agent.state`` and the same store — with
   ``ConfirmResult(confirmed=True)`` (its ``tool_call.input`` may carry edited arguments) or
   ``confirmed=False`` (AgentScope's own denial text is what the model reads); the reply goes
-  on with the counts it had.
+  on with the counts it had. Several asked-about calls of one model turn pause once, as
+  AgentScope batches them (a ``RequireUserConfirmEvent`` each for a turn's concurrency-safe
+  calls; a sequential batch stops at its first), and one ``UserConfirmResultEvent`` with a
+  ``ConfirmResult`` per call answers them: each runs, edited or not, or is denied.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -58,12 +78,22 @@ from typing import Any
 
 import openai
 from agentscope.event import (
+    ExternalExecutionResultEvent,
+    RequireExternalExecutionEvent,
     RequireUserConfirmEvent,
     TextBlockDeltaEvent,
     TextBlockEndEvent,
     UserConfirmResultEvent,
+    UserInterruptEvent,
 )
-from agentscope.message import Msg, TextBlock, ToolCallState, ToolResultState
+from agentscope.message import (
+    Msg,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallState,
+    ToolResultBlock,
+    ToolResultState,
+)
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
@@ -71,7 +101,7 @@ from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolR
 
 from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
-from hookgate.sdk.driver import Driver, reply_now
+from hookgate.sdk.driver import Driver, Split, current_reply, reply_now
 from hookgate.sdk.gate import Gate
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.usage import Usage
@@ -81,7 +111,10 @@ class HookgateMiddleware(MiddlewareBase):
     """See the module docstring."""
 
     def __init__(self, gate: Gate) -> None:
+        self.gate = gate
         self.driver = gate.driver
+        self._handed_out: dict[str, _HandedOut] = {}
+        """The external calls handed out and not yet answered, by tool call id."""
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
@@ -97,7 +130,7 @@ class HookgateMiddleware(MiddlewareBase):
             govern(client)
         inputs = input_kwargs.get("inputs")
         ctx = None
-        if isinstance(inputs, UserConfirmResultEvent):  # a parked reply, maybe paused elsewhere
+        if isinstance(inputs, _RESUMING):  # a parked reply, maybe paused elsewhere
             ctx = await self.driver.resume_reply(inputs.reply_id, input=inputs)
         if ctx is None:
             ctx = await self.driver.open_reply(
@@ -110,9 +143,16 @@ class HookgateMiddleware(MiddlewareBase):
         answer = _Answer(lambda: self.driver.answer_transform(ctx))
         with self.driver.current(ctx):
             try:
+                if isinstance(inputs, ExternalExecutionResultEvent):
+                    inputs = await self._returned(agent, inputs, ctx)
+                    input_kwargs = {**input_kwargs, "inputs": inputs}
+                elif isinstance(inputs, UserInterruptEvent):
+                    await self._abandon(ctx)
                 async for event in next_handler(**input_kwargs):
-                    if isinstance(event, RequireUserConfirmEvent):
+                    if isinstance(event, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
                         parked = event.reply_id
+                    if isinstance(event, RequireExternalExecutionEvent):
+                        event = self._with_real_arguments(event)
                     for item in await answer.restored(event):
                         if isinstance(item, Msg):
                             final = item
@@ -130,15 +170,134 @@ class HookgateMiddleware(MiddlewareBase):
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
     ) -> PermissionDecision:
         """``needs_approval`` → AgentScope's own confirmation: the call is asked about
-        (``RequireUserConfirmEvent``) unless the user already confirmed it."""
+        (``RequireUserConfirmEvent``) unless the user already confirmed it. An allowed
+        external call begins its ``on_tool_call`` here (see the module docstring)."""
         tool_call = input_kwargs["tool_call"]
+        call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
         if tool_call.state != ToolCallState.ALLOWED:
-            call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
             reason = await self.driver.approval(call, _reply())
             if reason is not None:
                 return PermissionDecision(behavior=PermissionBehavior.ASK, message=reason)
         decision: PermissionDecision = await next_handler(**input_kwargs)
+        if decision.behavior == PermissionBehavior.ALLOW and input_kwargs["tool"].is_external_tool:
+            return await self._hand_out(call, decision)
         return decision
+
+    # external execution ----------------------------------------------------------------
+
+    async def _hand_out(self, call: ToolCall, allowed: PermissionDecision) -> PermissionDecision:
+        """An external call AgentScope is about to hand out: its ``on_tool_call`` onion
+        begins here (AgentScope never runs ``on_acting`` for it). A refusal is a ``DENY``
+        whose message the model reads; otherwise the onion waits for the result."""
+        split = await self.driver.begin_tool(call, _reply())
+        if split.short_circuited:
+            refusal = split.result().content
+            return PermissionDecision(behavior=PermissionBehavior.DENY, message=refusal)
+        self._handed_out[str(call.call_id)] = _HandedOut(split, time.perf_counter())
+        return allowed
+
+    def _with_real_arguments(
+        self, event: RequireExternalExecutionEvent
+    ) -> RequireExternalExecutionEvent:
+        """The event with each call's arguments as its onion passed them on (``pii``'s
+        placeholders restored): what the executor gets. AgentScope's context keeps the
+        model's own."""
+        calls = [self._handed_out_call(block) for block in event.tool_calls]
+        if all(new is old for new, old in zip(calls, event.tool_calls, strict=True)):
+            return event
+        return event.model_copy(update={"tool_calls": calls})
+
+    def _handed_out_call(self, block: ToolCallBlock) -> ToolCallBlock:
+        handed = self._handed_out.get(block.id)
+        if handed is None:
+            return block
+        arguments = dict(handed.split.value.arguments)
+        if arguments == json.loads(block.input or "{}"):
+            return block
+        return block.model_copy(update={"input": json.dumps(arguments)})
+
+    async def _returned(
+        self, agent: Any, event: ExternalExecutionResultEvent, ctx: ReplyContext
+    ) -> ExternalExecutionResultEvent:
+        """The executor's results, each through the result side of its call's
+        ``on_tool_call`` onion (``pii``, the span, the record) before AgentScope reads it.
+        A result the tool's ``metadata_schema`` rejects raises here, as AgentScope would,
+        with every onion still waiting (the executor can send it again). A call handed out
+        by another process, or by this one before the reply was rebuilt from the store
+        (its onion then ends failed), runs the whole onion here, around its result."""
+        for block in event.execution_results:
+            tool = await agent.toolkit.get_tool(block.name)
+            if tool is not None:
+                await tool.check_external_result(block)
+        submitted = {
+            call.id: call
+            for call in agent.state.get_awaiting_tool_calls(agent.name)
+            if call.state == ToolCallState.SUBMITTED
+        }  # a result for anything else is AgentScope's to reject, untouched
+        results = [
+            await self._result(block, submitted[block.id], ctx) if block.id in submitted else block
+            for block in event.execution_results
+        ]
+        return event.model_copy(update={"execution_results": results})
+
+    async def _result(
+        self, block: ToolResultBlock, submitted: ToolCallBlock, ctx: ReplyContext
+    ) -> ToolResultBlock:
+        """The result of the handed-out call ``submitted`` as the policies make it."""
+        text = _block_text(block.output)
+        error = block.state == ToolResultState.ERROR
+        returned = ToolResult(text, error=error, metadata=dict(block.metadata), raw=block)
+        handed = self._handed_out.pop(block.id, None)
+        if handed is not None and handed.split.ctx is not ctx:  # the reply was rebuilt since
+            await handed.split.fail(RuntimeError("the reply resumed from the store"))
+            handed = None
+        if handed is not None:
+            elapsed = (time.perf_counter() - handed.started) * 1000
+            result = await handed.split.finish(
+                dataclasses.replace(returned, execution_time_ms=elapsed)
+            )
+        else:
+            arguments = json.loads(submitted.input or "{}")
+            call = ToolCall(submitted.name, arguments, submitted.id)
+
+            async def external(call: ToolCall) -> ToolResult:
+                return returned
+
+            result = await self.driver.tool(call, external, ctx)
+        if result.content == text and result.error == error:
+            return block
+        state = ToolResultState.ERROR if result.error else block.state
+        other = [] if isinstance(block.output, str) else block.output
+        kept = [b for b in other if not isinstance(b, TextBlock)]  # data blocks stay
+        output = [TextBlock(text=result.content), *kept]
+        return block.model_copy(update={"output": output, "state": state})
+
+    async def _abandon(self, ctx: ReplyContext) -> None:
+        """The user interrupted a parked reply: the external calls it handed out end
+        failed (AgentScope gives the model an interrupted result for each)."""
+        for call_id, handed in list(self._handed_out.items()):
+            if handed.split.ctx.reply_id == ctx.reply_id:
+                del self._handed_out[call_id]
+                await handed.split.fail(RuntimeError("the user interrupted the reply"))
+
+    async def on_compress_context(
+        self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
+    ) -> None:
+        """``compress_context`` outside a reply (``await agent.compress_context()``) runs
+        as a reply of its own, so its summary request is governed like any model call of
+        a reply (inside one, AgentScope's own compression before a reasoning step already
+        is)."""
+        if current_reply() is not None:
+            await next_handler(**input_kwargs)
+            return
+        if (client := _client(agent)) is not None:
+            govern(client)
+        name = getattr(agent, "name", None)
+        instructions = input_kwargs.get("instructions")
+        async with self.gate.reply(
+            agent=name, input=instructions, session_id=agent.state.session_id
+        ):
+            await next_handler(**input_kwargs)
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         if _client(agent) is not None:  # the governed client runs the chain on the request
@@ -225,6 +384,24 @@ def _function_tool(driver: Driver, tool: PolicyTool) -> FunctionTool:
         is_read_only=tool.read_only,
         permission=allowed,
     )
+
+
+_RESUMING = (UserConfirmResultEvent, ExternalExecutionResultEvent, UserInterruptEvent)
+"""What AgentScope resumes (or, an interrupt, ends) a parked reply with."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _HandedOut:
+    """An external call handed out: its onion, waiting for the result, and when."""
+
+    split: Split[ToolCall, ToolResult]
+    started: float
+
+
+def _block_text(output: str | list[Any]) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(b.text for b in output if isinstance(b, TextBlock))
 
 
 def _client(agent: Any) -> openai.AsyncOpenAI | None:
