@@ -314,19 +314,36 @@ class Driver:
                 return reason
         return None
 
-    async def pause(self, ctx: ReplyContext, key: str | None = None) -> None:
+    async def pause(
+        self, ctx: ReplyContext, key: str | None = None, *, keep_open: bool = False
+    ) -> None:
         """The reply's run has stopped to wait for a human: keep the reply's state in the
         store under ``key`` (default: its id) for :attr:`paused_ttl_s` — the counters,
         usage, each policy's state and the session's — and end the reply here, its
         ``on_reply`` layers seeing :class:`ReplyPaused`; :meth:`resume_reply` continues it
         in any process sharing the store, this one included. With no store the reply stays
-        open, resumable in this process only (it ends as paused when the gate closes)."""
+        open, resumable in this process only (it ends as paused when the gate closes).
+        ``keep_open`` keeps it open here as well, for a run that left work in flight in this
+        process (AgentScope's external tool calls, whose ``on_tool_call`` onions wait for
+        their results): a resume here continues it, one elsewhere rebuilds it from the
+        store, and this process's copy ends as paused when the gate closes."""
         if self._store is None:
             log.warning(
                 "hookgate: no store; reply %s can resume in this process only", ctx.reply_id
             )
             self._paused.add(ctx.reply_id)
             return
+        await self._save_paused(ctx, key)
+        handle = None if keep_open else self._open.pop(ctx.reply_id, None)
+        if handle is not None:  # its layers save the session as they end
+            await handle.fail(ReplyPaused(f"hookgate: reply {ctx.reply_id} waits for a human"))
+            return
+        await self._save_session(ctx)
+        if keep_open:
+            self._paused.add(ctx.reply_id)
+
+    async def _save_paused(self, ctx: ReplyContext, key: str | None) -> None:
+        assert self._store is not None
         saved = {
             "agent": ctx.agent, "reply_id": ctx.reply_id, "session_id": ctx.session_id,
             "state": json_safe(ctx.state), "turns": ctx.turns, "tool_calls": ctx.tool_calls,
@@ -335,11 +352,6 @@ class Driver:
         await self._store.save_state(
             f"reply:{key or ctx.reply_id}", orjson.dumps(saved), self.paused_ttl_s
         )
-        handle = self._open.pop(ctx.reply_id, None)
-        if handle is not None:  # its layers save the session as they end
-            await handle.fail(ReplyPaused(f"hookgate: reply {ctx.reply_id} waits for a human"))
-        else:
-            await self._save_session(ctx)
 
     async def resume_reply(self, key: str, *, input: Any = None) -> ReplyContext | None:
         """The paused reply saved under ``key``: still open in this process, or rebuilt

@@ -40,7 +40,9 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   and the call is never handed out; the event hands out the arguments the onion passed on
   (``pii``'s placeholders restored; AgentScope's context keeps the model's own). The
   ``ExternalExecutionResultEvent`` the caller resumes with finishes each call's onion (its
-  span spans the wait) and AgentScope keeps what the policies made of the result. Sent
+  span spans the wait) and AgentScope keeps what the policies made of the result: while
+  calls it handed out wait, the parked reply stays open in this process as well as kept in
+  the store (``Driver.pause(keep_open=True)``; it ends as paused when the gate closes). Sent
   to another process, a result runs its call's whole onion there (the arguments side
   again: it counts once more against ``tool_guard``'s limits). A ``UserInterruptEvent``
   ends the parked reply and fails the calls it handed out;
@@ -162,7 +164,8 @@ class HookgateMiddleware(MiddlewareBase):
                 raise
             else:
                 if parked is not None:  # waits for the user: resumable here or in any process
-                    await self.driver.pause(ctx, key=parked)
+                    in_flight = any(h.split.ctx is ctx for h in self._handed_out.values())
+                    await self.driver.pause(ctx, key=parked, keep_open=in_flight)
                 else:
                     await self.driver.close_reply(ctx.reply_id, final)
 
