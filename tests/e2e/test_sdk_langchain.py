@@ -307,7 +307,7 @@ def test_a_long_conversation_stays_under_its_context_budget(
     and the newest turns, each tool call beside its result."""
     policy = (
         "  - context: {trigger: {tokens: 3000}, target: {tokens: 2000},\n"
-        "              turns: {keep_last: 2, summarize: {}}}\n"
+        "              turns: {keep_last: 2, summarize: {max_input_tokens: 50000}}}\n"
     )
     gate = make_gate(tmp_path, upstream, policy)
     upstream.push(synth.Reply(text="Earlier: trains to cities 0 to 6."), synth.Reply(text="ok"))
