@@ -310,8 +310,12 @@ class FakeUpstream:
             self.requests.append(Recorded("WS", request.path, "", headers, message.data.encode()))
             frame = orjson.loads(message.data)
             body = {k: v for k, v in frame.items() if k not in ("type", "generate")}
-            items = body.get("input")
-            items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+            given = body.get("input")
+            items: list[Any] = (
+                [{"role": "user", "content": given}]
+                if isinstance(given, str)
+                else list(given or [])
+            )
             if last is not None and body.get("previous_response_id") == last[0]:
                 items = [*last[1], *items]
             body["input"] = items
