@@ -6,7 +6,9 @@ HTTP; it records what each turn sent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,13 @@ import aiohttp
 import httpx
 import orjson
 
+from hookgate.config.loader import load_text
 from hookgate.redaction.placeholders import placeholder
+from hookgate.server.app import create_app
 from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
-from tests.conftest import ProxyFactory
-from tests.fakes import FakeUpstream, LoopThread, Status
+from tests.conftest import ProxyFactory, config_text
+from tests.fakes import FakeUpstream, LoopThread, RunningApp, Status
 from tests.waits import eventually
 
 SECRET = "socket-test-secret-0123456789"
@@ -243,3 +247,33 @@ def test_agents_session_headers_name_the_session_and_go_upstream(
 
     eventually(recorded)
     assert sessions == ["ses_1", "mine", "ses_2"]
+
+
+def test_at_shutdown_idle_sockets_close_at_once_and_busy_ones_after_their_turn(
+    loop_thread: LoopThread, upstream: FakeUpstream
+) -> None:
+    upstream.stream_delay = 0.05  # the turn takes about half a second
+    server = loop_thread.run(
+        RunningApp(create_app(load_text(config_text(upstream.base_url)))).start()
+    )
+
+    async def scenario() -> tuple[aiohttp.WSMessage, Frames, aiohttp.WSMessage, float]:
+        async with aiohttp.ClientSession() as session:
+            url = socket_url(f"{server.url}/v1")
+            idle = await session.ws_connect(url)
+            busy = await session.ws_connect(url)
+            await busy.send_str(json.dumps(create(input="hello", tools=[])))
+            received = [orjson.loads(await busy.receive_str(timeout=10))]  # the turn is on
+            started = time.monotonic()
+            stopping = asyncio.create_task(server.stop())
+            closed = await idle.receive(timeout=5)
+            idle_s = time.monotonic() - started
+            while (message := await busy.receive(timeout=10)).type is aiohttp.WSMsgType.TEXT:
+                received.append(orjson.loads(message.data))
+            await stopping
+            return closed, received, message, idle_s
+
+    closed, received, last, idle_s = loop_thread.run(scenario())
+    assert (closed.type, closed.data) == (aiohttp.WSMsgType.CLOSE, 1001) and idle_s < 0.4
+    assert received[-1]["type"] == "response.completed"  # the busy turn ended whole
+    assert (last.type, last.data) == (aiohttp.WSMsgType.CLOSE, 1001)

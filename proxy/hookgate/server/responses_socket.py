@@ -14,7 +14,9 @@ client waits for a response's end before it sends the next turn.
 A GET without an upgrade is relayed as before (see :mod:`hookgate.server.relay`). With
 ``server.responses_websocket: false`` the upgrade is refused with 426, on which Codex goes
 on over HTTP at once. A refusal before the upgrade (a bad key, a bad id header) is an
-HTTP error; after it, an ``error`` frame, and the connection stays open.
+HTTP error; after it, an ``error`` frame, and the connection stays open. When the server
+shuts down (``SIGTERM``), an idle socket is closed at once and a busy one after its turn
+(:class:`OpenSockets`), so a client's open connection never holds up the drain.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import dataclasses
 import logging
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from hookgate.errors import HookgateError, InvalidRequest, WebSocketRefused
 from hookgate.pipeline.runner import ObservedStream
@@ -35,6 +37,50 @@ from hookgate.wire import responses_socket as frames
 from hookgate.wire.responses_socket import Collector, Conversation, Turn
 
 log = logging.getLogger("hookgate")
+
+
+class OpenSockets:
+    """The app's open Responses WebSockets, each idle or serving a turn. :meth:`close`
+    (at shutdown) closes the idle ones at once and has the busy ones closed after their
+    turn, with 1001 (going away): a client opens a new connection for its next turn."""
+
+    def __init__(self) -> None:
+        self._busy: dict[web.WebSocketResponse, bool] = {}
+        self.closing = False
+
+    def opened(self, socket: web.WebSocketResponse) -> None:
+        self._busy[socket] = False
+
+    def serving(self, socket: web.WebSocketResponse, busy: bool) -> None:
+        self._busy[socket] = busy
+
+    def closed(self, socket: web.WebSocketResponse) -> None:
+        self._busy.pop(socket, None)
+
+    async def close(self) -> None:
+        self.closing = True
+        idle = [socket for socket, busy in self._busy.items() if not busy]
+        for socket in idle:
+            await _going_away(socket)
+
+
+SOCKETS = web.AppKey("hookgate.responses_sockets", OpenSockets)
+
+
+def add_routes(app: web.Application) -> None:
+    """Register ``GET /v1/responses`` (before any catch-all ``/v1/*`` route), and the
+    closing of its open sockets at shutdown."""
+    app[SOCKETS] = OpenSockets()
+    app.router.add_get("/v1/responses", handle)
+    app.on_shutdown.append(_close_sockets)
+
+
+async def _close_sockets(app: web.Application) -> None:
+    await app[SOCKETS].close()
+
+
+async def _going_away(socket: web.WebSocketResponse) -> None:
+    await socket.close(code=WSCloseCode.GOING_AWAY, message=b"hookgate is shutting down")
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -53,18 +99,28 @@ async def handle(request: web.Request) -> web.StreamResponse:
     socket = web.WebSocketResponse(max_msg_size=runtime.config.server.max_body_bytes)
     socket.headers["x-hookgate-request-id"] = request[REQUEST_ID]
     await socket.prepare(request)
+    sockets = request.app[SOCKETS]
+    sockets.opened(socket)
     conversation = Conversation()
     served = 0
     try:
         async for message in socket:
             if message.type is WSMsgType.TEXT:
                 served += 1
-                await _serve(request, socket, conversation, message.data, served)
+                sockets.serving(socket, True)
+                try:
+                    await _serve(request, socket, conversation, message.data, served)
+                finally:
+                    sockets.serving(socket, False)
             elif message.type is WSMsgType.BINARY:
                 refused = InvalidRequest("frames are JSON text; a binary frame is not one")
                 await _send_error(socket, refused)
+            if sockets.closing:
+                await _going_away(socket)
     except ConnectionResetError:
         log.info("client left its Responses WebSocket mid-response; upstream stream closed")
+    finally:
+        sockets.closed(socket)
     return socket
 
 

@@ -53,7 +53,7 @@ def add_routes(app: web.Application, *, ops: bool = True) -> None:
     unless ``ops`` is false (they are on a listener of their own)."""
     for path, api in MODEL_ENDPOINTS.items():
         app.router.add_post(path, _model_handler(api))
-    app.router.add_get("/v1/responses", responses_socket.handle)  # before the relay's "*"
+    responses_socket.add_routes(app)  # before the relay's "*"
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", get_model)
     app.router.add_route("*", "/v1/{tail:.*}", relay)
