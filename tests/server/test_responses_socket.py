@@ -23,7 +23,7 @@ from hookgate.server.app import create_app
 from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, config_text
-from tests.fakes import FakeUpstream, LoopThread, RunningApp, Status
+from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp, Status
 from tests.waits import eventually
 
 SECRET = "socket-test-secret-0123456789"
@@ -175,17 +175,26 @@ def test_a_failed_turn_is_an_error_frame_and_the_connection_goes_on(
 ) -> None:
     limited = {"error": {"message": "slow down", "type": "requests", "param": None,
                          "code": "rate_limit_exceeded"}}  # fmt: skip
-    upstream.push(Status(429, limited, {"retry-after": "7"}))
+    stream = list(synth.response_stream("gpt-test", synth.Reply("Hello there, friend.")))
+    upstream.push(Status(429, limited, {"retry-after": "7"}), Events(stream[:5]))  # then cut
 
     async def script(socket: aiohttp.ClientWebSocketResponse) -> tuple[Frames, ...]:
         failed = await turn(socket, create(input="hello"))
+        cut = await turn(socket, create(input="hello", tools=[]))
+        cut_id = cut[0]["response"]["id"]
+        continued = await turn(socket, create(input="on", previous_response_id=cut_id, tools=[]))
         await socket.send_str("not json")
         broken = orjson.loads(await socket.receive_str(timeout=10))
         unknown = await turn(socket, {"type": "session.update"})
         served = await turn(socket, create(input="hello again", tools=[]))
-        return failed, [broken], unknown, served
+        return failed, cut, continued, [broken], unknown, served
 
-    failed, broken, unknown, served = talk(loop_thread, proxy_url, script)
+    failed, cut, continued, broken, unknown, served = talk(loop_thread, proxy_url, script)
+    # a stream cut mid-way: the events that came, then the error (not a short "success")
+    assert [f["type"] for f in cut][:2] == ["response.created", "response.in_progress"]
+    assert cut[-1]["type"] == "error" and cut[-1]["status"] == 502
+    completed(continued)  # a failed turn is not kept: its id goes upstream as it came
+    assert upstream.requests[2].json()["previous_response_id"] == cut[0]["response"]["id"]
     (error,) = failed
     assert error["type"] == "error" and error["status"] == 429
     assert error["error"] == limited["error"] and error["headers"]["retry-after"] == "7"
