@@ -203,6 +203,22 @@ def test_a_failed_turn_is_an_error_frame_and_the_connection_goes_on(
     assert completed(served)["output"][0]["content"][0]["text"] == "Hello from the fake upstream."
 
 
+def test_a_fault_of_hookgate_is_a_500_frame_and_the_connection_goes_on(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread
+) -> None:
+    url = make_proxy("policies:\n  - tests.policies_for_tests:Buggy: {word: trigger}\n")
+
+    async def script(socket: aiohttp.ClientWebSocketResponse) -> tuple[Frames, Frames]:
+        failed = await turn(socket, create(input="trigger the bug"))
+        return failed, await turn(socket, create(input="hello", tools=[]))
+
+    (error,), served = talk(loop_thread, url, script)
+    assert error["status"] == 500 and error["error"]["type"] == "server_error"
+    assert error["error"]["message"].startswith("internal error (request ")
+    assert "a bug" not in error["error"]["message"]  # no internals to the client
+    completed(served)
+
+
 def test_the_socket_refused_by_config_is_a_426_and_plain_gets_are_relayed(
     make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread
 ) -> None:

@@ -21,6 +21,7 @@ shuts down (``SIGTERM``), an idle socket is closed at once and a busy one after 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 
@@ -60,8 +61,7 @@ class OpenSockets:
     async def close(self) -> None:
         self.closing = True
         idle = [socket for socket, busy in self._busy.items() if not busy]
-        for socket in idle:
-            await _going_away(socket)
+        await asyncio.gather(*(_going_away(socket) for socket in idle))
 
 
 SOCKETS = web.AppKey("hookgate.responses_sockets", OpenSockets)
@@ -131,7 +131,8 @@ async def _serve(
     text: str,
     number: int,
 ) -> None:
-    """Answer one frame: a turn's events, or an error frame (the connection goes on)."""
+    """Answer one frame: a turn's events, or an error frame (the connection goes on; a
+    fault of hookgate's own is logged and answered as a 500, as on HTTP)."""
     try:
         turn = conversation.request(frames.read_frame(text))
         if turn is None:
@@ -143,6 +144,11 @@ async def _serve(
     except HookgateError as exc:
         conversation.forget()
         await _send_error(socket, exc)
+    except Exception:
+        request_id = f"{request[REQUEST_ID]}.{number}"
+        log.exception("internal error in request %s", request_id)
+        conversation.forget()
+        await _send_error(socket, HookgateError(f"internal error (request {request_id})"))
 
 
 async def _warm_up(
