@@ -302,3 +302,27 @@ def test_at_shutdown_idle_sockets_close_at_once_and_busy_ones_after_their_turn(
     assert (closed.type, closed.data) == (aiohttp.WSMsgType.CLOSE, 1001) and idle_s < 0.4
     assert received[-1]["type"] == "response.completed"  # the busy turn ended whole
     assert (last.type, last.data) == (aiohttp.WSMsgType.CLOSE, 1001)
+
+
+def test_a_provider_without_the_responses_api_serves_the_socket_by_translation(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread
+) -> None:
+    claude = f"{{type: anthropic, base_url: '{upstream.base_url}', api_key: sk-ant-up}}"
+    url = make_proxy(
+        loaded=load_text(
+            f'providers:\n  claude: {claude}\nmodels:\n  "*": [{{provider: claude}}]\n'
+        )
+    )
+    upstream.push(synth.Reply("Hello from Claude."), synth.Reply("Still here."))
+
+    async def script(socket: aiohttp.ClientWebSocketResponse) -> tuple[Frames, Frames]:
+        first = await turn(socket, create(input="hi", tools=[]))
+        again = create(input="and now?", tools=[], previous_response_id=completed(first)["id"])
+        return first, await turn(socket, again)
+
+    first, second = talk(loop_thread, url, script)
+    assert completed(first)["output"][0]["content"][0]["text"] == "Hello from Claude."
+    assert completed(second)["output"][0]["content"][0]["text"] == "Still here."
+    assert [r.path for r in upstream.requests] == ["/v1/messages"] * 2
+    said = [m["content"] for m in upstream.last.json()["messages"]]
+    assert "hi" in json.dumps(said) and "Hello from Claude." in json.dumps(said)
