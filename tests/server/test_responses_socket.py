@@ -73,13 +73,13 @@ def completed(frames: Frames) -> dict[str, Any]:
 Talk = Callable[[aiohttp.ClientWebSocketResponse], Awaitable[Any]]
 
 
-def talk(loop_thread: LoopThread, url: str, script: Talk, **headers: str) -> Any:
+def talk(loop_thread: LoopThread, url: str, script: Talk, query: str = "") -> Any:
     """Run ``script`` on a WebSocket connection to the proxy at ``url``."""
 
     async def run() -> Any:
         async with (
             aiohttp.ClientSession() as session,
-            session.ws_connect(socket_url(url), headers=headers or CODEX_HEADERS) as socket,
+            session.ws_connect(socket_url(url) + query, headers=CODEX_HEADERS) as socket,
         ):
             return await script(socket)
 
@@ -165,9 +165,10 @@ def test_a_response_the_connection_does_not_hold_is_continued_upstream(
     async def script(socket: aiohttp.ClientWebSocketResponse) -> Frames:
         return await turn(socket, create(input="go on", previous_response_id="resp_elsewhere"))
 
-    completed(talk(loop_thread, proxy_url, script))
+    completed(talk(loop_thread, proxy_url, script, query="?api-version=2026-01-01"))
     body = upstream.last.json()
     assert body["previous_response_id"] == "resp_elsewhere" and body["input"] == "go on"
+    assert upstream.last.query == "api-version=2026-01-01"  # the upgrade's query, as on HTTP
 
 
 def test_a_failed_turn_is_an_error_frame_and_the_connection_goes_on(

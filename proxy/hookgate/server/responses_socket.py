@@ -178,7 +178,8 @@ async def _turn(
     ctx = request_context(request.headers, f"{request[REQUEST_ID]}.{number}", "responses")
     async with ModelRequest(request.app, runtime, ctx) as call:
         caller = await authenticate(request, runtime, request.app[GRANTS])
-        sent = model_call_of(turn.body, runtime, "responses", request.headers)
+        query = request.rel_url.raw_query_string  # a provider's query_params (Azure's)
+        sent = model_call_of(turn.body, runtime, "responses", request.headers, query)
         sent = dataclasses.replace(sent, headers=frames.http_headers(sent.headers))
         response = await call.run(caller, sent)
         stream = response.stream
