@@ -20,6 +20,14 @@ event stream when the body's ``stream`` is true); ``Echo`` repeats a user messag
 (its string content, or its text and tool_result blocks). ``count_tokens`` answers
 ``{"input_tokens": N}``, N the whitespace-separated words of the system prompt and the
 messages, or a pushed step (a ``Status``; a ``synth.Reply`` answers its ``input_tokens``).
+
+``GET /v1/responses`` upgraded is the Responses API's WebSocket mode, as OpenAI serves it:
+each ``response.create`` frame is answered with the events of a streamed response, one
+JSON text frame each (a pushed ``synth.Reply``, else the default agent; a ``Status`` as an
+``error`` frame with its status); ``previous_response_id`` naming the connection's last
+response continues it (its input and output come before the frame's input); a warm-up
+(``generate: false``) gets an empty completed response and takes no pushed step. Each
+frame is recorded as a request with method ``WS``.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from email.parser import BytesParser
 from typing import Any, TypeVar
 
 import orjson
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from hookgate.server.app import make_runner
 from hookgate.wire import synth
@@ -192,6 +200,7 @@ class FakeUpstream:
             app.router.add_post(f"/openai/deployments/{{deployment}}/{path}", self._model)
             app.router.add_post(f"/openai/v1/{path}", self._model)
         app.router.add_post("/openai/responses", self._model)  # Azure's, beside deployments
+        app.router.add_get("/v1/responses", self._responses_socket)
         for path in ("messages", "messages/count_tokens"):  # Anthropic's
             app.router.add_post(f"/v1/{path}", self._model)
         app.router.add_post("/v1beta/models/{model}:{action}", self._model)  # Gemini's
@@ -298,6 +307,50 @@ class FakeUpstream:
             await asyncio.sleep(3600)
         await out.write_eof()
         return out
+
+    async def _responses_socket(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("upgrade", "").lower() != "websocket":
+            return await self._echo_request(request)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        last: tuple[str, list[Any]] | None = None  # the connection's last response
+        async for message in socket:
+            if message.type is not WSMsgType.TEXT:
+                continue
+            self.requests.append(Recorded("WS", request.path, "", headers, message.data.encode()))
+            frame = orjson.loads(message.data)
+            body = {k: v for k, v in frame.items() if k not in ("type", "generate")}
+            given = body.get("input")
+            items: list[Any] = (
+                [{"role": "user", "content": given}]
+                if isinstance(given, str)
+                else list(given or [])
+            )
+            if last is not None and body.get("previous_response_id") == last[0]:
+                items = [*last[1], *items]
+            body["input"] = items
+            model = str(body.get("model"))
+            if frame.get("generate") is False:
+                step: Step = synth.Reply(input_tokens=0, output_tokens=0)
+            else:
+                step = self.script.popleft() if self.script else _agent_reply("responses", body)
+            if isinstance(step, Status):
+                error = {"type": "error", "status": step.status, **step.body}
+                await socket.send_str(orjson.dumps(error).decode())
+                last = None
+                continue
+            assert isinstance(step, synth.Reply), step
+            events = synth.response_events(model, step)
+            output = [d["item"] for k, d in events if k == "response.output_item.done"]
+            if frame.get("generate") is False:
+                events = [e for e in events if e[0] in ("response.created", "response.completed")]
+            for _, data in events:
+                await socket.send_str(orjson.dumps(data).decode())
+                if self.stream_delay:
+                    await asyncio.sleep(self.stream_delay)
+            last = (f"resp_{step.id}", [*items, *output])
+        return socket
 
     async def _gemini_models(self, request: web.Request) -> web.Response:
         await self._record(request)

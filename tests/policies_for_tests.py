@@ -101,6 +101,17 @@ class BlockWord(Policy):
         return await next(call, ctx)
 
 
+class Buggy(BlockWord):
+    """A policy with a bug: a call whose body mentions ``word`` raises ``ValueError``."""
+
+    name = "buggy"
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        if self.config.word in call.payload.to_bytes().decode():
+            raise ValueError("a bug in a policy")
+        return await next(call, ctx)
+
+
 class Fragile(Policy):
     """Valid settings, yet it cannot start: what a policy whose resource is missing does."""
 

@@ -16,6 +16,8 @@ the process. Policies block a request by raising one of these.
     ├── MethodNotAllowed               405     invalid_request_error
     ├── RequestTimeout                 408     invalid_request_error (the body was too slow)
     ├── PayloadTooLarge                413     invalid_request_error
+    ├── WebSocketRefused               426     invalid_request_error (WebSocket mode is off:
+    │                                          the client goes on over HTTP)
     ├── BudgetExceeded                 429     insufficient_quota (code budget_exceeded)
     ├── RateLimited                    429     requests (code rate_limit_exceeded)
     ├── StoreUnavailable               503     server_error (the store cannot be reached)
@@ -158,6 +160,16 @@ class PayloadTooLarge(HookgateError):
     status = 413
     type = "invalid_request_error"
     code = "request_too_large"
+
+
+class WebSocketRefused(HookgateError):
+    """A WebSocket upgrade hookgate does not serve (``server.responses_websocket: false``).
+    426 is the answer on which Codex goes on over HTTP at once; it retries a 404 or a 403
+    for seconds first."""
+
+    status = 426
+    type = "invalid_request_error"
+    code = "websocket_disabled"
 
 
 class BudgetExceeded(HookgateError):

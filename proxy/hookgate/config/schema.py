@@ -282,6 +282,11 @@ class ServerConfig(Strict):
     no PII redaction, no budget. Off: those paths answer 404, and only the model
     endpoints and ``/v1/models`` reach a provider. Keys limited to some models never
     use it (403)."""
+    responses_websocket: bool = True
+    """The Responses API's WebSocket mode on ``GET /v1/responses`` (Codex CLI's first
+    choice): every ``response.create`` frame is a model call through the pipeline, sent
+    upstream over HTTP. Off: the upgrade is refused with 426, and Codex goes on over
+    HTTP at once."""
     models_cache_s: Annotated[float, Field(gt=0)] = 60.0
     """How long ``GET /v1/models`` keeps each ``"*"`` provider's own model list before
     asking it again (a config reload asks again at once)."""
@@ -289,8 +294,9 @@ class ServerConfig(Strict):
     """Provider for the generic ``/v1/*`` relay. Default: the provider of the first
     target of ``"*"``, else the first provider listed."""
     forward_headers: list[str] = Field(default_factory=list)
-    """Extra client request headers forwarded upstream, beyond the built-in allow-list.
-    A trailing ``*`` matches a prefix (``x-my-*``)."""
+    """Extra client request headers forwarded upstream, beyond the built-in allow-list
+    (which has the agents' own identity headers: Codex's ``session-id``, ``x-codex-*``,
+    opencode's ``x-session-id``, ...). A trailing ``*`` matches a prefix (``x-my-*``)."""
     metric_labels: list[Literal["team", "key", "user", "agent"]] = Field(default_factory=list)
     """Identity labels on the spend and token metrics (team and key also on the budget
     gauge). Off by default: a value per series multiplies them; turn on what your

@@ -3,40 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from aiohttp import web
 from prometheus_client.exposition import choose_encoder
 
-from hookgate.config.policy_sets import RequestFacts, Selection
 from hookgate.errors import (
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
     RequestTimeout,
 )
-from hookgate.pipeline.observe import Outcome
-from hookgate.pipeline.runner import ObservedCall, ObservedStream, audit_record, cost, finish
-from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
+from hookgate.pipeline.runner import ObservedStream
+from hookgate.pipeline.types import Api, ModelCall
 from hookgate.providers.catalog import alias_object
-from hookgate.server import admin, exposure
+from hookgate.server import admin, exposure, responses_socket
 from hookgate.server.appkeys import GRANTS, HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
-from hookgate.server.auth import Caller, authenticate, check_model
+from hookgate.server.auth import authenticate, check_model
+from hookgate.server.calls import ModelRequest, model_call_of, request_context
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
-from hookgate.store.base import Store, display_url
-from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
+from hookgate.store.base import display_url
 
 log = logging.getLogger("hookgate")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-MAX_MODEL_CHARS = 256
 
 MODEL_ENDPOINTS: dict[str, Api] = {
     "/v1/chat/completions": "chat.completions",
@@ -58,6 +53,7 @@ def add_routes(app: web.Application, *, ops: bool = True) -> None:
     unless ``ops`` is false (they are on a listener of their own)."""
     for path, api in MODEL_ENDPOINTS.items():
         app.router.add_post(path, _model_handler(api))
+    responses_socket.add_routes(app)  # before the relay's "*"
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", get_model)
     app.router.add_route("*", "/v1/{tail:.*}", relay)
@@ -73,24 +69,6 @@ def add_ops_routes(app: web.Application) -> None:
     app.router.add_get("/metrics", metrics_endpoint)
 
 
-MAX_LABEL_CHARS = 256
-
-
-def label_header(headers: Mapping[str, str], name: str) -> str | None:
-    """A client-chosen id header (agent, session, reply). It lands in the store, the audit
-    log and spans: printable text of at most :data:`MAX_LABEL_CHARS` characters, else 400
-    (aiohttp hands bytes that are not UTF-8 on as surrogates, which no encoder takes)."""
-    value = headers.get(name)
-    if value is not None and (len(value) > MAX_LABEL_CHARS or not value.isprintable()):
-        raise InvalidRequest(
-            f"the {name} header must be printable UTF-8 text of at most "
-            f"{MAX_LABEL_CHARS} characters",
-            param=name,
-            code="invalid_header",
-        )
-    return value
-
-
 def _model_handler(api: Api) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         return await model_call(request, api)
@@ -100,50 +78,14 @@ def _model_handler(api: Api) -> Handler:
 
 async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     """Serve one model endpoint request through the current pipeline, observed (see
-    :mod:`hookgate.pipeline.runner`)."""
+    :mod:`hookgate.server.calls`)."""
     runtime = request.app[HOLDER].current
-    metrics = request.app[METRICS]
-    headers = request.headers
-    model = ""
-
-    async def ended(ctx: Context, outcome: Outcome) -> None:
-        # Off the latency path: the server writes the response before the loop runs this.
-        asyncio.get_running_loop().call_soon(
-            _record, request.app[STORE], runtime, metrics, api, model, ctx, outcome
-        )
-
-    observed = ObservedCall(
-        Context(
-            request_id=request[REQUEST_ID],
-            api=api,
-            agent=label_header(headers, "x-hookgate-agent"),
-            session_id=label_header(headers, "x-hookgate-session-id"),
-            reply_id=label_header(headers, "x-hookgate-reply-id"),
-        ),
-        ended=ended,
-    )
-    in_flight = metrics.in_flight_gauge(api)
-    in_flight.inc()
-    try:
+    ctx = request_context(request.headers, request[REQUEST_ID], api)
+    async with ModelRequest(request.app, runtime, ctx) as served:
         caller = await authenticate(request, runtime, request.app[GRANTS])
         call = await _read_call(request, runtime, api)
-        model = call.model
-        check_model(caller, model)
-        chosen = select_set(runtime, caller, route=api, agent=observed.ctx.agent, model=model)
-        ctx = observed.ctx = dataclasses.replace(
-            observed.ctx, identity=caller.identity, policy_set=chosen.name
-        )
-        ctx.observation.attributes["hookgate.policy_set"] = chosen.name
-        pipeline = runtime.pipelines[chosen.name]
-        response = await observed.run(pipeline, call, usage=pipeline.needs_usage)
-        out_headers = {
-            **response.headers,
-            **ctx.response_headers,
-            "x-hookgate-request-id": ctx.request_id,
-            "x-hookgate-upstream": response.target.label(model),
-            "x-hookgate-attempts": str(len(ctx.observation.attempts)),
-            "x-hookgate-policy-set": ctx.policy_set,
-        }
+        response = await served.run(caller, call)
+        out_headers = served.response_headers(response)
         if response.stream is not None:
             assert isinstance(response.stream, ObservedStream)
             return await relay_stream(request, response.status, out_headers, response.stream,
@@ -153,52 +95,6 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         return web.Response(
             status=response.status, body=response.payload.to_bytes(), headers=out_headers
         )
-    except BaseException as exc:
-        observed.failed(exc)
-        raise
-    finally:
-        in_flight.dec()
-        await observed.end()
-
-
-def select_set(
-    runtime: Runtime, caller: Caller, *, route: str, agent: str | None, model: str | None = None
-) -> Selection:
-    """The policy set of a request on ``route`` (an API, or ``mcp``) for ``caller`` (see
-    :mod:`hookgate.config.policy_sets`)."""
-    identity = caller.identity
-    facts = RequestFacts(
-        key=None if identity is ANONYMOUS else identity.key_id, team=identity.team,
-        user=identity.user, model=model, agent=agent, route=route,
-    )  # fmt: skip
-    return runtime.selector.select(
-        facts, key_set=caller.key_grants.policy_set, team_set=caller.team_grants.policy_set
-    )
-
-
-def _record(
-    store: Store,
-    runtime: Runtime,
-    metrics: Metrics,
-    api: Api,
-    model: str,
-    ctx: Context,
-    outcome: Outcome,
-) -> None:
-    """Everything a finished request reports: finish callbacks, metrics, the audit record.
-    Telemetry never fails a request: a failure is logged."""
-    finish(ctx, outcome)
-    cost_usd = cost(outcome, ctx, runtime.pricing)
-    shown = runtime.config.server.metric_labels
-    who = ctx.identity
-    values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
-    identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
-    try:
-        metrics.observe(api, model, outcome, ctx.observation, cost_usd, identity)
-    except Exception:
-        log.exception("recording metrics failed (request %s)", ctx.request_id)
-    if runtime.config.audit.enabled:  # queued off the response path; a failure is logged
-        store.submit_audit(audit_record(ctx, outcome, api=api, model=model, cost_usd=cost_usd))
 
 
 async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
@@ -210,34 +106,8 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         raise RequestTimeout(
             f"the request body did not arrive within {server.body_timeout_s:g}s"
         ) from None
-    body = parse_object(raw)
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRequest("you must provide a model parameter", param="model")
-    if len(model) > MAX_MODEL_CHARS or not model.isprintable():
-        # It names metrics, spans and the x-hookgate-upstream header: no control characters.
-        raise InvalidRequest(
-            f"'model' must be a printable name of at most {MAX_MODEL_CHARS} characters",
-            param="model",
-        )
-    stream = body.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise InvalidRequest("'stream' must be a boolean", param="stream")
-    if api in ("embeddings", "messages.count_tokens"):
-        stream = False  # these never stream; the field goes upstream as sent
-    return ModelCall(
-        api=api,
-        # Sent re-encoded, never as received: the upstream gets exactly what the policies
-        # checked. (Raw bytes with a duplicate key, {"messages": [PII], "messages": []},
-        # were checked as the last one and sent with both.)
-        payload=JsonBody.from_data(body),
-        model=model,
-        stream=stream,
-        targets=runtime.router.targets(model),
-        headers=runtime.forward(request.headers),
-        query=request.rel_url.raw_query_string,
+    return model_call_of(
+        parse_object(raw), runtime, api, request.headers, request.rel_url.raw_query_string
     )
 
 

@@ -2,10 +2,14 @@
 
 Requests: an allow-list. Only headers that matter to a provider go upstream (SDK
 telemetry, OpenAI routing headers, Anthropic's ``anthropic-version`` and
-``anthropic-beta``, idempotency, W3C trace context), plus any the config
-adds. The client's credential never does: the provider's key replaces it. An allow-list
-rather than a deny-list means no client header can reach, or redirect, an upstream
-unless an operator chose so.
+``anthropic-beta``, idempotency, W3C trace context, and the agents' own identity
+headers, :data:`AGENT_IDENTITY`), plus any the config adds. The client's credential never
+does: the provider's key replaces it. An allow-list rather than a deny-list means no
+client header can reach, or redirect, an upstream unless an operator chose so.
+
+Agents name their session in headers of their own (:data:`AGENT_SESSION`); the server
+reads the first of them as the session where the client sends no
+``x-hookgate-session-id``.
 
 Responses: a deny-list. Everything the provider says comes back (``x-request-id``,
 ``openai-processing-ms``, ``x-ratelimit-*``, ``retry-after``) except hop-by-hop headers,
@@ -31,6 +35,25 @@ _FORWARD_EXACT = frozenset(
         "tracestate",
     }
 )
+AGENT_IDENTITY = (
+    # Codex CLI
+    "session-id", "thread-id", "originator", "x-client-request-id", "x-codex-*",
+    # opencode
+    "x-session-id", "x-session-affinity", "x-parent-session-id",
+    # Claude Code
+    "x-claude-code-session-id",
+)  # fmt: skip
+"""The headers agents name themselves, their session and their requests with, forwarded
+by default (a trailing ``*`` is a prefix): what the agent sends its provider directly
+(Codex's ``x-codex-turn-state`` routes a conversation to one backend), never a
+credential."""
+
+AGENT_SESSION = (
+    "session-id", "x-session-id", "x-claude-code-session-id", "thread-id", "x-session-affinity"
+)  # fmt: skip
+"""Where an agent names its session (Codex CLI, opencode, Claude Code), in the order the
+server reads them when the client sends no ``x-hookgate-session-id``."""
+
 _FORWARD_PREFIXES = ("x-stainless-",)
 
 _RESPONSE_DROP = frozenset(
@@ -56,12 +79,14 @@ _RESPONSE_DROP = frozenset(
 
 
 class RequestHeaderFilter:
-    """Selects the client headers to forward upstream; built once per config."""
+    """Selects the client headers to forward upstream: the built-in allow-list,
+    :data:`AGENT_IDENTITY` and ``extra`` (``server.forward_headers``); built once per
+    config."""
 
     __slots__ = ("_exact", "_prefixes")
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
-        extra_lower = [h.lower() for h in extra]
+        extra_lower = [h.lower() for h in (*AGENT_IDENTITY, *extra)]
         self._exact = _FORWARD_EXACT | {h for h in extra_lower if not h.endswith("*")}
         self._prefixes = _FORWARD_PREFIXES + tuple(h[:-1] for h in extra_lower if h.endswith("*"))
 

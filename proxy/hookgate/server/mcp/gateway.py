@@ -27,11 +27,12 @@ from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.observe import Observation
 from hookgate.server.appkeys import HOLDER, JSONRPC_ID, STORE
 from hookgate.server.auth import Caller
+from hookgate.server.calls import label_header, select_set
 from hookgate.server.mcp.audit import record_tool_call
 from hookgate.server.mcp.errors import McpError
 from hookgate.server.mcp.state import reply_context
 from hookgate.server.mcp.tools import call_tool, listed, stateful
-from hookgate.server.routes import label_header, read_body, select_set
+from hookgate.server.routes import read_body
 from hookgate.wire import jsonrpc
 from hookgate.wire.jsonrpc import JsonRpcError
 

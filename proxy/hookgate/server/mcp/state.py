@@ -26,7 +26,7 @@ from aiohttp import web
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.server.auth import Caller
-from hookgate.server.routes import label_header
+from hookgate.server.calls import label_header
 from hookgate.store.base import Store
 from hookgate.store.state import StateRecord, json_safe, shared
 
