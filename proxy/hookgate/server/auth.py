@@ -23,12 +23,17 @@ from hookgate.store.keys import KeyRecord
 
 def bearer(request: web.Request) -> str:
     """The credential of a request: ``Authorization: Bearer ...``, else ``x-api-key``
-    (Anthropic's clients) or ``api-key`` (Azure OpenAI's)."""
+    (Anthropic's clients), ``api-key`` (Azure OpenAI's) or ``x-goog-api-key`` (Google's);
+    on the Gemini API's routes (``/v1beta/``) also the ``key`` query parameter, as
+    Google's API takes it."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     headers = request.headers
-    return (headers.get("x-api-key") or headers.get("api-key") or "").strip()
+    key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
+    if not key and request.path.startswith("/v1beta/"):
+        key = request.query.get("key")
+    return (key or "").strip()
 
 
 @dataclass(frozen=True, slots=True)

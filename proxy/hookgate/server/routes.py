@@ -28,7 +28,7 @@ from hookgate.server.appkeys import GRANTS, HOLDER, LISTEN_HOST, METRICS, REQUES
 from hookgate.server.auth import Caller, authenticate, check_model
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
-from hookgate.server.streaming import relay_stream
+from hookgate.server.streaming import StreamTranslator, relay_stream
 from hookgate.store.base import Store, display_url
 from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
 
@@ -98,9 +98,28 @@ def _model_handler(api: Api) -> Handler:
     return handle
 
 
-async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ingress:
+    """A client API the pipeline runs as another (the Gemini API as Chat Completions):
+    how its request is read as a call in :attr:`runs`, and how the answer goes back."""
+
+    api: Api
+    """The client's API (metrics, the audit record, the shape of a stream's error)."""
+    runs: Api
+    """The API the policies see the call in."""
+    read: Callable[[web.Request, Runtime], Awaitable[ModelCall]]
+    answer: Callable[[Mapping[str, Any], str], dict[str, Any]]
+    """The client's answer for a body in :attr:`runs`, given the model it named."""
+    stream: Callable[[str], StreamTranslator]
+    """A translator of a stream in :attr:`runs` to the client's, given the model."""
+
+
+async def model_call(
+    request: web.Request, api: Api, ingress: Ingress | None = None
+) -> web.StreamResponse:
     """Serve one model endpoint request through the current pipeline, observed (see
-    :mod:`hookgate.pipeline.runner`)."""
+    :mod:`hookgate.pipeline.runner`); with ``ingress``, a request in ``ingress.api``
+    translated to ``ingress.runs`` and back (``api`` is then ``ingress.api``)."""
     runtime = request.app[HOLDER].current
     metrics = request.app[METRICS]
     headers = request.headers
@@ -115,7 +134,7 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     observed = ObservedCall(
         Context(
             request_id=request[REQUEST_ID],
-            api=api,
+            api=api if ingress is None else ingress.runs,
             agent=label_header(headers, "x-hookgate-agent"),
             session_id=label_header(headers, "x-hookgate-session-id"),
             reply_id=label_header(headers, "x-hookgate-reply-id"),
@@ -126,7 +145,8 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
     in_flight.inc()
     try:
         caller = await authenticate(request, runtime, request.app[GRANTS])
-        call = await _read_call(request, runtime, api)
+        call = await (_read_call(request, runtime, api) if ingress is None
+                      else ingress.read(request, runtime))  # fmt: skip
         model = call.model
         check_model(caller, model)
         chosen = select_set(runtime, caller, route=api, agent=observed.ctx.agent, model=model)
@@ -146,13 +166,15 @@ async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
         }
         if response.stream is not None:
             assert isinstance(response.stream, ObservedStream)
+            translator = None if ingress is None else ingress.stream(model)
             return await relay_stream(request, response.status, out_headers, response.stream,
-                                      api=api)  # fmt: skip
+                                      api=api, translator=translator)  # fmt: skip
         assert response.payload is not None
         out_headers.setdefault("content-type", "application/json")
-        return web.Response(
-            status=response.status, body=response.payload.to_bytes(), headers=out_headers
-        )
+        body = response.payload.to_bytes()
+        if ingress is not None and response.status < 300:
+            body = orjson.dumps(ingress.answer(response.body, model))
+        return web.Response(status=response.status, body=body, headers=out_headers)
     except BaseException as exc:
         observed.failed(exc)
         raise
@@ -201,7 +223,8 @@ def _record(
         store.submit_audit(audit_record(ctx, outcome, api=api, model=model, cost_usd=cost_usd))
 
 
-async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
+async def read_json(request: web.Request, runtime: Runtime) -> dict[str, Any]:
+    """The request's JSON object body, within the server's size and time limits."""
     server = runtime.config.server
     try:
         async with asyncio.timeout(server.body_timeout_s):
@@ -210,7 +233,11 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         raise RequestTimeout(
             f"the request body did not arrive within {server.body_timeout_s:g}s"
         ) from None
-    body = parse_object(raw)
+    return parse_object(raw)
+
+
+async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
+    body = await read_json(request, runtime)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("you must provide a model parameter", param="model")
