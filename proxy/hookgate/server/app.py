@@ -44,6 +44,7 @@ from hookgate.server.appkeys import (
     SESSION,
     STORE,
 )
+from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.mcp import routes as mcp_routes
 from hookgate.server.mcp.stdio import StdioSessions
@@ -140,9 +141,9 @@ def create_app(
 
         app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
     app.cleanup_ctx.append(_lifecycle)
+    gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
     mcp_routes.add_routes(app)
-    gemini.add_routes(app)
     return app
 
 
@@ -270,7 +271,7 @@ def _error_shape(path: str) -> ErrorShape:
     Gemini API's, JSON-RPC on the MCP gateway's, OpenAI's elsewhere."""
     if routes.speaks_anthropic(path):
         return "anthropic"
-    if gemini.speaks_google(path):
+    if speaks_google(path):
         return "google"
     return "jsonrpc" if path.startswith("/mcp/") else "openai"
 

@@ -2,11 +2,12 @@
 (``GOOGLE_GEMINI_BASE_URL``) and the ``google-genai`` SDKs (``base_url``).
 
 * ``POST /v1beta/models/{model}:generateContent`` and
-  ``:streamGenerateContent?alt=sse``: the request is translated to Chat Completions
-  (:mod:`hookgate.wire.translate.gemini_to_chat`) and run through the pipeline as any
-  chat call is (the policies see it in that shape: pii both ways, budgets, tool_guard,
-  tracing, audit, sessions), routed by the model named in the path as the ``models``
-  section says; a Gemini target gets it back in its own API
+  ``:streamGenerateContent?alt=sse`` (and the same under ``/v1/models/``, where
+  ``google-genai`` 3 sends them unless told ``api_version="v1beta"``): the request is
+  translated to Chat Completions (:mod:`hookgate.wire.translate.gemini_to_chat`) and
+  run through the pipeline as any chat call is (the policies see it in that shape: pii
+  both ways, budgets, tool_guard, tracing, audit, sessions), routed by the model named
+  in the path as the ``models`` section says; a Gemini target gets it back in its own API
   (:mod:`hookgate.wire.translate.chat_to_gemini`), an Anthropic one as Messages, an
   OpenAI one as it is. The answer, its stream and its errors come back in Gemini's
   shapes. A stream without ``alt=sse`` (Gemini's JSON array) is refused: Gemini CLI and
@@ -39,19 +40,14 @@ from hookgate.server.routes import MAX_MODEL_CHARS, Ingress, model_call, read_js
 from hookgate.server.runtime import Runtime
 from hookgate.wire.translate import gemini_to_chat
 
-PREFIX = "/v1beta/"
-
 _METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 
 
-def speaks_google(path: str) -> bool:
-    """Whether ``path`` is one of the Gemini API's routes, whose errors take Google's shape."""
-    return path.startswith(PREFIX)
-
-
 def add_routes(app: web.Application) -> None:
-    """Register the Gemini API's routes on ``app``."""
+    """Register the Gemini API's routes on ``app``, before the relay of other ``/v1/*``
+    paths (a model method under ``/v1`` is the Gemini API's, never relayed)."""
     app.router.add_post("/v1beta/models/{target:[^/]+}", _post)
+    app.router.add_post("/v1/models/{target:[^/:]+:[A-Za-z]+}", _post)
     app.router.add_get("/v1beta/models", list_models)
     app.router.add_get("/v1beta/models/{model:[^/:]+}", get_model)
 

@@ -59,7 +59,8 @@ function when ``allowedFunctionNames`` names one (several are refused).
 Answers (:func:`response`, :class:`StreamTranslator`): ``reasoning_content`` → a
 ``thought`` part, ``content`` and ``refusal`` → text parts, ``tool_calls`` →
 ``functionCall`` parts (the arguments parsed; ``id`` and ``thoughtSignature`` as a chat
-id made by the Gemini translation carries them, else the chat id as ``id``).
+id made by the Gemini translation carries them, none when it carries none, as Gemini
+sent none; another provider's chat id as ``id``).
 ``finish_reason`` → ``finishReason`` (:data:`_FINISH_REASONS`). Usage: see
 :func:`usage_metadata`. Errors are written in Google's shape by the server
 (:meth:`~hookgate.errors.HookgateError.to_google_body`).
@@ -433,7 +434,8 @@ def _tool_choice(config: Mapping[str, Any]) -> Any:
 # -- answers ---------------------------------------------------------------------------
 
 
-_MADE = re.compile(r"call_[0-9a-f]{24}")
+_MADE = re.compile(r"call_[0-9a-f]{24}(?:$|~)")
+"""The head of a chat tool call id the Gemini translation made."""
 
 
 def function_call(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -448,8 +450,8 @@ def function_call(call: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": function.get("name"), "args": args}
     if gemini_id is not None:
         out["id"] = gemini_id
-    elif isinstance(chat_id, str) and chat_id and not _MADE.fullmatch(chat_id):
-        out["id"] = chat_id
+    elif isinstance(chat_id, str) and chat_id and not _MADE.match(chat_id):
+        out["id"] = chat_id  # another provider's id; one the Gemini translation made has none
     part: dict[str, Any] = {"functionCall": out}
     if signature is not None:
         part["thoughtSignature"] = signature

@@ -1,0 +1,271 @@
+"""hookgate called as the Gemini API (``/v1beta/``) by the real ``google-genai`` client:
+to a Gemini upstream, and by translation to an OpenAI and an Anthropic one, through the
+pipeline (pii both ways, streamed too; tool_guard; rate limits), errors in Google's
+shape, token counting and the model list."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+from google import genai
+from google.genai import errors, types
+
+from hookgate.config.loader import load_text
+from hookgate.wire import synth
+from tests.conftest import CLIENT_KEY, TEST_STORE, ProxyFactory
+from tests.fakes import FakeUpstream, Status
+
+EMAIL = "jane.doe@example.com"
+SHELL = types.FunctionDeclaration(
+    name="run_shell_command",
+    description="Runs a shell command.",
+    parameters_json_schema={"type": "object", "properties": {"command": {"type": "string"}}},
+)
+TOOLS = [types.Tool(function_declarations=[SHELL])]
+
+
+def gemini_config(upstream: FakeUpstream, extra: str = "") -> str:
+    return (
+        "providers:\n"
+        f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-up'}}\n"
+        f"  gpt: {{base_url: '{upstream.base_url}', api_key: 'sk-up'}}\n"
+        f"  claude: {{type: anthropic, base_url: '{upstream.base_url}', api_key: 'sk-ant-up'}}\n"
+        "models:\n"
+        "  gpt-4o: [{provider: gpt}]\n"
+        "  claude-sonnet-4-5: [{provider: claude}]\n"
+        '  "*": [{provider: google}]\n'
+        f"store: 'sqlite:///{TEST_STORE}'\n"
+        f"{extra}"
+    )
+
+
+def client(url: str, key: str = "any-key", api_version: str | None = "v1beta") -> genai.Client:
+    """The real client, its ``base_url`` hookgate's root; ``/v1beta`` as Gemini CLI sends
+    (``google-genai`` 3 sends ``/v1`` unless told). Keep it in a variable while it is
+    used: it closes its connections when it is collected."""
+    options = types.HttpOptions(
+        base_url=url.removesuffix("/v1"), api_version=api_version, timeout=30_000
+    )
+    return genai.Client(api_key=key, http_options=options)
+
+
+def generate(gemini: genai.Client, stream: bool, model: str, contents: Any, **config: Any
+             ) -> types.GenerateContentResponse:  # fmt: skip
+    """One call, streamed or not; a stream's chunks merged into one response."""
+    settings = types.GenerateContentConfig(**config)
+    if not stream:
+        return gemini.models.generate_content(model=model, contents=contents, config=settings)
+    chunks = list(gemini.models.generate_content_stream(model=model, contents=contents,
+                                                        config=settings))  # fmt: skip
+    parts = [p for c in chunks if c.candidates for p in (c.candidates[0].content.parts or [])]
+    last = chunks[-1]
+    assert last.candidates is not None
+    candidate = last.candidates[0].model_copy(update={"content": types.Content(
+        role="model", parts=parts)})  # fmt: skip
+    return last.model_copy(update={"candidates": [candidate]})
+
+
+def text_of(response: types.GenerateContentResponse) -> str:
+    parts = response.candidates[0].content.parts if response.candidates else None
+    return "".join(p.text or "" for p in parts or [] if not p.thought)
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-flash", "gpt-4o", "claude-sonnet-4-5"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_round_trip_through_hookgate_keeps_personal_data_from_the_upstream(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, model: str, stream: bool
+) -> None:
+    """The model asks for the shell with the e-mail (a placeholder to it); the tool gets
+    the real value; its result goes back redacted; the user reads the real value."""
+    url = make_proxy(loaded=load_text(gemini_config(upstream, "policies:\n  - pii: {}\n")))
+    gemini = client(url)
+    contents: list[Any] = [types.Content(role="user", parts=[
+        types.Part(text=f"Send a greeting to {EMAIL} with the shell")])]  # fmt: skip
+
+    generate(gemini, stream, model, contents, tools=TOOLS)
+    sent = upstream.last.body.decode()
+    assert EMAIL not in sent
+    placeholder = _placeholder(sent)
+    # a model quoting the prompt in the call's arguments
+    upstream.push(synth.Reply(tool_calls=[synth.ToolCall(
+        "x", "run_shell_command", f'{{"command": "echo hi {placeholder}"}}')]))  # fmt: skip
+    second = generate(gemini, stream, model, contents, tools=TOOLS)
+    (call,) = second.function_calls or []
+    assert call.args == {"command": f"echo hi {EMAIL}"}  # the tool gets the real value
+
+    upstream.push(synth.Reply(text=f"I greeted {placeholder}."))
+    contents += [
+        second.candidates[0].content,  # type: ignore[index]
+        types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+            id=call.id, name=call.name, response={"output": f"hi {EMAIL}"}))]),
+    ]  # fmt: skip
+    final = generate(gemini, stream, model, contents, tools=TOOLS)
+    sent = upstream.last.body.decode()
+    assert EMAIL not in sent
+    assert text_of(final) == f"I greeted {EMAIL}."
+    assert final.usage_metadata is not None and final.usage_metadata.total_token_count
+
+
+def _placeholder(sent: str) -> str:
+    start = sent.index("<EMAIL_ADDRESS")
+    return sent[start : sent.index(">", start) + 1]
+
+
+def test_a_gemini_upstream_gets_the_call_in_its_own_api(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """The model in the path, the upstream's key (not the client's), the function call's
+    id and thought signature given back as Gemini sent them."""
+    signature = "CiQBIGEgc2lnbmF0dXJlIG9mIHRob3VnaHQ="
+    url = make_proxy(loaded=load_text(gemini_config(upstream)))
+    gemini = client(url, key="client-key-not-for-google")
+    upstream.push(synth.Reply(
+        tool_calls=[synth.ToolCall("x", "run_shell_command", '{"command": "ls"}')],
+        thinking="Listing.", signature=signature))  # fmt: skip
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="list files")])]
+    first = gemini.models.generate_content(
+        model="gemini-2.5-flash", contents=contents,
+        config=types.GenerateContentConfig(tools=TOOLS, system_instruction="Be brief.",
+                                           max_output_tokens=200),
+    )  # fmt: skip
+    assert upstream.last.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert upstream.last.headers["x-goog-api-key"] == "AIza-up"
+    sent = upstream.last.json()
+    assert sent["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    assert sent["generationConfig"] == {"maxOutputTokens": 200}
+    assert sent["tools"][0]["functionDeclarations"][0]["name"] == "run_shell_command"
+    model_turn = first.candidates[0].content  # type: ignore[index]
+    assert model_turn is not None and model_turn.parts is not None
+    assert model_turn.parts[0].thought and model_turn.parts[0].text == "Listing."
+    (call,) = first.function_calls or []
+    contents += [model_turn, types.Content(role="user", parts=[types.Part(
+        function_response=types.FunctionResponse(id=call.id, name=call.name,
+                                                 response={"output": "a.txt"}))])]  # fmt: skip
+    gemini.models.generate_content(model="gemini-2.5-flash", contents=contents,
+                                   config=types.GenerateContentConfig(tools=TOOLS))  # fmt: skip
+    replayed = upstream.last.json()["contents"]
+    assert replayed[1]["parts"] == [{
+        "functionCall": {"name": "run_shell_command", "args": {"command": "ls"}},
+        "thoughtSignature": signature,
+    }]  # fmt: skip
+    assert replayed[2]["parts"][0]["functionResponse"]["response"] == {"output": "a.txt"}
+
+
+def test_an_openai_target_gets_chat_completions(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(gemini_config(upstream)))
+    upstream.push(synth.Reply("Hi from GPT."))
+    gemini = client(url, api_version=None)  # google-genai 3's default: /v1/models/...
+    answer = gemini.models.generate_content(model="gpt-4o", contents="hello")
+    assert answer.text == "Hi from GPT."
+    assert upstream.last.path == "/v1/chat/completions"
+    sent = upstream.last.json()
+    assert sent["model"] == "gpt-4o"
+    assert sent["messages"] == [{"role": "user", "content": "hello"}]
+    assert "authorization" in upstream.last.headers
+    assert "x-goog-api-key" not in upstream.last.headers
+
+
+def test_a_stream_arrives_as_the_upstream_writes_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    url = make_proxy(loaded=load_text(gemini_config(upstream, "policies:\n  - pii: {}\n")))
+    upstream.stream_delay = 0.4
+    upstream.push(synth.Reply(f"one two three four {EMAIL}", pieces=4))
+    started = time.perf_counter()
+    arrivals: list[tuple[float, str]] = []
+    gemini = client(url)
+    for chunk in gemini.models.generate_content_stream(
+        model="gemini-2.5-flash", contents=f"count to four and write {EMAIL}"
+    ):
+        arrivals.append((time.perf_counter() - started, chunk.text or ""))
+    texts = [t for _, t in arrivals if t]
+    assert len(texts) >= 3
+    assert arrivals[0][0] < arrivals[-1][0] - 0.8  # the first text long before the end
+    assert "".join(texts) == f"one two three four {EMAIL}"
+    assert EMAIL not in upstream.last.body.decode()
+
+
+def test_tool_guard_removes_a_denied_function_before_the_model_sees_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    extra = "policies:\n  - tool_guard: {deny: [run_shell_command]}\n"
+    url = make_proxy(loaded=load_text(gemini_config(upstream, extra)))
+    other = types.FunctionDeclaration(name="read_file", description="Reads a file.")
+    gemini = client(url)
+    gemini.models.generate_content(
+        model="gemini-2.5-flash", contents="hi",
+        config=types.GenerateContentConfig(tools=[types.Tool(
+            function_declarations=[SHELL, other])]),
+    )  # fmt: skip
+    declared = upstream.last.json()["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declared] == ["read_file"]
+
+
+def test_errors_have_googles_shape(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    """What google-genai raises for each: the HTTP status and Google's status name."""
+    extra = (
+        f'keys: {{static: ["{CLIENT_KEY}"]}}\n'
+        "policies:\n  - rate_limit: {limits: [{scope: key, rpm: 1}]}\n"
+    )
+    url = make_proxy(loaded=load_text(gemini_config(upstream, extra)))
+    root = url.removesuffix("/v1")
+    stranger = client(url, key="not-the-key")
+    with pytest.raises(errors.ClientError) as wrong_key:
+        stranger.models.generate_content(model="gpt-4o", contents="hi")
+    assert (wrong_key.value.code, wrong_key.value.status) == (401, "UNAUTHENTICATED")
+
+    gemini = client(url, key=CLIENT_KEY)
+    with pytest.raises(errors.ClientError) as refused:
+        gemini.models.generate_content(model="gpt-4o", contents="hi", config={"candidate_count": 2})
+    assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
+    assert "candidateCount" in (refused.value.message or "")
+
+    upstream.push(Status(503, {"error": {"code": 503, "message": "overloaded",
+                                         "status": "UNAVAILABLE"}}))  # fmt: skip
+    with pytest.raises(errors.ServerError) as unavailable:
+        gemini.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert (unavailable.value.code, unavailable.value.status) == (503, "UNAVAILABLE")
+    assert unavailable.value.message == "overloaded"
+
+    with pytest.raises(errors.ClientError) as limited:
+        gemini.models.generate_content(model="gpt-4o", contents="hi")
+    assert (limited.value.code, limited.value.status) == (429, "RESOURCE_EXHAUSTED")
+
+    unknown = httpx.post(f"{root}/v1beta/models/gpt-4o:embedText?key={CLIENT_KEY}", json={})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["status"] == "NOT_FOUND"
+    array = httpx.post(f"{root}/v1beta/models/gpt-4o:streamGenerateContent",
+                       headers={"x-goog-api-key": CLIENT_KEY}, json={"contents": []})  # fmt: skip
+    assert array.json()["error"] == {
+        "code": 400, "status": "INVALID_ARGUMENT",
+        "message": "hookgate streams the Gemini API as server-sent events only: add ?alt=sse",
+    }  # fmt: skip
+
+
+def test_count_tokens_and_the_model_list(make_proxy: ProxyFactory, upstream: FakeUpstream) -> None:
+    """Tokens are counted by hookgate (nothing goes upstream); the list names the aliases
+    and the models behind ``"*"`` as ``models/<id>``; the key may come as ``?key=``."""
+    url = make_proxy(
+        loaded=load_text(gemini_config(upstream, f'keys: {{static: ["{CLIENT_KEY}"]}}\n'))
+    )
+    gemini = client(url, key=CLIENT_KEY)
+    before = len(upstream.requests)
+    counted = gemini.models.count_tokens(model="gpt-4o", contents="one two three four five")
+    assert counted.total_tokens is not None and 5 <= counted.total_tokens < 20
+    assert len(upstream.requests) == before
+    upstream.models = ["gemini-2.5-pro"]
+    names = [m.name for m in gemini.models.list()]
+    assert {"models/gpt-4o", "models/claude-sonnet-4-5", "models/gemini-2.5-pro"} <= set(names)
+    model = gemini.models.get(model="gpt-4o")
+    assert model.name == "models/gpt-4o"
+    assert "generateContent" in (model.supported_actions or [])
+    root = url.removesuffix("/v1")
+    assert httpx.get(f"{root}/v1beta/models?key={CLIENT_KEY}").status_code == 200
+    assert httpx.get(f"{root}/v1beta/models?key=wrong").json()["error"]["status"] == (
+        "UNAUTHENTICATED"
+    )
