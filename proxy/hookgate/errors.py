@@ -406,6 +406,22 @@ def google_error(status: int, message: str, name: str | None = None) -> dict[str
     return {"error": {"code": status, "message": message, "status": known}}
 
 
+def google_quota(body: dict[str, Any], retry_after: float | None) -> dict[str, Any]:
+    """A Google 429 body of hookgate's own (a budget or a rate limit, not an upstream's)
+    saying whether to retry, as Gemini CLI reads it: a ``google.rpc.RetryInfo`` with the
+    wait when there is one (the CLI waits that long, or stops when it is over 5 minutes);
+    when waiting cannot help (a spent budget), ``limit: 0`` in the message, which the CLI
+    takes for a quota that is gone (it would otherwise retry with backoff for minutes)."""
+    error = dict(body["error"])
+    if retry_after is None:
+        error["message"] = f"{error['message']} (quota limit: 0 left; a retry will not help)"
+    else:
+        delay = f"{max(1, math.ceil(retry_after))}s"
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                             "retryDelay": delay}]  # fmt: skip
+    return {**body, "error": error}
+
+
 _GOOGLE_NAMES = frozenset(
     {"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",

@@ -42,10 +42,13 @@ SETTINGS = {
 telemetry, no update check, no IDE connection."""
 
 
-def run_gemini(base_url: str, tmp_path: Path, prompt: str) -> list[tuple[float, dict[str, Any]]]:
+def run_gemini(
+    base_url: str, tmp_path: Path, prompt: str, *, status: int = 0
+) -> list[tuple[float, dict[str, Any]]]:
     """``gemini -p PROMPT --approval-mode yolo -o stream-json`` against ``base_url`` (the
     API root, as ``GOOGLE_GEMINI_BASE_URL`` takes it), in ``tmp_path/work`` with a home of
-    its own; its events with the time each arrived (seconds from the start)."""
+    its own; its events with the time each arrived (seconds from the start). It must exit
+    with ``status`` (0: success; else any failure)."""
     home, work = tmp_path / "home", tmp_path / "work"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
     work.mkdir(exist_ok=True)
@@ -69,7 +72,8 @@ def run_gemini(base_url: str, tmp_path: Path, prompt: str) -> list[tuple[float, 
             if line.startswith("{"):
                 events.append((time.perf_counter() - started, json.loads(line)))
         stderr = process.stderr.read()
-        assert process.wait(timeout=120) == 0, (events, stderr)
+        code = process.wait(timeout=120)
+        assert (code != 0) if status else (code == 0), (code, events, stderr)
     return events
 
 
@@ -201,3 +205,26 @@ def _assert_streamed(events: list[tuple[float, dict[str, Any]]]) -> None:
     deltas = [t for t, e in events if e.get("type") == "message" and e.get("role") == "assistant"]
     assert len(deltas) >= 3, events
     assert deltas[-1] - deltas[0] > 0.6
+
+
+@pytest.mark.slow
+def test_gemini_cli_stops_at_a_spent_budget_instead_of_retrying(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """hookgate's 429 for a budget no wait can refill says so in the words Gemini CLI reads
+    (``limit: 0``): it reports the error and exits, where a bare 429 keeps it retrying
+    with backoff for minutes."""
+    config = (
+        f"providers:\n  google: {{type: gemini, base_url: '{upstream.gemini_base_url}'}}\n"
+        f'models:\n  "*": [{{provider: google}}]\n'
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        "pricing:\n  gemini-2.5-flash: {input: 1000000, output: 1000000}\n"
+        "policies:\n  - budget: {limits: [{scope: key, usd: 0.01}]}\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    started = time.perf_counter()
+    events = run_gemini(url.removesuffix("/v1"), tmp_path, "hi", status=1)
+    assert time.perf_counter() - started < 30
+    assert not upstream.requests
+    results = [e for _, e in events if e.get("type") == "result"]
+    assert results and "Budget exceeded" in json.dumps(results[-1])

@@ -235,6 +235,9 @@ def test_errors_have_googles_shape(make_proxy: ProxyFactory, upstream: FakeUpstr
     with pytest.raises(errors.ClientError) as limited:
         gemini.models.generate_content(model="gpt-4o", contents="hi")
     assert (limited.value.code, limited.value.status) == (429, "RESOURCE_EXHAUSTED")
+    (retry,) = limited.value.details["error"]["details"]  # when to retry, as Google says it
+    assert retry["@type"] == "type.googleapis.com/google.rpc.RetryInfo"
+    assert retry["retryDelay"].endswith("s") and int(retry["retryDelay"][:-1]) >= 1
 
     unknown = httpx.post(f"{root}/v1beta/models/gpt-4o:embedText?key={CLIENT_KEY}", json={})
     assert unknown.status_code == 404

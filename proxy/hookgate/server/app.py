@@ -29,6 +29,7 @@ from hookgate.errors import (
     NotFound,
     PayloadTooLarge,
     UpstreamError,
+    google_quota,
 )
 from hookgate.ids import UniqueIds
 from hookgate.providers.upstream_events import MALFORMED_EVENTS
@@ -293,7 +294,8 @@ def error_response(
     """The error response for ``exc``: OpenAI's format; Anthropic's on its routes (with
     ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's clients,
     Claude Code among them, would otherwise retry with backoff); Google's on the Gemini
-    API's (``{"error": {"code", "message", "status"}}``); a JSON-RPC error on the
+    API's (``{"error": {"code", "message", "status"}}``, a 429 of hookgate's own saying
+    whether a retry can help: :func:`~hookgate.errors.google_quota`); a JSON-RPC error on the
     MCP gateway's (the HTTP status kept; ``rpc_id`` the id of the message it answers, null
     when it was not read)."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
@@ -308,7 +310,10 @@ def error_response(
             headers["x-should-retry"] = "false"
     elif shape == "google":
         headers["content-type"] = "application/json"
-        body = orjson.dumps(exc.to_google_body())
+        google = exc.to_google_body()
+        if exc.status == 429 and not isinstance(exc, UpstreamError):
+            google = google_quota(google, exc.retry_after)  # a spent budget: don't retry
+        body = orjson.dumps(google)
     else:
         headers.setdefault("content-type", "application/json")
         body = exc.to_bytes()

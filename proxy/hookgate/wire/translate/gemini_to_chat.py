@@ -8,8 +8,7 @@ errors come back as Gemini ones.
 Request (:func:`request`), field by field:
 
 * translated: ``contents`` and ``systemInstruction`` (below); ``tools`` and
-  ``toolConfig`` (below); in ``generationConfig``: ``maxOutputTokens`` → ``max_tokens``
-  (fitted to OpenAI's reasoning models as any chat call is),
+  ``toolConfig`` (below); in ``generationConfig``: ``maxOutputTokens`` → ``max_tokens``,
   ``temperature``, ``topP`` → ``top_p``, ``stopSequences`` → ``stop``, ``seed``,
   ``presencePenalty`` and ``frequencyPenalty`` → ``presence_penalty`` and
   ``frequency_penalty``, ``responseMimeType: application/json`` → ``response_format``
