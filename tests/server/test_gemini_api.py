@@ -5,7 +5,9 @@ shape, token counting and the model list."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,9 +16,12 @@ from google import genai
 from google.genai import errors, types
 
 from hookgate.config.loader import load_text
+from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, TEST_STORE, ProxyFactory
-from tests.fakes import FakeUpstream, Status
+from tests.fakes import Events, FakeUpstream, LoopThread, Status
+from tests.gemini_wire import stream as gemini_stream
+from tests.waits import eventually
 
 EMAIL = "jane.doe@example.com"
 SHELL = types.FunctionDeclaration(
@@ -272,3 +277,72 @@ def test_count_tokens_and_the_model_list(make_proxy: ProxyFactory, upstream: Fak
     assert httpx.get(f"{root}/v1beta/models?key=wrong").json()["error"]["status"] == (
         "UNAUTHENTICATED"
     )
+
+
+def test_a_gemini_call_is_audited_with_its_session_and_its_routes_policy_set(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread, tmp_path: Path
+) -> None:
+    """A policy set matched on the route ``generate_content``; the audit record names the
+    API, the session of ``x-hookgate-session-id``, the set and its findings (a stream too,
+    with the usage Gemini's last chunk reported)."""
+    db = tmp_path / "audit.db"
+    extra = (
+        "policy_sets:\n"
+        "  gemini:\n"
+        "    match: {routes: [generate_content]}\n"
+        "    policies: [{pii: {}}]\n"
+    )
+    config = gemini_config(upstream, extra).replace(f"sqlite:///{TEST_STORE}", f"sqlite:///{db}")
+    url = make_proxy(loaded=load_text(config))
+    options = types.HttpOptions(
+        base_url=url.removesuffix("/v1"), api_version="v1beta",
+        headers={"x-hookgate-session-id": "gemini-session-1"},
+    )  # fmt: skip
+    gemini = genai.Client(api_key="k", http_options=options)
+    upstream.push(synth.Reply("Hello.", input_tokens=12, output_tokens=3))
+    answer = gemini.models.generate_content(model="gpt-4o", contents=f"mail {EMAIL}")
+    assert answer.sdk_http_response is not None and answer.sdk_http_response.headers
+    assert answer.sdk_http_response.headers["x-hookgate-policy-set"] == "gemini"
+    upstream.push(synth.Reply("Streamed.", input_tokens=20, output_tokens=4))
+    list(gemini.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"))
+
+    store = SQLiteStore(f"sqlite:///{db}")
+    records: list[dict[str, Any]] = []
+
+    def audited() -> bool:
+        records[:] = loop_thread.run(store.audit_records(0))
+        return len(records) == 2
+
+    eventually(audited)
+    first, second = records
+    assert (first["api"], first["model"], first["session"], first["policy_set"]) == (
+        "generate_content", "gpt-4o", "gemini-session-1", "gemini",
+    )  # fmt: skip
+    assert (first["input_tokens"], first["output_tokens"], first["status"]) == (12, 3, 200)
+    assert json.loads(first["findings"]) == {"EMAIL_ADDRESS:pseudonymize": 1}
+    assert (second["target"], second["input_tokens"], second["output_tokens"]) == (
+        "google/gemini-2.5-flash", 20, 4,
+    )  # fmt: skip
+
+
+def test_a_stream_cut_by_the_upstream_ends_with_a_google_error(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """After its first byte a stream that fails is not cut short as if complete: its last
+    event is Google's error object."""
+    url = make_proxy(loaded=load_text(gemini_config(upstream)))
+    blocks = gemini_stream("gemini-2.5-flash", synth.Reply("one two three", pieces=3))
+    upstream.push(Events(blocks[:2]))  # no finishReason: the stream stops mid-answer
+    root = url.removesuffix("/v1")
+    with httpx.stream(
+        "POST", f"{root}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        json={"contents": [{"parts": [{"text": "count"}]}]}, timeout=30,
+    ) as response:  # fmt: skip
+        assert response.status_code == 200
+        events = [
+            json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")
+        ]
+    texts = [e["candidates"][0]["content"]["parts"][0]["text"] for e in events[:-1]]
+    assert texts == ["one t", "wo th"]
+    assert events[-1]["error"]["status"] == "UNAVAILABLE"
+    assert events[-1]["error"]["code"] == 502
