@@ -166,6 +166,8 @@ def test_gemini_cli_through_hookgate_to_a_gemini_upstream(
         assert call.query == "alt=sse"
     result_turn = calls[1].json()["contents"][-1]
     assert masked in result_turn["parts"][0]["functionResponse"]["response"]["output"]
+    thinking = calls[0].json()["generationConfig"]["thinkingConfig"]
+    assert thinking == {"thinkingBudget": 8192, "includeThoughts": True}  # as the CLI asked
     _assert_streamed(events)
 
 
@@ -193,6 +195,7 @@ def test_gemini_cli_through_hookgate_to_an_openai_chat_upstream(
         assert EMAIL.encode() not in call.body
         body = call.json()
         assert body["model"] == "gpt-4o" and body["stream"] is True
+        assert "reasoning_effort" not in body  # GPT-4o does not reason: no budget asked
         assert {t["function"]["name"] for t in body["tools"]} >= {"run_shell_command"}
     tool_message = calls[1].json()["messages"][-1]
     assert tool_message["role"] == "tool" and masked in tool_message["content"]

@@ -26,18 +26,19 @@ client credential (:func:`hookgate.server.auth.bearer`). Every error has Google'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
 
 from hookgate.budgets import tokens
 from hookgate.errors import InvalidRequest, NotFound
-from hookgate.pipeline.types import JsonBody, ModelCall
+from hookgate.pipeline.types import JsonBody, ModelCall, Target
 from hookgate.server.appkeys import GRANTS, HOLDER
 from hookgate.server.auth import authenticate, check_model
 from hookgate.server.routes import MAX_MODEL_CHARS, Ingress, model_call, read_json
 from hookgate.server.runtime import Runtime
+from hookgate.wire import models
 from hookgate.wire.translate import gemini_to_chat
 
 _METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
@@ -79,13 +80,15 @@ async def _post(request: web.Request) -> web.StreamResponse:
 
     async def read(request: web.Request, runtime: Runtime) -> ModelCall:
         body = await read_json(request, runtime)
-        chat = gemini_to_chat.request(body, model=model, stream=stream)
+        targets = runtime.router.targets(model)
+        chat = gemini_to_chat.request(body, model=model, stream=stream,
+                                      reasoning=_all_reason(targets, model))  # fmt: skip
         return ModelCall(
             api="chat.completions",
             payload=JsonBody.from_data(chat),
             model=model,
             stream=stream,
-            targets=runtime.router.targets(model),
+            targets=targets,
             headers=runtime.forward(request.headers),
         )
 
@@ -97,6 +100,14 @@ async def _post(request: web.Request) -> web.StreamResponse:
         stream=lambda name: gemini_to_chat.StreamTranslator(model=name),
     )
     return await model_call(request, "generate_content", ingress)
+
+
+def _all_reason(targets: Sequence[Target], model: str) -> bool:
+    """Whether every target is known to reason (the shipped table, or its ``reasoning``),
+    so a thinking budget may be asked of whichever serves the call."""
+    return all(
+        models.limits_of(t.model or model, reasoning=t.reasoning).reasoning is True for t in targets
+    )
 
 
 async def count_tokens(request: web.Request, model: str) -> web.Response:
@@ -111,7 +122,7 @@ async def count_tokens(request: web.Request, model: str) -> web.Response:
     if isinstance(inner, Mapping):
         body = dict(inner)
     body.pop("model", None)
-    chat = gemini_to_chat.request(body, model=model, stream=False)
+    chat = gemini_to_chat.request(body, model=model, stream=False, reasoning=False)
     count = tokens.prompt_tokens("chat.completions", model, chat)
     return web.json_response(
         {"totalTokens": count}, headers={"x-hookgate-token-count": "estimated"}

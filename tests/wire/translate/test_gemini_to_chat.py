@@ -57,8 +57,11 @@ RESULT_TURN = {
 
 
 def test_a_gemini_cli_request_becomes_a_chat_request() -> None:
-    """topK and the thinking budget are dropped; the rest is translated field by field."""
-    chat = gemini_to_chat.request(cli_body(), model="gemini-2.5-flash", stream=True)
+    """topK is dropped, and the thinking budget for a model that may not reason; the
+    rest is translated field by field."""
+    chat = gemini_to_chat.request(
+        cli_body(), model="gemini-2.5-flash", stream=True, reasoning=False
+    )
     assert chat == {
         "model": "gemini-2.5-flash",
         "messages": [
@@ -82,7 +85,9 @@ def test_a_gemini_cli_request_becomes_a_chat_request() -> None:
 def test_a_tool_round_trip_keeps_gemini_ids_and_signatures_for_a_gemini_target() -> None:
     """The call's id and thought signature ride in the chat id; the Gemini translation
     gives them back byte for byte; thoughts in the history are dropped."""
-    chat = gemini_to_chat.request(cli_body(CALL_TURN, RESULT_TURN), model="m", stream=False)
+    chat = gemini_to_chat.request(
+        cli_body(CALL_TURN, RESULT_TURN), model="m", stream=False, reasoning=False
+    )
     assistant, tool = chat["messages"][2:]
     (call,) = assistant["tool_calls"]
     assert assistant["content"] is None
@@ -103,8 +108,10 @@ def test_a_tool_round_trip_keeps_gemini_ids_and_signatures_for_a_gemini_target()
 def test_a_call_keeps_its_chat_id_as_the_conversation_grows() -> None:
     later = cli_body(CALL_TURN, RESULT_TURN, {"role": "model", "parts": [{"text": "Done"}]},
                      {"role": "user", "parts": [{"text": "again"}]})  # fmt: skip
-    first = gemini_to_chat.request(cli_body(CALL_TURN, RESULT_TURN), model="m", stream=False)
-    second = gemini_to_chat.request(later, model="m", stream=False)
+    first = gemini_to_chat.request(
+        cli_body(CALL_TURN, RESULT_TURN), model="m", stream=False, reasoning=False
+    )
+    second = gemini_to_chat.request(later, model="m", stream=False, reasoning=False)
     assert first["messages"][2] == second["messages"][2]
 
 
@@ -117,7 +124,9 @@ def test_a_function_response_without_id_answers_the_earliest_call_of_its_name() 
         {"functionResponse": {"name": "a", "response": {"n": 2}}},
         {"text": "and now?"},
     ]}  # fmt: skip
-    chat = gemini_to_chat.request({"contents": [calls, results]}, model="m", stream=False)
+    chat = gemini_to_chat.request(
+        {"contents": [calls, results]}, model="m", stream=False, reasoning=False
+    )
     assistant, first, second, user = chat["messages"]
     ids = [c["id"] for c in assistant["tool_calls"]]
     assert [first["tool_call_id"], second["tool_call_id"]] == ids
@@ -126,7 +135,9 @@ def test_a_function_response_without_id_answers_the_earliest_call_of_its_name() 
     assert user == {"role": "user", "content": "and now?"}
     orphan = {"role": "user", "parts": [{"functionResponse": {"name": "b", "response": {}}}]}
     with pytest.raises(InvalidRequest, match="answers no earlier functionCall"):
-        gemini_to_chat.request({"contents": [calls, orphan]}, model="m", stream=False)
+        gemini_to_chat.request(
+            {"contents": [calls, orphan]}, model="m", stream=False, reasoning=False
+        )
 
 
 def test_media_schemas_and_tool_choices_are_translated() -> None:
@@ -144,7 +155,7 @@ def test_media_schemas_and_tool_choices_are_translated() -> None:
                              "responseMimeType": "application/json",
                              "responseSchema": {"type": "ARRAY", "items": {"type": "INTEGER"}}},
     }  # fmt: skip
-    chat = gemini_to_chat.request(body, model="m", stream=False)
+    chat = gemini_to_chat.request(body, model="m", stream=False, reasoning=False)
     assert chat["messages"][0]["content"] == [
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
         {"type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}},
@@ -179,7 +190,7 @@ def test_what_cannot_be_translated_is_refused_naming_the_field(
     body: dict[str, Any], param: str
 ) -> None:
     with pytest.raises(InvalidRequest) as refused:
-        gemini_to_chat.request(body, model="m", stream=False)
+        gemini_to_chat.request(body, model="m", stream=False, reasoning=False)
     assert refused.value.param == param
 
 
@@ -269,3 +280,31 @@ def test_a_stream_ends_at_done_and_an_error_chunk_is_a_google_error() -> None:
         "error": {"code": 500, "message": "overloaded", "status": "UNAVAILABLE"}
     }
     assert failing.finished
+
+
+@pytest.mark.parametrize(
+    ("thinking", "effort"),
+    [
+        ({"includeThoughts": True, "thinkingBudget": 8192}, "medium"),
+        ({"thinkingBudget": 512}, "low"),
+        ({"thinkingBudget": 30000}, "high"),
+        ({"thinkingBudget": 0}, "none"),
+        ({"thinkingBudget": -1}, None),
+        ({"thinkingLevel": "HIGH"}, "high"),
+    ],
+)
+def test_a_thinking_budget_is_an_effort_only_for_models_that_reason(
+    thinking: dict[str, Any], effort: str | None
+) -> None:
+    body = {"contents": [], "generationConfig": {"thinkingConfig": thinking}}
+    chat = gemini_to_chat.request(body, model="m", stream=False, reasoning=True)
+    assert chat.get("reasoning_effort") == effort
+    assert "reasoning_effort" not in gemini_to_chat.request(
+        body, model="m", stream=False, reasoning=False
+    )
+
+
+def test_the_gemini_clis_thinking_budget_reaches_a_gemini_model_unchanged() -> None:
+    chat = gemini_to_chat.request(cli_body(), model="gemini-2.5-flash", stream=True, reasoning=True)
+    sent = chat_to_gemini.request(chat)["generationConfig"]
+    assert sent["thinkingConfig"] == {"thinkingBudget": 8192, "includeThoughts": True}

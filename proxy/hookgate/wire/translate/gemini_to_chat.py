@@ -16,11 +16,17 @@ Request (:func:`request`), field by field:
   types lowered to JSON Schema's) ``json_schema``; the model (from the URL) → ``model``;
   the endpoint → ``stream`` with ``stream_options.include_usage`` (so the stream
   reports the usage the last Gemini chunk carries).
+* ``generationConfig.thinkingConfig`` → ``reasoning_effort`` when the caller says every
+  model that may serve the call reasons (``reasoning``): ``thinkingLevel`` as it is
+  (lowered), else ``thinkingBudget`` 0 → ``none``, up to 1024 → ``low``, up to 8192 →
+  ``medium``, more → ``high`` (``-1``, Gemini's dynamic budget, → the model's default);
+  a Gemini model gets the same budget back for the Gemini CLI's 8192
+  (:data:`~hookgate.wire.translate.chat_to_gemini.THINKING_BUDGETS`), thoughts included.
+  Otherwise it is dropped: a model that does not reason, or might not, refuses
+  ``reasoning_effort``, and the Gemini CLI sends a budget on every call.
 * dropped, as a chat model has no field for them and the Gemini CLI sends them on every
-  call: ``generationConfig.topK`` (a sampling hint), ``generationConfig.thinkingConfig``
-  (a thinking budget: a chat model reasons at its own default, and one that does not
-  reason refuses ``reasoning_effort``), ``safetySettings`` (Gemini's own content
-  filters), ``labels`` (Vertex billing labels), ``generationConfig.responseModalities``
+  call: ``generationConfig.topK`` (a sampling hint), ``safetySettings`` (Gemini's own
+  content filters), ``labels`` (Vertex billing labels), ``generationConfig.responseModalities``
   of text only, ``generationConfig.mediaResolution`` (a hint for Gemini's image
   tokenizer).
 * refused with :class:`~hookgate.errors.InvalidRequest` (``param`` naming the field):
@@ -103,10 +109,13 @@ _FINISH_REASONS: Mapping[str, str] = {
 _AUDIO_FORMATS: Mapping[str, str] = {"audio/wav": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3"}
 
 
-def request(body: Mapping[str, Any], *, model: str, stream: bool) -> dict[str, Any]:
+def request(
+    body: Mapping[str, Any], *, model: str, stream: bool, reasoning: bool
+) -> dict[str, Any]:
     """The chat-completions request for a Gemini ``GenerateContentRequest`` ``body`` to
-    ``model`` (named in the URL), streamed or not (see the module docstring). Raises
-    :class:`InvalidRequest` for a field or content that cannot be translated."""
+    ``model`` (named in the URL), streamed or not; ``reasoning``: every model that may
+    serve it reasons (see the module docstring). Raises :class:`InvalidRequest` for a
+    field or content that cannot be translated."""
     _check_fields(body)
     contents = body.get("contents")
     if not isinstance(contents, list):
@@ -114,7 +123,11 @@ def request(body: Mapping[str, Any], *, model: str, stream: bool) -> dict[str, A
     messages = _system(body.get("systemInstruction"))
     messages += _Conversation().messages(contents)
     out: dict[str, Any] = {"model": model, "messages": messages}
-    _translate_config(mapping(body.get("generationConfig")), out)
+    config = mapping(body.get("generationConfig"))
+    _translate_config(config, out)
+    effort = _effort(mapping(config.get("thinkingConfig"))) if reasoning else None
+    if effort is not None:
+        out["reasoning_effort"] = effort
     _translate_tools(body, out)
     if stream:
         out["stream"] = True
@@ -184,6 +197,19 @@ def _translate_config(config: Mapping[str, Any], out: dict[str, Any]) -> None:
         }
     elif config.get("responseMimeType") == "application/json":
         out["response_format"] = {"type": "json_object"}
+
+
+def _effort(thinking: Mapping[str, Any]) -> str | None:
+    """The ``reasoning_effort`` of a ``thinkingConfig`` (None: the model's default)."""
+    level = thinking.get("thinkingLevel")
+    if isinstance(level, str) and level.lower() in ("minimal", "low", "medium", "high"):
+        return level.lower()
+    budget = thinking.get("thinkingBudget")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        return None
+    if budget == 0:
+        return "none"
+    return "low" if budget <= 1024 else "medium" if budget <= 8192 else "high"
 
 
 def json_schema(schema: Any) -> Any:
