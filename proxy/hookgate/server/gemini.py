@@ -93,7 +93,6 @@ async def _post(request: web.Request) -> web.StreamResponse:
         )
 
     ingress = Ingress(
-        api="generate_content",
         runs="chat.completions",
         read=read,
         answer=lambda body, name: gemini_to_chat.response(body, model=name),
@@ -121,7 +120,6 @@ async def count_tokens(request: web.Request, model: str) -> web.Response:
     inner = body.get("generateContentRequest")
     if isinstance(inner, Mapping):
         body = dict(inner)
-    body.pop("model", None)
     chat = gemini_to_chat.request(body, model=model, stream=False, reasoning=False)
     count = tokens.prompt_tokens("chat.completions", model, chat)
     return web.json_response(
@@ -144,8 +142,8 @@ async def list_models(request: web.Request) -> web.Response:
     """``GET /v1beta/models``: see the module docstring."""
     runtime = request.app[HOLDER].current
     caller = await authenticate(request, runtime, request.app[GRANTS])
-    models = await runtime.models.models()
-    names = [m["id"] for m in models if isinstance(m.get("id"), str) and caller.allows(m["id"])]
+    listed = await runtime.models.models()
+    names = [m["id"] for m in listed if isinstance(m.get("id"), str) and caller.allows(m["id"])]
     return web.json_response({"models": [_model_object(name) for name in names]})
 
 

@@ -103,8 +103,6 @@ class Ingress:
     """A client API the pipeline runs as another (the Gemini API as Chat Completions):
     how its request is read as a call in :attr:`runs`, and how the answer goes back."""
 
-    api: Api
-    """The client's API (metrics, the audit record, the shape of a stream's error)."""
     runs: Api
     """The API the policies see the call in."""
     read: Callable[[web.Request, Runtime], Awaitable[ModelCall]]
@@ -118,8 +116,9 @@ async def model_call(
     request: web.Request, api: Api, ingress: Ingress | None = None
 ) -> web.StreamResponse:
     """Serve one model endpoint request through the current pipeline, observed (see
-    :mod:`hookgate.pipeline.runner`); with ``ingress``, a request in ``ingress.api``
-    translated to ``ingress.runs`` and back (``api`` is then ``ingress.api``)."""
+    :mod:`hookgate.pipeline.runner`); with ``ingress``, a request in ``api`` (the name in
+    metrics, the audit record and policy set routes) translated to ``ingress.runs`` and
+    back."""
     runtime = request.app[HOLDER].current
     metrics = request.app[METRICS]
     headers = request.headers
