@@ -41,7 +41,10 @@ transport library's exception types.
 
 On Anthropic's Messages routes the same errors are rendered in Anthropic's shape,
 ``{"type": "error", "error": {"type", "message"}}`` (:meth:`HookgateError.to_anthropic_bytes`),
-with the error type Anthropic gives that status (:func:`anthropic_type`).
+with the error type Anthropic gives that status (:func:`anthropic_type`). On the Gemini
+API's routes (``/v1beta/``) they take Google's shape, ``{"error": {"code", "message",
+"status"}}`` (:meth:`HookgateError.to_google_body`), with the status name Google gives
+that HTTP status (:func:`google_status`).
 """
 
 from __future__ import annotations
@@ -91,6 +94,10 @@ class HookgateError(Exception):
     def to_anthropic_bytes(self) -> bytes:
         """:meth:`to_anthropic_body` encoded as JSON."""
         return orjson.dumps(self.to_anthropic_body())
+
+    def to_google_body(self) -> dict[str, Any]:
+        """The error as Google's Gemini API writes one (:func:`google_error`)."""
+        return google_error(self.status, self.message)
 
     def headers(self) -> Mapping[str, str]:
         """Extra response headers the error carries: ``Retry-After`` (whole seconds, at
@@ -333,6 +340,16 @@ class UpstreamStatusError(UpstreamError):
                 return anthropic_error(self.status, message)
         return super().to_anthropic_body()
 
+    def to_google_body(self) -> dict[str, Any]:
+        """An OpenAI error body's message (and a Google status name in its ``code``, as
+        the Gemini translation leaves one) in Google's shape."""
+        if self._relayable:
+            error = orjson.loads(self.body)["error"]
+            message, code = error.get("message"), error.get("code")
+            if isinstance(message, str):
+                return google_error(self.status, message, code if isinstance(code, str) else None)
+        return super().to_google_body()
+
     def headers(self) -> Mapping[str, str]:
         if self._relayable:
             return self.upstream_headers
@@ -364,6 +381,65 @@ def anthropic_type(status: int) -> str:
 def anthropic_error(status: int, message: str) -> dict[str, Any]:
     """An Anthropic error body for ``status``."""
     return {"type": "error", "error": {"type": anthropic_type(status), "message": message}}
+
+
+GOOGLE_STATUSES: Mapping[int, str] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+"""Google's status name (``google.rpc.Code``) for each HTTP status, as its APIs pair them
+(a 502, which Google does not send, is ``UNAVAILABLE``)."""
+
+
+def google_status(status: int) -> str:
+    """Google's status name for ``status``: its own, else by class."""
+    if status in GOOGLE_STATUSES:
+        return GOOGLE_STATUSES[status]
+    return "INTERNAL" if status >= 500 else "FAILED_PRECONDITION"
+
+
+def google_error(status: int, message: str, name: str | None = None) -> dict[str, Any]:
+    """A Google error body for ``status``; ``name`` is used as its status name when it is
+    one of Google's (an upstream Gemini error's, carried through a translation)."""
+    known = name if name is not None and name in _GOOGLE_NAMES else google_status(status)
+    return {"error": {"code": status, "message": message, "status": known}}
+
+
+def google_quota(body: dict[str, Any], retry_after: float | None) -> dict[str, Any]:
+    """A Google 429 body of hookgate's own (a budget or a rate limit, not an upstream's)
+    saying whether to retry, as Gemini CLI reads it: a ``google.rpc.RetryInfo`` with the
+    wait when there is one (the CLI waits that long, or stops when it is over 5 minutes);
+    when waiting cannot help (a spent budget), ``limit: 0`` in the message, which the CLI
+    takes for a quota that is gone (it would otherwise retry with backoff for minutes)."""
+    error = dict(body["error"])
+    if retry_after is None:
+        error["message"] = f"{error['message']} (quota limit: 0 left; a retry will not help)"
+    else:
+        delay = f"{max(1, math.ceil(retry_after))}s"
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                             "retryDelay": delay}]  # fmt: skip
+    return {**body, "error": error}
+
+
+_GOOGLE_NAMES = frozenset(
+    {"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+     "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+     "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+     "UNAUTHENTICATED"}
+)  # fmt: skip
 
 
 def is_anthropic_error(body: bytes) -> bool:

@@ -467,10 +467,11 @@ SetEntry = Annotated[dict[str, Any], AfterValidator(_set_entry)]
 
 Route = Literal[
     "chat.completions", "responses", "completions", "embeddings", "messages",
-    "messages.count_tokens", "mcp",
+    "messages.count_tokens", "generate_content", "mcp",
 ]  # fmt: skip
-"""The APIs a policy set may be matched on (``/v1/messages`` is ``messages``; ``mcp`` is
-the MCP gateway, ``/mcp/{server}``)."""
+"""The APIs a policy set may be matched on (``/v1/messages`` is ``messages``; the Gemini
+API's ``generateContent`` is ``generate_content``; ``mcp`` is the MCP gateway,
+``/mcp/{server}``)."""
 
 
 class MatchConfig(Strict):

@@ -29,10 +29,11 @@ from hookgate.errors import (
     NotFound,
     PayloadTooLarge,
     UpstreamError,
+    google_quota,
 )
 from hookgate.ids import UniqueIds
 from hookgate.providers.upstream_events import MALFORMED_EVENTS
-from hookgate.server import exposure, routes
+from hookgate.server import exposure, gemini, routes
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -44,6 +45,7 @@ from hookgate.server.appkeys import (
     SESSION,
     STORE,
 )
+from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.mcp import routes as mcp_routes
 from hookgate.server.mcp.stdio import StdioSessions
@@ -140,6 +142,7 @@ def create_app(
 
         app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
     app.cleanup_ctx.append(_lifecycle)
+    gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
     mcp_routes.add_routes(app)
     return app
@@ -261,14 +264,16 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
         return answer(HookgateError(f"internal error (request {request_id})"))
 
 
-ErrorShape = Literal["openai", "anthropic", "jsonrpc"]
+ErrorShape = Literal["openai", "anthropic", "google", "jsonrpc"]
 
 
 def _error_shape(path: str) -> ErrorShape:
-    """The error body a route's clients read: Anthropic's on its routes, JSON-RPC on the
-    MCP gateway's, OpenAI's elsewhere."""
+    """The error body a route's clients read: Anthropic's on its routes, Google's on the
+    Gemini API's, JSON-RPC on the MCP gateway's, OpenAI's elsewhere."""
     if routes.speaks_anthropic(path):
         return "anthropic"
+    if speaks_google(path):
+        return "google"
     return "jsonrpc" if path.startswith("/mcp/") else "openai"
 
 
@@ -288,7 +293,9 @@ def error_response(
 ) -> web.Response:
     """The error response for ``exc``: OpenAI's format; Anthropic's on its routes (with
     ``x-should-retry: false`` on a refusal no retry can change, which Anthropic's clients,
-    Claude Code among them, would otherwise retry with backoff); a JSON-RPC error on the
+    Claude Code among them, would otherwise retry with backoff); Google's on the Gemini
+    API's (``{"error": {"code", "message", "status"}}``, a 429 of hookgate's own saying
+    whether a retry can help: :func:`~hookgate.errors.google_quota`); a JSON-RPC error on the
     MCP gateway's (the HTTP status kept; ``rpc_id`` the id of the message it answers, null
     when it was not read)."""
     headers = {**exc.headers(), "x-hookgate-request-id": request_id}
@@ -301,6 +308,12 @@ def error_response(
         if exc.status == 429 and exc.retry_after is None and not isinstance(exc, UpstreamError):
             # a spent budget: Anthropic's clients retry a 429 unless told not to
             headers["x-should-retry"] = "false"
+    elif shape == "google":
+        headers["content-type"] = "application/json"
+        google = exc.to_google_body()
+        if exc.status == 429 and not isinstance(exc, UpstreamError):
+            google = google_quota(google, exc.retry_after)  # a spent budget: don't retry
+        body = orjson.dumps(google)
     else:
         headers.setdefault("content-type", "application/json")
         body = exc.to_bytes()

@@ -21,14 +21,29 @@ from hookgate.store.grants import NO_GRANTS, Grants
 from hookgate.store.keys import KeyRecord
 
 
+def speaks_google(path: str) -> bool:
+    """Whether ``path`` is one of the Gemini API's routes (``/v1beta/...``, or a model
+    method such as ``/v1/models/{model}:generateContent``, where ``google-genai`` 3 sends
+    it by default), whose clients send their key as ``?key=`` too and read Google's
+    error shape."""
+    if path.startswith("/v1beta/"):
+        return True
+    return path.startswith("/v1/models/") and ":" in path.rpartition("/")[2]
+
+
 def bearer(request: web.Request) -> str:
     """The credential of a request: ``Authorization: Bearer ...``, else ``x-api-key``
-    (Anthropic's clients) or ``api-key`` (Azure OpenAI's)."""
+    (Anthropic's clients), ``api-key`` (Azure OpenAI's) or ``x-goog-api-key`` (Google's);
+    on the Gemini API's routes (:func:`speaks_google`) also the ``key`` query parameter,
+    as Google's API takes it."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     headers = request.headers
-    return (headers.get("x-api-key") or headers.get("api-key") or "").strip()
+    key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
+    if not key and speaks_google(request.path):
+        key = request.query.get("key")
+    return (key or "").strip()
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,12 +142,17 @@ class ModelRequest:
     leaving ends the call unless a stream :meth:`run` handed out is still open (closing
     that stream ends it)."""
 
-    def __init__(self, app: web.Application, runtime: Runtime, ctx: Context) -> None:
+    def __init__(
+        self, app: web.Application, runtime: Runtime, ctx: Context, *, api: Api | None = None
+    ) -> None:
         self.runtime = runtime
         self.model = ""
+        self.api: Api = api or ctx.api
+        """The API the client spoke (its metrics, audit record and policy-set route): the
+        call's own, or the one translated to it at the door (the Gemini API's)."""
         self.observed = ObservedCall(ctx, ended=self._ended)
         self._app = app
-        self._in_flight = app[METRICS].in_flight_gauge(ctx.api)
+        self._in_flight = app[METRICS].in_flight_gauge(self.api)
 
     async def __aenter__(self) -> ModelRequest:
         self._in_flight.inc()
@@ -172,7 +177,7 @@ class ModelRequest:
         self.model = call.model
         check_model(caller, call.model)
         ctx = self.observed.ctx
-        chosen = select_set(self.runtime, caller, route=ctx.api, agent=ctx.agent, model=call.model)
+        chosen = select_set(self.runtime, caller, route=self.api, agent=ctx.agent, model=call.model)
         ctx = self.observed.ctx = dataclasses.replace(
             ctx, identity=caller.identity, policy_set=chosen.name
         )
@@ -196,7 +201,7 @@ class ModelRequest:
         # Off the latency path: the server writes the response before the loop runs this.
         app = self._app
         asyncio.get_running_loop().call_soon(
-            _record, app[STORE], self.runtime, app[METRICS], ctx.api, self.model, ctx, outcome
+            _record, app[STORE], self.runtime, app[METRICS], self.api, self.model, ctx, outcome
         )
 
 

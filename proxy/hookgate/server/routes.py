@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -26,7 +27,7 @@ from hookgate.server.auth import authenticate, check_model
 from hookgate.server.calls import ModelRequest, model_call_of, request_context
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
-from hookgate.server.streaming import relay_stream
+from hookgate.server.streaming import StreamTranslator, relay_stream
 from hookgate.store.base import display_url
 
 log = logging.getLogger("hookgate")
@@ -76,28 +77,52 @@ def _model_handler(api: Api) -> Handler:
     return handle
 
 
-async def model_call(request: web.Request, api: Api) -> web.StreamResponse:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ingress:
+    """A client API the pipeline runs as another (the Gemini API as Chat Completions):
+    how its request is read as a call in :attr:`runs`, and how the answer goes back."""
+
+    runs: Api
+    """The API the policies see the call in."""
+    read: Callable[[web.Request, Runtime], Awaitable[ModelCall]]
+    answer: Callable[[Mapping[str, Any], str], dict[str, Any]]
+    """The client's answer for a body in :attr:`runs`, given the model it named."""
+    stream: Callable[[str], StreamTranslator]
+    """A translator of a stream in :attr:`runs` to the client's, given the model."""
+
+
+async def model_call(
+    request: web.Request, api: Api, ingress: Ingress | None = None
+) -> web.StreamResponse:
     """Serve one model endpoint request through the current pipeline, observed (see
-    :mod:`hookgate.server.calls`)."""
+    :mod:`hookgate.server.calls`); with ``ingress``, a request in ``api`` (the name in
+    metrics, the audit record and policy set routes) translated to ``ingress.runs`` and
+    back."""
     runtime = request.app[HOLDER].current
-    ctx = request_context(request.headers, request[REQUEST_ID], api)
-    async with ModelRequest(request.app, runtime, ctx) as served:
+    runs = api if ingress is None else ingress.runs
+    ctx = request_context(request.headers, request[REQUEST_ID], runs)
+    async with ModelRequest(request.app, runtime, ctx, api=api) as served:
         caller = await authenticate(request, runtime, request.app[GRANTS])
-        call = await _read_call(request, runtime, api)
+        call = await (_read_call(request, runtime, api) if ingress is None
+                      else ingress.read(request, runtime))  # fmt: skip
         response = await served.run(caller, call)
         out_headers = served.response_headers(response)
+        model = call.model
         if response.stream is not None:
             assert isinstance(response.stream, ObservedStream)
+            translator = None if ingress is None else ingress.stream(model)
             return await relay_stream(request, response.status, out_headers, response.stream,
-                                      api=api)  # fmt: skip
+                                      api=api, translator=translator)  # fmt: skip
         assert response.payload is not None
         out_headers.setdefault("content-type", "application/json")
-        return web.Response(
-            status=response.status, body=response.payload.to_bytes(), headers=out_headers
-        )
+        body = response.payload.to_bytes()
+        if ingress is not None and response.status < 300:
+            body = orjson.dumps(ingress.answer(response.body, model))
+        return web.Response(status=response.status, body=body, headers=out_headers)
 
 
-async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
+async def read_json(request: web.Request, runtime: Runtime) -> dict[str, Any]:
+    """The request's JSON object body, within the server's size and time limits."""
     server = runtime.config.server
     try:
         async with asyncio.timeout(server.body_timeout_s):
@@ -106,9 +131,14 @@ async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelC
         raise RequestTimeout(
             f"the request body did not arrive within {server.body_timeout_s:g}s"
         ) from None
+    return parse_object(raw)
+
+
+async def _read_call(request: web.Request, runtime: Runtime, api: Api) -> ModelCall:
     return model_call_of(
-        parse_object(raw), runtime, api, request.headers, request.rel_url.raw_query_string
-    )
+        await read_json(request, runtime), runtime, api, request.headers,
+        request.rel_url.raw_query_string,
+    )  # fmt: skip
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

@@ -7,7 +7,10 @@ soon as they have arrived whole; nothing is buffered beyond one upstream read. A
 after the first byte ends the stream with an ``error`` event carrying an OpenAI error
 object, which the ``openai`` SDK raises as ``APIError``; a stream is never cut short so
 that it looks complete (on the Messages route the event carries an Anthropic error,
-which the ``anthropic`` SDK raises as ``APIStatusError``). A policy's stream transform
+which the ``anthropic`` SDK raises as ``APIStatusError``; on the Gemini API's, a
+``data:`` block carrying a Google error, as Gemini sends one). A stream the route
+translates for its client (the Gemini API's) goes through its ``translator`` block by
+block on the way out. A policy's stream transform
 that refuses (``pii`` finding a blocked entity in the model's own text) ends it the same
 way, after the text it released and before the text it held.
 When the client goes away the stream is closed, which closes the upstream's connection
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Protocol
 
 import aiohttp
 from aiohttp import web
@@ -35,6 +39,12 @@ _STREAM_HEADERS = {
 }
 
 
+class StreamTranslator(Protocol):
+    """Turns one event block of the stream into the client's event blocks."""
+
+    def feed(self, block: bytes) -> list[bytes]: ...
+
+
 async def relay_stream(
     request: web.Request,
     status: int,
@@ -42,8 +52,10 @@ async def relay_stream(
     stream: ObservedStream,
     *,
     api: str,
+    translator: StreamTranslator | None = None,
 ) -> web.StreamResponse:
-    """Write ``stream`` to the client; always closes ``stream``."""
+    """Write ``stream`` to the client, each block through ``translator`` when there is
+    one; always closes ``stream``."""
     out = web.StreamResponse(status=status, headers={**headers, **_STREAM_HEADERS})
     if request.version < aiohttp.HttpVersion11:
         out.force_close()  # HTTP/1.0 has no chunking: the end of the stream is the close
@@ -55,7 +67,11 @@ async def relay_stream(
         await out.prepare(request)
         try:
             async for events in stream:
-                await out.write(events)
+                if translator is not None:
+                    events = b"".join(b for block in sse.split(events)
+                                      for b in translator.feed(block))  # fmt: skip
+                if events:
+                    await out.write(events)
         except HookgateError as exc:  # the upstream failed, or a policy's transform refused
             if isinstance(exc, UpstreamError):
                 log.warning(
@@ -63,8 +79,11 @@ async def relay_stream(
                 )
             else:
                 log.info("stream ended by a policy: %s (%s)", exc.code, exc.status)
-            body = exc.to_anthropic_body() if api == "messages" else exc.to_body()
-            await out.write(sse.encode(body, event="error"))
+            if api == "generate_content":
+                await out.write(sse.encode(exc.to_google_body()))
+            else:
+                body = exc.to_anthropic_body() if api == "messages" else exc.to_body()
+                await out.write(sse.encode(body, event="error"))
         await out.write_eof()
     except ConnectionResetError:
         log.info("client went away mid-stream; upstream stream closed")

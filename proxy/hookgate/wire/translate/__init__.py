@@ -11,6 +11,9 @@ provider boundary when a client's API differs from its target provider's:
   (chat-only servers; and, composed with :mod:`.chat_to_messages`, Anthropic);
 * :mod:`.chat_to_gemini`: a chat-completions client whose alias targets a Gemini provider
   (and, composed with the two above, a Responses or Messages client);
+* :mod:`.gemini_to_chat`: a Gemini API client (Gemini CLI, ``google-genai``), whose
+  requests the server translates to Chat Completions before the pipeline (and whose
+  answers, streams and errors it translates back);
 * :mod:`.fields` and :mod:`.chat_chunks`: what they read and write alike.
 
 Each module's docstring lists what it translates, what it drops on purpose and why, and

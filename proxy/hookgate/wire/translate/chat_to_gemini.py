@@ -329,7 +329,7 @@ def portable_ids(raw: bytes) -> bytes | None:
     return None if cut == raw else cut
 
 
-def _id_fields(call_id: Any) -> tuple[str | None, str | None]:
+def id_fields(call_id: Any) -> tuple[str | None, str | None]:
     """``(Gemini's functionCall id, thoughtSignature)`` a chat tool call id carries."""
     if not isinstance(call_id, str):
         return None, None
@@ -523,7 +523,7 @@ def _function_call(call: Any, where: str, calls: dict[str, str]) -> dict[str, An
     args = arguments_object(function.get("arguments"))
     if args is None:
         raise InvalidRequest(f"{arguments} must be a JSON object, as a string", param=arguments)
-    gemini_id, signature = _id_fields(call.get("id"))
+    gemini_id, signature = id_fields(call.get("id"))
     function_call: dict[str, Any] = {"name": name, "args": args}
     if gemini_id is not None:
         function_call["id"] = gemini_id
@@ -553,7 +553,7 @@ def _function_response(
         "name": name,
         "response": {"output": text} if value is None else value,
     }
-    gemini_id, _ = _id_fields(call_id)
+    gemini_id, _ = id_fields(call_id)
     if gemini_id is not None:
         response["id"] = gemini_id
     return {"functionResponse": response}
