@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -231,3 +232,45 @@ def test_gemini_cli_stops_at_a_spent_budget_instead_of_retrying(
     assert not upstream.requests
     results = [e for _, e in events if e.get("type") == "result"]
     assert results and "Budget exceeded" in json.dumps(results[-1])
+
+
+def _with_values(body: bytes, masked: str) -> Any:
+    """An upstream body with the placeholder read as the value it stands for, and what
+    differs between two runs of the CLI made alike: its call ids (``{name}_{ms}_{n}``, a
+    clock reading) and the shell's process group."""
+    text = body.decode().replace(masked, EMAIL)
+    text = re.sub(r"run_shell_command_\d+_(\d+)", r"run_shell_command_N_\1", text)
+    return json.loads(re.sub(r"Process Group PGID: \d+", "Process Group PGID: N", text))
+
+
+@pytest.mark.slow
+def test_gemini_cli_a_gemini_upstream_gets_what_the_cli_sent(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread, tmp_path: Path
+) -> None:
+    """The same tool round trip straight at a Gemini upstream, then through hookgate with
+    ``pii`` to it: every request the upstream gets is the CLI's, field for field, but for
+    the address, which went as its placeholder."""
+    store = tmp_path / "hookgate.db"
+    masked = stand_in(loop_thread, store)
+    prompt = f"Write {EMAIL} into address.txt"
+    upstream.push(synth.Reply(tool_calls=[shell(EMAIL)]), synth.Reply(f"Done: {EMAIL}."))
+    run_gemini(upstream.server.url, tmp_path, prompt)
+    straight = [_with_values(r.body, masked) for r in upstream.requests
+                if r.path.startswith("/v1beta/models/")]  # fmt: skip
+    (tmp_path / "work" / "address.txt").unlink()
+    upstream.requests.clear()
+
+    providers = (
+        f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-up'}}\n"
+    )
+    url = make_proxy(loaded=load_text(pii_config(store, providers, "{provider: google}")))
+    upstream.push(synth.Reply(tool_calls=[shell(masked)]), synth.Reply(f"Done: {masked}."))
+    run_gemini(url.removesuffix("/v1"), tmp_path, prompt)
+    through = [r for r in upstream.requests if r.path.startswith("/v1beta/models/")]
+
+    assert len(through) == len(straight) == 2
+    for call in through:
+        assert EMAIL.encode() not in call.body
+    got = [_with_values(r.body, masked) for r in through]
+    Path("/tmp/g2bodies.json").write_text(json.dumps([got, straight]))
+    assert got == straight

@@ -23,6 +23,7 @@ from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.observe import Observation
 from hookgate.wire import prompts
 from hookgate.wire.sse import EventStream
+from hookgate.wire.translate.gemini_native import GeminiRequest
 
 Api = Literal[
     "chat.completions", "responses", "completions", "embeddings", "messages",
@@ -108,6 +109,12 @@ class ModelCall:
     """Client headers that will be forwarded upstream (already filtered)."""
     query: str = ""
     """The client's query string, as sent (``api-version=...``), forwarded upstream."""
+    gemini: GeminiRequest | None = None
+    """For a call a Gemini API client made (run as Chat Completions): its settings chat
+    cannot carry (``topK``, ``safetySettings``, its exact ``thinkingConfig`` and tool
+    schemas...), which a Gemini target gets back and every other ignores
+    (:mod:`hookgate.wire.translate.gemini_native`). Copies made by ``with_*`` and
+    ``dataclasses.replace`` keep it; a new call a policy makes (a summary) has none."""
 
     @property
     def body(self) -> Mapping[str, Any]:

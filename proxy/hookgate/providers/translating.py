@@ -35,7 +35,10 @@ Tool call ids the Gemini translation made carry Gemini's call id and thought sig
 (:mod:`hookgate.wire.translate.chat_to_gemini`); only the Gemini leg reads them, so a
 call sent in any other API has them cut to their head
 (:func:`~hookgate.wire.translate.chat_to_gemini.portable_ids`): a conversation Gemini
-took part in may go on with another provider.
+took part in may go on with another provider. A call a Gemini API client made (the
+server runs it as Chat Completions) carries what chat cannot
+(:attr:`~hookgate.pipeline.types.ModelCall.gemini`); the Gemini leg puts it back
+(:func:`~hookgate.wire.translate.gemini_native.restore`), every other ignores it.
 
 What cannot be translated is refused with a 400 that names the field, never dropped; the
 translation modules list what they translate, refuse and leave out on purpose. The
@@ -65,6 +68,7 @@ from hookgate.wire.translate import (
     chat_to_gemini,
     chat_to_messages,
     fit,
+    gemini_native,
     messages_to_chat,
     responses_to_chat,
 )
@@ -211,11 +215,20 @@ def _chat_to_messages(provider: HttpProvider, call: ModelCall) -> _Leg:
 
 
 def _chat_to_gemini(call: ModelCall, target: Target) -> _Leg:
-    """The upstream model rides in the body for the provider to put in the URL."""
+    """The upstream model rides in the body for the provider to put in the URL. A call a
+    Gemini client made gets its settings back (:mod:`~hookgate.wire.translate.gemini_native`)."""
     model = target.model or call.model
+    kept = call.gemini
+
+    def request(body: Mapping[str, Any]) -> dict[str, Any]:
+        out = chat_to_gemini.request(body)
+        if kept is not None:
+            out = gemini_native.restore(out, body, kept)
+        return {**out, "model": body.get("model", model)}
+
     return _Leg(
         to="generate_content",
-        request=lambda body: {**chat_to_gemini.request(body), "model": body.get("model", model)},
+        request=request,
         response=lambda answer: chat_to_gemini.response(answer, model=model),
         stream=lambda body: chat_to_gemini.StreamTranslator(
             model=model, include_usage=_include_usage(body)

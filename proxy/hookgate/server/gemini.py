@@ -8,8 +8,10 @@
   run through the pipeline as any chat call is (the policies see it in that shape: pii
   both ways, budgets, tool_guard, tracing, audit, sessions), routed by the model named
   in the path as the ``models`` section says; a Gemini target gets it back in its own API
-  (:mod:`hookgate.wire.translate.chat_to_gemini`), an Anthropic one as Messages, an
-  OpenAI one as it is. The answer, its stream and its errors come back in Gemini's
+  (:mod:`hookgate.wire.translate.chat_to_gemini`) with what chat cannot carry put back
+  (:mod:`hookgate.wire.translate.gemini_native`: a Gemini model is sent what the client
+  sent, apart from what the policies changed), an Anthropic one as Messages, an OpenAI
+  one as it is. The answer, its stream and its errors come back in Gemini's
   shapes. A stream without ``alt=sse`` (Gemini's JSON array) is refused: Gemini CLI and
   the SDKs ask for SSE.
 * ``POST /v1beta/models/{model}:countTokens``: hookgate's count of the prompt
@@ -40,7 +42,7 @@ from hookgate.server.calls import MAX_MODEL_CHARS
 from hookgate.server.routes import Ingress, model_call, read_json
 from hookgate.server.runtime import Runtime
 from hookgate.wire import models
-from hookgate.wire.translate import gemini_to_chat
+from hookgate.wire.translate import gemini_native, gemini_to_chat
 
 _METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 
@@ -91,6 +93,7 @@ async def _post(request: web.Request) -> web.StreamResponse:
             stream=stream,
             targets=targets,
             headers=runtime.forward(request.headers),
+            gemini=gemini_native.of(body, chat),
         )
 
     ingress = Ingress(
