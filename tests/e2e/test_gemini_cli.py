@@ -243,17 +243,25 @@ def _with_values(body: bytes, masked: str) -> Any:
     return json.loads(re.sub(r"Process Group PGID: \d+", "Process Group PGID: N", text))
 
 
+def turn(address: str) -> synth.Reply:
+    """The model's first turn: a thought, a sentence and the shell call, signed."""
+    thought = "The user wants the address in a file."
+    return synth.Reply("I will write it.", tool_calls=[shell(address)], thinking=thought,
+                       signature="c2ln")  # fmt: skip
+
+
 @pytest.mark.slow
 def test_gemini_cli_a_gemini_upstream_gets_what_the_cli_sent(
     make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread, tmp_path: Path
 ) -> None:
     """The same tool round trip straight at a Gemini upstream, then through hookgate with
-    ``pii`` to it: every request the upstream gets is the CLI's, field for field, but for
-    the address, which went as its placeholder."""
+    ``pii`` to it: every request the upstream gets is the CLI's, field for field
+    (``topK``, the thinking budget, ``systemInstruction.role``, the model's text and its
+    signed call in the history), but for the address, which went as its placeholder."""
     store = tmp_path / "hookgate.db"
     masked = stand_in(loop_thread, store)
     prompt = f"Write {EMAIL} into address.txt"
-    upstream.push(synth.Reply(tool_calls=[shell(EMAIL)]), synth.Reply(f"Done: {EMAIL}."))
+    upstream.push(turn(EMAIL), synth.Reply(f"Done: {EMAIL}."))
     run_gemini(upstream.server.url, tmp_path, prompt)
     straight = [_with_values(r.body, masked) for r in upstream.requests
                 if r.path.startswith("/v1beta/models/")]  # fmt: skip
@@ -264,13 +272,12 @@ def test_gemini_cli_a_gemini_upstream_gets_what_the_cli_sent(
         f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-up'}}\n"
     )
     url = make_proxy(loaded=load_text(pii_config(store, providers, "{provider: google}")))
-    upstream.push(synth.Reply(tool_calls=[shell(masked)]), synth.Reply(f"Done: {masked}."))
+    upstream.push(turn(masked), synth.Reply(f"Done: {masked}."))
     run_gemini(url.removesuffix("/v1"), tmp_path, prompt)
     through = [r for r in upstream.requests if r.path.startswith("/v1beta/models/")]
 
     assert len(through) == len(straight) == 2
     for call in through:
         assert EMAIL.encode() not in call.body
-    got = [_with_values(r.body, masked) for r in through]
-    Path("/tmp/g2bodies.json").write_text(json.dumps([got, straight]))
-    assert got == straight
+    for i, (call, sent) in enumerate(zip(through, straight, strict=True)):
+        assert _with_values(call.body, masked) == sent, i

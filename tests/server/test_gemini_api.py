@@ -139,7 +139,7 @@ def test_a_gemini_upstream_gets_the_call_in_its_own_api(
     assert upstream.last.path == "/v1beta/models/gemini-2.5-flash:generateContent"
     assert upstream.last.headers["x-goog-api-key"] == "AIza-up"
     sent = upstream.last.json()
-    assert sent["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    assert sent["systemInstruction"] == {"role": "user", "parts": [{"text": "Be brief."}]}
     assert sent["generationConfig"] == {"maxOutputTokens": 200}
     assert sent["tools"][0]["functionDeclarations"][0]["name"] == "run_shell_command"
     model_turn = first.candidates[0].content  # type: ignore[index]
@@ -157,6 +157,53 @@ def test_a_gemini_upstream_gets_the_call_in_its_own_api(
         "thoughtSignature": signature,
     }]  # fmt: skip
     assert replayed[2]["parts"][0]["functionResponse"]["response"] == {"output": "a.txt"}
+
+
+RICH = types.GenerateContentConfig(
+    system_instruction=types.Content(role="user", parts=[types.Part(text="Be brief.")]),
+    temperature=0.5, top_p=0.9, top_k=40, seed=3, max_output_tokens=500,
+    presence_penalty=0.0, frequency_penalty=0.25, stop_sequences=["END"],
+    safety_settings=[types.SafetySetting(category=types.HarmCategory.HARM_CATEGORY_HARASSMENT,
+                                         threshold=types.HarmBlockThreshold.BLOCK_ONLY_HIGH)],
+    thinking_config=types.ThinkingConfig(thinking_budget=3000, include_thoughts=True),
+    media_resolution=types.MediaResolution.MEDIA_RESOLUTION_LOW, response_modalities=["TEXT"],
+    tools=[types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="weather", description="The weather in a city", parameters=types.Schema(
+            type=types.Type.OBJECT, properties={"city": types.Schema(type=types.Type.STRING)}),
+    )]), *TOOLS],
+    tool_config=types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
+        mode=types.FunctionCallingConfigMode.VALIDATED)),
+)  # fmt: skip
+"""Settings chat has no field for, or carries only approximately."""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_gemini_upstream_gets_what_the_client_sent_apart_from_placeholders(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    """The same call straight at the Gemini upstream and through hookgate with pii: the
+    upstream gets the same body (``topK``, safety settings, the exact thinking budget,
+    OpenAPI ``parameters``, mode ``VALIDATED``, the history's call id and signature...),
+    the e-mail address as its placeholder."""
+    contents = [
+        types.Content(role="user", parts=[types.Part(text=f"Mail {EMAIL} the weather")]),
+        types.Content(role="model", parts=[types.Part(
+            function_call=types.FunctionCall(id="w1", name="weather", args={"city": "Oslo"}),
+            thought_signature=b"signed")]),
+        types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+            id="w1", name="weather", response={"output": f"3 degrees, for {EMAIL}"}))]),
+    ]  # fmt: skip
+    straight = client(upstream.server.url)
+    generate(straight, stream, "gemini-2.5-flash", contents, **RICH.model_dump(exclude_none=True))
+    sent = upstream.last.json()
+    url = make_proxy(loaded=load_text(gemini_config(upstream, "policies:\n  - pii: {}\n")))
+    through = client(url)
+    generate(through, stream, "gemini-2.5-flash", contents, **RICH.model_dump(exclude_none=True))
+    got = upstream.last.body.decode()
+    assert EMAIL not in got
+    assert json.loads(got.replace(_placeholder(got), EMAIL)) == sent
+    assert upstream.last.path == upstream.requests[-2].path
+    assert sent["generationConfig"]["topK"] == 40 and sent["safetySettings"]
 
 
 def test_an_openai_target_gets_chat_completions(

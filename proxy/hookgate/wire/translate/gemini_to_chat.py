@@ -53,7 +53,8 @@ grows), then the marks of :mod:`~hookgate.wire.translate.chat_to_gemini` with it
 other the head alone. A ``functionResponse`` answers the call with its ``id``, else the
 earliest unanswered call of its ``name`` (refused when there is none); its ``response``
 becomes the tool message's content: the text of ``{"output": <text>}`` (the shape the
-Gemini CLI sends, and the one ``chat_to_gemini`` writes back), else the object as JSON.
+Gemini CLI sends, and the one ``chat_to_gemini`` writes back) unless that text is itself
+a JSON object, else the object as JSON (so a Gemini model gets the same object back).
 
 Tools: ``functionDeclarations`` become function tools (``parametersJsonSchema`` → the
 ``parameters``, else ``parameters`` with its OpenAPI types lowered; ``response`` schemas
@@ -370,12 +371,20 @@ class _Conversation:
             )
         self._open = [(n, c) for n, c in self._open if c != chat_id]
         response = result.get("response")
-        if isinstance(response, Mapping) and list(response) == ["output"]:
-            output = response["output"]
-            text = output if isinstance(output, str) else orjson.dumps(output).decode()
+        if _plain_output(response):
+            text = response["output"]  # read back as {"output": text} (chat_to_gemini)
         else:
             text = orjson.dumps(response if response is not None else {}).decode()
         return {"role": "tool", "tool_call_id": chat_id, "content": text}
+
+
+def _plain_output(response: Any) -> bool:
+    """Whether a function's ``response`` is ``{"output": <text>}``, its text not itself a
+    JSON object (which a Gemini model would get back as that object)."""
+    if not (isinstance(response, Mapping) and list(response) == ["output"]):
+        return False
+    output = response["output"]
+    return isinstance(output, str) and (not output or arguments_object(output) is None)
 
 
 def _refuse_part(part: Mapping[str, Any], where: str) -> InvalidRequest:

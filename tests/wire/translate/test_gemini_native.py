@@ -1,0 +1,128 @@
+"""A Gemini client's request through the door to chat and the Gemini leg back: what the
+client sent comes back field for field, but for what the pipeline changed (then the chat
+request's version) and the few things left out on purpose."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hookgate.wire.translate import chat_to_gemini, gemini_native, gemini_to_chat
+
+PARAMETERS = {  # OpenAPI types, as the google-genai SDK writes a Schema
+    "type": "OBJECT",
+    "properties": {"city": {"type": "STRING", "description": "Where", "nullable": True}},
+    "required": ["city"],
+}
+REQUEST: dict[str, Any] = {
+    "contents": [
+        {"role": "user", "parts": [{"text": "<session_context>"}, {"text": "Weather?"}]},
+        {"role": "model", "parts": [
+            {"text": "Looking it up."},
+            {"functionCall": {"id": "weather_1_0", "name": "weather", "args": {"city": "Oslo"}},
+             "thoughtSignature": "c2ln"},
+        ]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"id": "weather_1_0", "name": "weather",
+                                  "response": {"output": '{"temp": 3}'}}},
+        ]},
+        {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "weather", "response": {"output": {"temp": 4}}}},
+        ]},
+    ],
+    "systemInstruction": {"role": "user", "parts": [{"text": "You are terse."}]},
+    "tools": [
+        {"functionDeclarations": [
+            {"name": "weather", "description": "The weather", "parameters": PARAMETERS},
+            {"name": "shell", "parametersJsonSchema": {"type": "object"}},
+        ]},
+        {"functionDeclarations": [{"name": "noop"}]},
+    ],
+    "toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}},
+    "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+    "generationConfig": {
+        "temperature": 1, "topP": 0.95, "topK": 64, "seed": 7, "candidateCount": 1,
+        "maxOutputTokens": 4000, "presencePenalty": 0, "frequencyPenalty": 0.5,
+        "stopSequences": ["END"], "responseLogprobs": False, "responseModalities": ["TEXT"],
+        "mediaResolution": "MEDIA_RESOLUTION_LOW",
+        "responseMimeType": "application/json",
+        "responseSchema": {"type": "OBJECT", "properties": {"a": {"type": "INTEGER"}}},
+        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 5000},
+    },
+}  # fmt: skip
+
+
+def through(body: dict[str, Any], *, reasoning: bool = True, change: Any = None) -> dict[str, Any]:
+    """``body`` through the door, the pipeline (``change`` edits the chat request) and
+    the Gemini leg, as the translating provider runs it."""
+    chat = gemini_to_chat.request(body, model="gemini-2.5-flash", stream=True, reasoning=reasoning)
+    kept = gemini_native.of(body, chat)
+    passed = copy.deepcopy(chat)
+    if change is not None:
+        change(passed)
+    return gemini_native.restore(chat_to_gemini.request(passed), passed, kept)
+
+
+def test_a_gemini_model_gets_what_the_gemini_client_sent() -> None:
+    assert through(REQUEST) == REQUEST
+    assert through(REQUEST, reasoning=False) == REQUEST  # the budget without an effort
+
+
+def test_the_translation_alone_loses_what_is_put_back() -> None:
+    """What the residue is for: without it, two translations lose each of these."""
+    chat = gemini_to_chat.request(REQUEST, model="m", stream=True, reasoning=True)
+    plain = chat_to_gemini.request(chat)
+    config = plain["generationConfig"]
+    assert config["thinkingConfig"] == {"thinkingBudget": 8192, "includeThoughts": True}
+    assert not {"topK", "mediaResolution", "presencePenalty", "responseSchema"} & set(config)
+    assert "safetySettings" not in plain and "role" not in plain["systemInstruction"]
+    assert plain["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+    assert "parameters" not in plain["tools"][0]["functionDeclarations"][0]
+
+
+def test_a_setting_the_pipeline_changed_is_sent_as_the_pipeline_left_it() -> None:
+    def redact_and_cap(chat: dict[str, Any]) -> None:
+        chat["tools"][0]["function"]["description"] = "The <LOCATION_1>"
+        chat["max_tokens"] = 100
+        chat.pop("reasoning_effort")
+        chat["tool_choice"] = "none"
+
+    sent = through(REQUEST, change=redact_and_cap)
+    weather = sent["tools"][0]["functionDeclarations"][0]
+    assert weather["description"] == "The <LOCATION_1>"  # the client's text never goes
+    assert weather["parametersJsonSchema"]["properties"]["city"]["type"] == ["string", "null"]
+    assert sent["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
+    config = sent["generationConfig"]
+    assert config["maxOutputTokens"] == 100 and "thinkingConfig" not in config
+    assert config["topK"] == 64 and config["seed"] == 7
+    assert sent["safetySettings"] == REQUEST["safetySettings"]
+
+
+def test_the_texts_come_from_the_chat_request() -> None:
+    """The conversation is the pipeline's (pii's placeholders), never the client's."""
+
+    def redact(chat: dict[str, Any]) -> None:
+        chat["messages"][1]["content"][1]["text"] = "Weather in <LOCATION_1>?"
+        chat["messages"][0]["content"] = "You are <X>."
+
+    sent = through(REQUEST, change=redact)
+    assert sent["contents"][0]["parts"][1] == {"text": "Weather in <LOCATION_1>?"}
+    assert sent["systemInstruction"] == {"role": "user", "parts": [{"text": "You are <X>."}]}
+
+
+def test_output_schemas_of_functions_and_retrieval_settings_are_left_out() -> None:
+    """Text no policy reads (a function's output schema) and the user's location (for
+    tools hookgate does not translate) are not sent."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{
+            "name": "f", "response": {"type": "STRING", "description": "jane@example.com"},
+            "responseJsonSchema": {"type": "string"},
+        }]}],
+        "toolConfig": {"functionCallingConfig": {"mode": "ANY"},
+                       "retrievalConfig": {"latLng": {"latitude": 59.9, "longitude": 10.7}}},
+    }  # fmt: skip
+    sent = through(body)
+    assert sent["tools"] == [{"functionDeclarations": [{"name": "f"}]}]
+    assert sent["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
