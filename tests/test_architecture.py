@@ -18,9 +18,9 @@ PACKAGE = Path(hookgate.__file__).parent
 
 PUBLIC = {
     "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Decision", "DeltaKey",
-    "EventStream", "GuardrailUnavailable", "HookgateError", "Identity", "InvalidRequest",
-    "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse", "Next",
-    "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",
+    "EventStream", "GeminiRequest", "GuardrailUnavailable", "HookgateError", "Identity",
+    "InvalidRequest", "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse",
+    "Next", "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",
     "PermissionDenied", "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError",
     "PolicyTool", "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyAbandoned",
     "ReplyContext", "ReplyPaused", "Services",

@@ -66,6 +66,7 @@ from hookgate.version import __version__
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.sse import EventStream
 from hookgate.wire.texts import map_messages, texts_of
+from hookgate.wire.translate.gemini_native import GeminiRequest
 from hookgate.wire.usage import Usage
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "Decision",
     "DeltaKey",
     "EventStream",
+    "GeminiRequest",
     "GuardrailUnavailable",
     "HookgateError",
     "Identity",

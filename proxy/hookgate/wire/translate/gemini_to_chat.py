@@ -371,20 +371,21 @@ class _Conversation:
             )
         self._open = [(n, c) for n, c in self._open if c != chat_id]
         response = result.get("response")
-        if _plain_output(response):
-            text = response["output"]  # read back as {"output": text} (chat_to_gemini)
-        else:
+        text = _plain_output(response)  # read back as {"output": text} (chat_to_gemini)
+        if text is None:
             text = orjson.dumps(response if response is not None else {}).decode()
         return {"role": "tool", "tool_call_id": chat_id, "content": text}
 
 
-def _plain_output(response: Any) -> bool:
-    """Whether a function's ``response`` is ``{"output": <text>}``, its text not itself a
-    JSON object (which a Gemini model would get back as that object)."""
+def _plain_output(response: Any) -> str | None:
+    """The text of a function's ``response`` ``{"output": <text>}``, unless that text is
+    itself a JSON object (which a Gemini model would get back as that object)."""
     if not (isinstance(response, Mapping) and list(response) == ["output"]):
-        return False
+        return None
     output = response["output"]
-    return isinstance(output, str) and (not output or arguments_object(output) is None)
+    if isinstance(output, str) and (not output or arguments_object(output) is None):
+        return output
+    return None
 
 
 def _refuse_part(part: Mapping[str, Any], where: str) -> InvalidRequest:
