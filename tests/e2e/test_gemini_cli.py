@@ -1,6 +1,7 @@
 """Gemini CLI itself (``gemini -p``, 0.61) offline against a scripted Gemini upstream on
 loopback: straight (to pin what it sends), then through hookgate with ``pii: {}`` to that
-Gemini upstream and, by translation, to an OpenAI chat upstream.
+Gemini upstream (which gets every request as it gets it straight, but for the
+placeholders) and, by translation, to an OpenAI chat upstream.
 
 A tool round trip: the prompt carries an e-mail address; the scripted model asks for
 ``run_shell_command`` to ``echo`` it into a file (through hookgate, naming the address's

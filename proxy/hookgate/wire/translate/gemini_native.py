@@ -17,7 +17,8 @@ changed (``pii`` redacting a tool description, a budget lowering ``max_tokens``)
 as translated from the chat request, which holds the change. Settings chat has no field
 for are always the client's: ``generationConfig.topK``, ``mediaResolution``,
 ``responseModalities``, ``candidateCount``, ``responseLogprobs``, ``safetySettings``, and
-``systemInstruction.role``. Every other target never sees them.
+``systemInstruction.role``. Every other target never sees them. The result is then fitted
+to its model as any translated call is (:mod:`hookgate.wire.translate.fit`).
 
 Nothing kept here holds text no policy has seen: a group with text in it (tool
 descriptions and schemas, ``stopSequences``, the output schema) is sent as the client

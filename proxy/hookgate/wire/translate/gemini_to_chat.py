@@ -19,16 +19,19 @@ Request (:func:`request`), field by field:
 * ``generationConfig.thinkingConfig`` → ``reasoning_effort`` when the caller says every
   model that may serve the call reasons (``reasoning``): ``thinkingLevel`` as it is
   (lowered), else ``thinkingBudget`` 0 → ``none``, up to 1024 → ``low``, up to 8192 →
-  ``medium``, more → ``high`` (``-1``, Gemini's dynamic budget, → the model's default);
-  a Gemini model gets the same budget back for the Gemini CLI's 8192
-  (:data:`~hookgate.wire.translate.chat_to_gemini.THINKING_BUDGETS`), thoughts included.
-  Otherwise it is dropped: a model that does not reason, or might not, refuses
+  ``medium``, more → ``high`` (``-1``, Gemini's dynamic budget, → the model's default).
+  Otherwise it is left out: a model that does not reason, or might not, refuses
   ``reasoning_effort``, and the Gemini CLI sends a budget on every call.
-* dropped, as a chat model has no field for them and the Gemini CLI sends them on every
-  call: ``generationConfig.topK`` (a sampling hint), ``safetySettings`` (Gemini's own
-  content filters), ``labels`` (Vertex billing labels), ``generationConfig.responseModalities``
+* not in the chat request, as a chat model has no field for them (the Gemini CLI sends
+  ``topK`` on every call): ``generationConfig.topK`` (a sampling hint),
+  ``safetySettings`` (Gemini's own content filters), ``generationConfig.responseModalities``
   of text only, ``generationConfig.mediaResolution`` (a hint for Gemini's image
-  tokenizer).
+  tokenizer), ``candidateCount`` 1, ``responseLogprobs`` false, and
+  ``systemInstruction.role``. A Gemini target gets them back, with the client's exact
+  ``thinkingConfig``, tools and ``toolConfig``
+  (:mod:`hookgate.wire.translate.gemini_native`, which the server keeps beside the chat
+  request); no other target sees them. ``labels`` (Vertex AI's billing labels) go to no
+  target: Gemini's API, the one hookgate calls, refuses them.
 * refused with :class:`~hookgate.errors.InvalidRequest` (``param`` naming the field):
   ``cachedContent`` (a Gemini cache), ``candidateCount`` above 1, log probabilities,
   audio or image output (``responseModalities``, ``speechConfig``, ``imageConfig``),
@@ -42,9 +45,20 @@ by a blank line). A ``user`` turn (or one without a role, or Gemini's older
 ``image_url`` (an image), ``input_audio`` (WAV or MP3) or ``file`` part (any other type),
 each as a base64 ``data:`` URL. A ``model`` turn becomes an ``assistant`` message: its
 text (``thought`` parts are dropped: thinking cannot be replayed to another model as
-text) and its ``functionCall`` parts as ``tool_calls``. Refused: ``fileData`` (a file
-by URI, which hookgate does not fetch), executable code and its results, and any other
-part.
+text, and a Gemini model needs only the signatures, which ride on the call ids; so is a
+``thoughtSignature`` on a text part) and its ``functionCall`` parts as ``tool_calls``.
+Refused: ``fileData`` (a file by URI, which hookgate does not fetch), executable code and
+its results, and any other part.
+
+What of the contents a Gemini model gets as the client sent them, through this module
+and :mod:`~hookgate.wire.translate.chat_to_gemini` (the texts as the policies left
+them): every turn of a conversation whose roles alternate, as the Gemini CLI's do, its
+text, inline data and function calls (ids, arguments, signatures) and responses. Not
+quite: ``thought`` parts and text-part signatures (above); several ``systemInstruction``
+parts (one, joined); several text parts of a model turn (one, joined), and text after a
+function call (before it); empty text parts (left out); consecutive turns of one role
+(one turn); a ``functionCall`` without ``args`` (``args: {}``); ``audio/mpeg`` data
+(``audio/mp3``); a ``functionResponse``'s fields but ``id``, ``name`` and ``response``.
 
 Tool call ids: a ``functionCall`` in the history gets the chat id ``call_<24 hex>`` (a
 digest of its place in the conversation, so a call keeps its id as the conversation
@@ -57,10 +71,13 @@ Gemini CLI sends, and the one ``chat_to_gemini`` writes back) unless that text i
 a JSON object, else the object as JSON (so a Gemini model gets the same object back).
 
 Tools: ``functionDeclarations`` become function tools (``parametersJsonSchema`` → the
-``parameters``, else ``parameters`` with its OpenAPI types lowered; ``response`` schemas
-are dropped: chat has none). ``toolConfig.functionCallingConfig.mode`` ``AUTO`` and
-``VALIDATED`` → ``auto``, ``NONE`` → ``none``, ``ANY`` → ``required``, or the named
-function when ``allowedFunctionNames`` names one (several are refused).
+``parameters``, else ``parameters`` with its OpenAPI types lowered; ``response`` and
+``responseJsonSchema``, a function's output schema, are dropped: chat has no field for
+them, so no policy reads their text, and a Gemini target does not get them back
+either). ``toolConfig.functionCallingConfig.mode`` ``AUTO`` and ``VALIDATED`` →
+``auto``, ``NONE`` → ``none``, ``ANY`` → ``required``, or the named function when
+``allowedFunctionNames`` names one (several are refused); ``toolConfig.retrievalConfig``
+(the user's location, for Google's Maps and Search tools, which are refused) is dropped.
 
 Answers (:func:`response`, :class:`StreamTranslator`): ``reasoning_content`` → a
 ``thought`` part, ``content`` and ``refusal`` → text parts, ``tool_calls`` →
