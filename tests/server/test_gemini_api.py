@@ -206,6 +206,36 @@ def test_a_gemini_upstream_gets_what_the_client_sent_apart_from_placeholders(
     assert sent["generationConfig"]["topK"] == 40 and sent["safetySettings"]
 
 
+def test_a_fallback_gets_the_clients_settings_only_on_a_gemini_target(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """The settings ride on the call through a fallback: a Gemini model after a failed
+    GPT gets them (the exact thinking budget, though GPT-4o on the route takes none), an
+    OpenAI model after a failed Gemini never does."""
+    routes = (
+        "policies:\n  - fallback: {retries: 0}\n"
+        "models:\n"
+        "  gpt-then-gemini: [{provider: gpt, model: gpt-4o}, {provider: google, model: g}]\n"
+        "  gemini-then-gpt: [{provider: google, model: g}, {provider: gpt, model: gpt-4o}]\n"
+    )
+    url = make_proxy(loaded=load_text(gemini_config(upstream).replace("models:\n", routes, 1)))
+    gemini = client(url)
+    unavailable = Status(503, {"error": {"message": "overloaded", "type": "server_error"}})
+    settings = {"top_k": 40, "thinking_config": {"thinking_budget": 3000}}
+
+    upstream.push(unavailable)
+    generate(gemini, False, "gpt-then-gemini", "hi", **settings)
+    sent = upstream.last.json()["generationConfig"]
+    assert sent["topK"] == 40
+    assert list(sent["thinkingConfig"].values()) == [3000]  # the key as google-genai wrote it
+
+    upstream.push(Status(503, {"error": {"code": 503, "message": "overloaded",
+                                         "status": "UNAVAILABLE"}}))  # fmt: skip
+    generate(gemini, False, "gemini-then-gpt", "hi", **settings)
+    assert upstream.last.path == "/v1/chat/completions"
+    assert not {"topK", "top_k", "thinkingConfig", "reasoning_effort"} & set(upstream.last.json())
+
+
 def test_an_openai_target_gets_chat_completions(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ) -> None:

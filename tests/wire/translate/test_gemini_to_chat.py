@@ -291,6 +291,8 @@ def test_a_stream_ends_at_done_and_an_error_chunk_is_a_google_error() -> None:
         ({"thinkingBudget": 0}, "none"),
         ({"thinkingBudget": -1}, None),
         ({"thinkingLevel": "HIGH"}, "high"),
+        ({"thinking_budget": 3000}, "medium"),  # google-genai's spelling, which Gemini reads
+        ({"thinking_level": "LOW"}, "low"),
     ],
 )
 def test_a_thinking_budget_is_an_effort_only_for_models_that_reason(

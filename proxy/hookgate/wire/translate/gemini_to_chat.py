@@ -218,11 +218,12 @@ def _translate_config(config: Mapping[str, Any], out: dict[str, Any]) -> None:
 
 
 def _effort(thinking: Mapping[str, Any]) -> str | None:
-    """The ``reasoning_effort`` of a ``thinkingConfig`` (None: the model's default)."""
-    level = thinking.get("thinkingLevel")
+    """The ``reasoning_effort`` of a ``thinkingConfig`` (None: the model's default). Its
+    keys in either spelling Gemini's API reads (``google-genai`` writes ``thinking_budget``)."""
+    level = thinking.get("thinkingLevel", thinking.get("thinking_level"))
     if isinstance(level, str) and level.lower() in ("minimal", "low", "medium", "high"):
         return level.lower()
-    budget = thinking.get("thinkingBudget")
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         return None
     if budget == 0:
