@@ -16,9 +16,13 @@ PARAMETERS = {  # OpenAPI types, as the google-genai SDK writes a Schema
 }
 REQUEST: dict[str, Any] = {
     "contents": [
-        {"role": "user", "parts": [{"text": "<session_context>"}, {"text": "Weather?"}]},
+        {"role": "user", "parts": [
+            {"text": "<session_context>"}, {"text": "Weather?"},
+            {"inlineData": {"mimeType": "image/png", "data": "iVBORw0K"},
+             "mediaResolution": {"level": "MEDIA_RESOLUTION_HIGH"}},
+        ]},
         {"role": "model", "parts": [
-            {"text": "Looking it up."},
+            {"text": "Looking it up.", "thoughtSignature": "dGV4dA=="},
             {"functionCall": {"id": "weather_1_0", "name": "weather", "args": {"city": "Oslo"}},
              "thoughtSignature": "c2ln"},
         ]},
@@ -126,3 +130,17 @@ def test_output_schemas_of_functions_and_retrieval_settings_are_left_out() -> No
     sent = through(body)
     assert sent["tools"] == [{"functionDeclarations": [{"name": "f"}]}]
     assert sent["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+
+
+def test_part_metadata_goes_back_only_to_the_turns_it_pairs_with() -> None:
+    """A policy that drops the first turns leaves no turn to pair a signature with; a
+    thought the client sends back is left out (its text, the model's, no policy read)."""
+    body = copy.deepcopy(REQUEST)
+    body["contents"][1]["parts"].insert(0, {"text": "Hmm.", "thought": True})
+
+    def drop_first(chat: dict[str, Any]) -> None:
+        del chat["messages"][1]
+
+    assert through(body) == REQUEST
+    sent = through(body, change=drop_first)
+    assert sent["contents"][0]["parts"][0] == {"text": "Looking it up."}

@@ -33,7 +33,13 @@ texts of both forms are the same. So left out, with their reason:
 
 What chat carries is taken from the chat request, the policies' version of it:
 ``contents`` and ``systemInstruction`` (see :mod:`~.gemini_to_chat` for what of them
-comes through two translations unchanged).
+comes through two translations unchanged). What a part carries beside its content
+(:data:`_PART_METADATA`: a text part's ``thoughtSignature``, ``videoMetadata``,
+``mediaResolution``) is put back on the part it came with when the translated turns
+still pair with the client's: as many turns, each with the client's role and kinds of
+parts in order (function calls and responses by name and id); a turn that does not pair
+(a policy removed or added turns, or the translations joined two text parts) goes
+without.
 """
 
 from __future__ import annotations
@@ -68,6 +74,11 @@ _GROUPS: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = (
 )
 """Top-level fields, and the chat fields the door makes of each."""
 
+_KINDS = ("text", "functionCall", "functionResponse", "inlineData")
+_PART_METADATA = ("thoughtSignature", "videoMetadata", "mediaResolution")
+"""What a part may carry beside its content, and chat cannot: a signature (opaque, the
+model's), a video's clip and frame rate, the part's image resolution. None of it text."""
+
 _CHAT_FIELDS = frozenset(f for _, fields in (*_CONFIG_GROUPS, *_GROUPS) for f in fields)
 
 
@@ -82,6 +93,10 @@ class GeminiRequest:
     it sent."""
     system_role: str | None
     """The ``role`` of its ``systemInstruction`` (chat's system message has none)."""
+    turns: tuple[tuple[str, tuple[tuple[str, Mapping[str, Any]], ...]], ...] = ()
+    """Each turn of its ``contents``: its role and, for each part the door translates, the
+    part's kind (:func:`_kind`) and its metadata chat has no field for
+    (:data:`_PART_METADATA`)."""
     chat: Mapping[str, Any]
     """The door's chat values of the fields :func:`restore` compares (absent: not set)."""
 
@@ -99,11 +114,36 @@ def of(body: Mapping[str, Any], chat: Mapping[str, Any]) -> GeminiRequest:
         if body.get(field) is not None:
             fields[field] = body[field]
     role = mapping(body.get("systemInstruction")).get("role")
+    contents = body.get("contents")
     return GeminiRequest(
         fields=fields,
         system_role=role if isinstance(role, str) else None,
         chat={f: chat[f] for f in _CHAT_FIELDS if f in chat},
+        turns=tuple(_turn(c) for c in contents) if isinstance(contents, list) else (),
     )
+
+
+def _kind(part: Mapping[str, Any]) -> str | None:
+    """What a part holds, as the translations carry it (None: nothing they carry); a
+    function call or response with its name and id, which no policy rewrites."""
+    if part.get("thought") or part.get("text") == "":
+        return None
+    kind = next((k for k in _KINDS if k in part), None)
+    if kind in ("functionCall", "functionResponse"):
+        call = mapping(part[kind])
+        return f"{kind} {call.get('name')} {call.get('id')}"
+    return kind
+
+
+def _turn(content: Any) -> tuple[str, tuple[tuple[str, Mapping[str, Any]], ...]]:
+    role = mapping(content).get("role") or "user"
+    parts = mapping(content).get("parts")
+    layout = []
+    for part in parts if isinstance(parts, list) else ():
+        kind = _kind(mapping(part))
+        if kind is not None:
+            layout.append((kind, {k: part[k] for k in _PART_METADATA if k in part}))
+    return ("user" if role == "function" else str(role), tuple(layout))
 
 
 def _tool(tool: Any) -> Any:
@@ -143,7 +183,27 @@ def restore(
     system = translated.get("systemInstruction")
     if kept.system_role is not None and isinstance(system, Mapping):
         out["systemInstruction"] = {"role": kept.system_role, **system}
+    contents = translated.get("contents")
+    if isinstance(contents, list) and len(contents) == len(kept.turns):
+        out["contents"] = [
+            _with_metadata(c, turn) for c, turn in zip(contents, kept.turns, strict=True)
+        ]
     return out
+
+
+def _with_metadata(
+    content: Mapping[str, Any], turn: tuple[str, tuple[tuple[str, Mapping[str, Any]], ...]]
+) -> Mapping[str, Any]:
+    """A translated turn with the client's part metadata put back, when it has the
+    client's turn's role and kinds of parts (a policy may have changed the turns; then
+    there is nothing to pair it with)."""
+    role, layout = turn
+    parts = content.get("parts")
+    if content.get("role") != role or not isinstance(parts, list):
+        return content
+    if [_kind(mapping(p)) for p in parts] != [kind for kind, _ in layout]:
+        return content
+    return {**content, "parts": [{**p, **meta} for p, (_, meta) in zip(parts, layout, strict=True)]}
 
 
 def _merged(

@@ -45,16 +45,18 @@ by a blank line). A ``user`` turn (or one without a role, or Gemini's older
 ``image_url`` (an image), ``input_audio`` (WAV or MP3) or ``file`` part (any other type),
 each as a base64 ``data:`` URL. A ``model`` turn becomes an ``assistant`` message: its
 text (``thought`` parts are dropped: thinking cannot be replayed to another model as
-text, and a Gemini model needs only the signatures, which ride on the call ids; so is a
-``thoughtSignature`` on a text part) and its ``functionCall`` parts as ``tool_calls``.
+text, and a Gemini model needs only the signatures, which ride on the call ids) and its
+``functionCall`` parts as ``tool_calls``. A part's ``thoughtSignature`` (on a text part),
+``videoMetadata`` and ``mediaResolution`` are left out, and given back to a Gemini
+target (:mod:`~hookgate.wire.translate.gemini_native`).
 Refused: ``fileData`` (a file by URI, which hookgate does not fetch), executable code and
 its results, and any other part.
 
 What of the contents a Gemini model gets as the client sent them, through this module
 and :mod:`~hookgate.wire.translate.chat_to_gemini` (the texts as the policies left
 them): every turn of a conversation whose roles alternate, as the Gemini CLI's do, its
-text, inline data and function calls (ids, arguments, signatures) and responses. Not
-quite: ``thought`` parts and text-part signatures (above); several ``systemInstruction``
+text, inline data and function calls (ids, arguments, signatures) and responses, and
+the parts' metadata. Not quite: ``thought`` parts (above); several ``systemInstruction``
 parts (one, joined); several text parts of a model turn (one, joined), and text after a
 function call (before it); empty text parts (left out); consecutive turns of one role
 (one turn); a ``functionCall`` without ``args`` (``args: {}``); ``audio/mpeg`` data
