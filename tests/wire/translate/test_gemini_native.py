@@ -23,6 +23,7 @@ REQUEST: dict[str, Any] = {
         ]},
         {"role": "model", "parts": [
             {"text": "Looking it up.", "thoughtSignature": "dGV4dA=="},
+            {"text": " In Oslo."},
             {"functionCall": {"id": "weather_1_0", "name": "weather", "args": {"city": "Oslo"}},
              "thoughtSignature": "c2ln"},
         ]},
@@ -35,7 +36,8 @@ REQUEST: dict[str, Any] = {
             {"functionResponse": {"name": "weather", "response": {"output": {"temp": 4}}}},
         ]},
     ],
-    "systemInstruction": {"role": "user", "parts": [{"text": "You are terse."}]},
+    "systemInstruction": {"role": "user", "parts": [{"text": "You are terse."},
+                                                     {"text": "Answer in English."}]},
     "tools": [
         {"functionDeclarations": [
             {"name": "weather", "description": "The weather", "parameters": PARAMETERS},

@@ -38,14 +38,15 @@ Request (:func:`request`), field by field:
   tools other than function declarations (Google Search, code execution, URL context,
   file search, ...), and any unknown field (code ``unknown_parameter``).
 
-Contents: ``systemInstruction`` text parts become one leading ``system`` message (joined
-by a blank line). A ``user`` turn (or one without a role, or Gemini's older
-``function`` role) becomes a ``tool`` message per ``functionResponse`` part, then one
-``user`` message with the rest: text parts as text parts, ``inlineData`` as an
-``image_url`` (an image), ``input_audio`` (WAV or MP3) or ``file`` part (any other type),
-each as a base64 ``data:`` URL. A ``model`` turn becomes an ``assistant`` message: its
-text (``thought`` parts are dropped: thinking cannot be replayed to another model as
-text, and a Gemini model needs only the signatures, which ride on the call ids) and its
+Contents: ``systemInstruction`` text parts become one leading ``system`` message (its
+content a string, or text parts when there are several). A ``user`` turn (or one
+without a role, or Gemini's older ``function`` role) becomes a ``tool`` message per
+``functionResponse`` part, then one ``user`` message with the rest: text parts as text
+parts, ``inlineData`` as an ``image_url`` (an image), ``input_audio`` (WAV or MP3) or
+``file`` part (any other type), each as a base64 ``data:`` URL. A ``model`` turn becomes
+an ``assistant`` message: its text (a string, or text parts when there are several;
+``thought`` parts are dropped: thinking cannot be replayed to another model as text, and
+a Gemini model needs only the signatures, which ride on the call ids) and its
 ``functionCall`` parts as ``tool_calls``. A part's ``thoughtSignature`` (on a text part),
 ``videoMetadata`` and ``mediaResolution`` are left out, and given back to a Gemini
 target (:mod:`~hookgate.wire.translate.gemini_native`).
@@ -56,9 +57,8 @@ What of the contents a Gemini model gets as the client sent them, through this m
 and :mod:`~hookgate.wire.translate.chat_to_gemini` (the texts as the policies left
 them): every turn of a conversation whose roles alternate, as the Gemini CLI's do, its
 text, inline data and function calls (ids, arguments, signatures) and responses, and
-the parts' metadata. Not quite: ``thought`` parts (above); several ``systemInstruction``
-parts (one, joined); several text parts of a model turn (one, joined), and text after a
-function call (before it); empty text parts (left out); consecutive turns of one role
+the parts' metadata. Not quite: ``thought`` parts (above); text after a function call
+in a model turn (before it); empty text parts (left out); consecutive turns of one role
 (one turn); a ``functionCall`` without ``args`` (``args: {}``); ``audio/mpeg`` data
 (``audio/mp3``); a ``functionResponse``'s fields but ``id``, ``name`` and ``response``.
 
@@ -279,8 +279,16 @@ def _texts(content: Any, where: str) -> list[str]:
 def _system(instruction: Any) -> list[dict[str, Any]]:
     if instruction is None:
         return []
-    text = "\n\n".join(t for t in _texts(instruction, "systemInstruction") if t)
-    return [{"role": "system", "content": text}] if text else []
+    texts = [t for t in _texts(instruction, "systemInstruction") if t]
+    return [{"role": "system", "content": _content(texts)}] if texts else []
+
+
+def _content(texts: list[str]) -> str | list[dict[str, Any]]:
+    """Chat content of texts: one as a string, several as text parts (one Gemini part
+    each, when translated back)."""
+    if len(texts) == 1:
+        return texts[0]
+    return [{"type": "text", "text": t} for t in texts]
 
 
 class _Conversation:
@@ -320,14 +328,16 @@ class _Conversation:
             if isinstance(part.get("functionCall"), Mapping):
                 calls.append(self._call(turn, j, part, at))
             elif isinstance(part.get("text"), str):
-                if not part.get("thought"):
+                if part["text"] and not part.get("thought"):
                     texts.append(part["text"])
             else:
                 raise _refuse_part(part, at)
-        text = "".join(texts)
-        if not text and not calls:
+        if not texts and not calls:
             return []
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": _content(texts) if texts else None,
+        }
         if calls:
             message["tool_calls"] = calls
         return [message]
