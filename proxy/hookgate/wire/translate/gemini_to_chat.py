@@ -102,6 +102,7 @@ import orjson
 
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, google_error
 from hookgate.wire import sse
+from hookgate.wire.translate.chat_chunks import read_chunk
 from hookgate.wire.translate.chat_to_gemini import ID_MARK, SIGNATURE_MARK, id_fields
 from hookgate.wire.translate.fields import arguments_object, count, mapping
 
@@ -605,10 +606,7 @@ class StreamTranslator:
             return []
         if sse.is_done(block):
             return self._stop()
-        try:
-            chunk = sse.object_of(block)
-        except ValueError:
-            raise UpstreamBadResponse("a chat stream chunk is not a JSON object") from None
+        chunk = read_chunk(block)
         if chunk is None:
             return []
         if isinstance(chunk.get("error"), Mapping):
