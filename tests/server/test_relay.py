@@ -460,6 +460,9 @@ def raw_request(url: str, request_line: str, body: bytes = b"") -> tuple[int, by
         "/v1/chat%2Fcompletions", "/v1/chat%2fcompletions", "/v1/chat/completions/",
         "/v1//chat/completions", "/v1/Chat/Completions", "/v1/chat/completions;x",
         "/v1/%63hat/completions", "/v1/EMBEDDINGS", "/v1/models/gpt-4o/",
+        # a client whose base URL ended in the version already: no API has these paths
+        "/v1/v1/chat/completions", "/v1/v1/messages", "/v1/v1beta/models/g:generateContent",
+        "/v1/V1/responses",
     ],
 )  # fmt: skip
 def test_generic_relay_refuses_paths_an_upstream_could_resolve_elsewhere(
@@ -471,6 +474,21 @@ def test_generic_relay_refuses_paths_an_upstream_could_resolve_elsewhere(
         )
         assert status in (400, 404), (method, path, status)
         assert orjson.loads(body)["error"]["message"]
+    assert upstream.requests == []
+
+
+def test_a_doubled_api_version_is_refused_saying_how_to_set_the_base_url(
+    proxy_url: str, upstream: FakeUpstream
+) -> None:
+    """``GOOGLE_GEMINI_BASE_URL=http://host/v1`` makes Gemini CLI send
+    ``/v1/v1beta/models/...``: it would have gone to the relay, past every policy."""
+    status, body = raw_request(
+        proxy_url, "POST /v1/v1beta/models/g:generateContent HTTP/1.1\r\nContent-Length: 2",
+        body=b"{}",
+    )  # fmt: skip
+    assert status == 400
+    message = orjson.loads(body)["error"]["message"]
+    assert "/v1/v1beta/" in message and "the host alone" in message
     assert upstream.requests == []
 
 

@@ -15,6 +15,7 @@ therefore refused here, and ``server.relay: false`` turns the relay off.
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -111,8 +112,9 @@ def path_problem(raw: str) -> str | None:
     percent-encoded), or None. Pure.
 
     Refused: ``.``/``..`` segments (also encoded), encoded or back slashes, ``;`` path
-    parameters, empty segments (``//``, a trailing ``/``), and any other spelling of a
-    model endpoint (case, percent-encoding), which some servers would route to it.
+    parameters, empty segments (``//``, a trailing ``/``), any other spelling of a
+    model endpoint (case, percent-encoding), which some servers would route to it, and a
+    path that starts with an API version again (:data:`_VERSIONED`).
     """
     lowered = raw.lower()
     if "%2f" in lowered or "%5c" in lowered or "\\" in raw:
@@ -127,6 +129,12 @@ def path_problem(raw: str) -> str | None:
     if "" in segments:
         return "may not contain empty segments ('//' or a trailing '/')"
     decoded = unquote(lowered)
+    if _VERSIONED.match(decoded):
+        return (
+            f"repeats the API version (/v1/{decoded.split('/')[1]}/...): the client's base URL "
+            "has one too many; give OpenAI clients http://HOST:PORT/v1, Anthropic and Gemini "
+            "ones the host alone"
+        )
     for endpoint in _MODEL_PATHS:
         if decoded == endpoint and raw != endpoint:
             return f"spells the model endpoint /v1{endpoint} differently; send it as written"
@@ -134,3 +142,8 @@ def path_problem(raw: str) -> str | None:
 
 
 _MODEL_PATHS = ("/chat/completions", "/responses", "/completions", "/embeddings", "/models")
+
+_VERSIONED = re.compile(r"^/v\d+(?:alpha|beta)?\d*(?:/|$)")
+"""A relayed path that starts with an API version again (``/v1/v1/chat/completions``,
+``/v1/v1beta/models/...``): a client whose base URL already ended in it. No API has such
+a path, and relaying it would send a model request past every policy."""
