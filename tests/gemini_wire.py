@@ -61,16 +61,18 @@ def _chunk(
     }
 
 
-def response(model: str, reply: synth.Reply) -> dict[str, Any]:
-    """The ``generateContent`` answer."""
+def response(model: str, reply: synth.Reply, **candidate: Any) -> dict[str, Any]:
+    """The ``generateContent`` answer; ``candidate``: more fields of its candidate (a
+    search's ``groundingMetadata``)."""
     return {
-        **_chunk(model, reply, _parts(reply), finishReason="STOP"),
+        **_chunk(model, reply, _parts(reply), finishReason="STOP", **candidate),
         "usageMetadata": _usage(reply),
     }
 
 
-def stream(model: str, reply: synth.Reply) -> list[bytes]:
-    """The ``streamGenerateContent?alt=sse`` event blocks."""
+def stream(model: str, reply: synth.Reply, **candidate: Any) -> list[bytes]:
+    """The ``streamGenerateContent?alt=sse`` event blocks; ``candidate``: more fields of
+    the last chunk's candidate (where Gemini sends a search's ``groundingMetadata``)."""
     chunks: list[dict[str, Any]] = []
     parts = _parts(reply)
     for part in parts:
@@ -84,7 +86,7 @@ def stream(model: str, reply: synth.Reply) -> list[bytes]:
     calls = [p for p in parts if "functionCall" in p]
     if calls:
         chunks.append(_chunk(model, reply, calls))
-    last = _chunk(model, reply, [{"text": ""}], finishReason="STOP")
+    last = _chunk(model, reply, [{"text": ""}], finishReason="STOP", **candidate)
     chunks.append({**last, "usageMetadata": _usage(reply)})
     return [b"data: " + orjson.dumps(chunk) + b"\r\n\r\n" for chunk in chunks]
 

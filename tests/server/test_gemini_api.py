@@ -20,6 +20,7 @@ from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
 from tests.conftest import CLIENT_KEY, TEST_STORE, ProxyFactory
 from tests.fakes import Events, FakeUpstream, LoopThread, Status
+from tests.gemini_wire import response as gemini_response
 from tests.gemini_wire import stream as gemini_stream
 from tests.waits import eventually
 
@@ -234,6 +235,79 @@ def test_a_fallback_gets_the_clients_settings_only_on_a_gemini_target(
     generate(gemini, False, "gemini-then-gpt", "hi", **settings)
     assert upstream.last.path == "/v1/chat/completions"
     assert not {"topK", "top_k", "thinkingConfig", "reasoning_effort"} & set(upstream.last.json())
+
+
+SEARCH = [
+    types.Tool(google_search=types.GoogleSearch()),
+    types.Tool(url_context=types.UrlContext()),
+]
+"""Google's own tools, as Gemini CLI's ``google_web_search`` and ``web_fetch`` ask."""
+
+
+def grounding(who: str) -> dict[str, Any]:
+    """What Gemini reports of a search that names ``who`` (the model's query holds it)."""
+    return {
+        "groundingMetadata": {
+            "webSearchQueries": [f"{who} homepage"],
+            "searchEntryPoint": {"renderedContent": f'<div class="chip">{who} homepage</div>'},
+            "groundingChunks": [{"web": {"uri": "https://example.com/j", "title": "example.com"}}],
+            "groundingSupports": [{
+                "segment": {"startIndex": 0, "endIndex": 12, "text": f"{who} has a page."},
+                "groundingChunkIndices": [0], "confidenceScores": [0.9],
+            }],
+        },
+        "urlContextMetadata": {"urlMetadata": [{
+            "retrievedUrl": "https://example.com/j",
+            "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS",
+        }]},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_googles_own_tools_reach_a_gemini_model_and_what_they_found_comes_back(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Google Search and URL context go to a model only Gemini serves, as the client sent
+    them (the policies see the call without them); the answer's grounding and URL context
+    metadata come back on the candidate, the placeholders in them restored."""
+    url = make_proxy(loaded=load_text(gemini_config(upstream, "policies:\n  - pii: {}\n")))
+    gemini = client(url)
+    ask = f"What does the web say about {EMAIL}?"
+    generate(gemini, stream, "gemini-2.5-flash", ask, tools=SEARCH)
+    assert upstream.last.json()["tools"] == [{"googleSearch": {}}, {"urlContext": {}}]
+    placeholder = _placeholder(upstream.last.body.decode())
+
+    reply = synth.Reply(text=f"{placeholder} has a page.")
+    found = grounding(placeholder)
+    upstream.push(
+        Events(gemini_stream("gemini-2.5-flash", reply, **found)) if stream
+        else Status(200, gemini_response("gemini-2.5-flash", reply, **found))
+    )  # fmt: skip
+    answer = generate(gemini, stream, "gemini-2.5-flash", ask, tools=SEARCH)
+    assert EMAIL not in upstream.last.body.decode()
+    assert text_of(answer) == f"{EMAIL} has a page."
+    (candidate,) = answer.candidates or []
+    got = candidate.model_dump(mode="json", by_alias=True, exclude_none=True)
+    expected = grounding(EMAIL)
+    assert got["groundingMetadata"] == expected["groundingMetadata"]
+    assert got["urlContextMetadata"] == expected["urlContextMetadata"]
+
+
+def test_googles_own_tools_are_refused_for_a_model_another_provider_may_serve(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+) -> None:
+    """GPT, or a fallback to it after Gemini, would not know the tools: a 400 naming
+    the tool, and nothing goes upstream."""
+    routes = "models:\n  gemini-then-gpt: [{provider: google, model: g}, {provider: gpt}]\n"
+    url = make_proxy(loaded=load_text(gemini_config(upstream).replace("models:\n", routes, 1)))
+    gemini = client(url)
+    for model in ("gpt-4o", "gemini-then-gpt"):
+        with pytest.raises(errors.ClientError) as refused:
+            generate(gemini, False, model, "news?", tools=SEARCH)
+        assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
+        assert "tools[0].googleSearch" in (refused.value.message or "")
+        assert "Gemini provider" in (refused.value.message or "")
+    assert not upstream.requests
 
 
 def test_an_openai_target_gets_chat_completions(

@@ -13,7 +13,10 @@
   sent, apart from what the policies changed), an Anthropic one as Messages, an OpenAI
   one as it is. The answer, its stream and its errors come back in Gemini's
   shapes. A stream without ``alt=sse`` (Gemini's JSON array) is refused: Gemini CLI and
-  the SDKs ask for SSE.
+  the SDKs ask for SSE. Google's own tools (``googleSearch``, ``urlContext``: Gemini CLI's
+  ``google_web_search`` and ``web_fetch``) go through when every target of the model is
+  a Gemini provider, and are refused (400) when any is not; what they report
+  (``groundingMetadata``, ``urlContextMetadata``) comes back on the candidate.
 * ``POST /v1beta/models/{model}:countTokens``: hookgate's count of the prompt
   (``{"totalTokens"}``, the budget's tiktoken estimate, ``x-hookgate-token-count:
   estimated``), whatever the target: nothing goes upstream.
@@ -85,7 +88,8 @@ async def _post(request: web.Request) -> web.StreamResponse:
         body = await read_json(request, runtime)
         targets = runtime.router.targets(model)
         chat = gemini_to_chat.request(body, model=model, stream=stream,
-                                      reasoning=_all_reason(targets, model))  # fmt: skip
+                                      reasoning=_all_reason(targets, model),
+                                      google_tools=_all_gemini(runtime, targets))  # fmt: skip
         return ModelCall(
             api="chat.completions",
             payload=JsonBody.from_data(chat),
@@ -113,6 +117,13 @@ def _all_reason(targets: Sequence[Target], model: str) -> bool:
     )
 
 
+def _all_gemini(runtime: Runtime, targets: Sequence[Target]) -> bool:
+    """Whether every target is a Gemini provider's, so Google's own tools may go to
+    whichever serves the call (a fallback takes only the route's targets)."""
+    providers = runtime.config.providers
+    return all(providers[t.provider].type == "gemini" for t in targets)
+
+
 async def count_tokens(request: web.Request, model: str) -> web.Response:
     """``:countTokens``: the prompt of ``contents`` (or of a whole
     ``generateContentRequest``) counted as the budget counts it."""
@@ -124,7 +135,8 @@ async def count_tokens(request: web.Request, model: str) -> web.Response:
     inner = body.get("generateContentRequest")
     if isinstance(inner, Mapping):
         body = dict(inner)
-    chat = gemini_to_chat.request(body, model=model, stream=False, reasoning=False)
+    chat = gemini_to_chat.request(body, model=model, stream=False, reasoning=False,
+                                  google_tools=True)  # fmt: skip
     count = tokens.prompt_tokens("chat.completions", model, chat)
     return web.json_response(
         {"totalTokens": count}, headers={"x-hookgate-token-count": "estimated"}

@@ -12,6 +12,10 @@ Anthropic Messages: ``text_delta`` and ``input_json_delta`` (the tool input's pa
 JSON) of each content block, completed by the block's ``content_block_stop``; thinking
 deltas pass untouched (a signature covers them).
 
+Each string a chat choice carries from a Gemini model's candidate (its search
+grounding: :data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_KEY`) is given to
+the transform whole, as a string of its own, as Messages citations are.
+
 Events that are not JSON are passed through unchanged.
 """
 
@@ -22,6 +26,7 @@ from typing import Any, ClassVar
 
 from hookgate.wire import sse
 from hookgate.wire.deltas import DeltaKey, DeltaKind, StreamTransform
+from hookgate.wire.translate.chat_to_gemini import CANDIDATE_KEY
 
 
 def rewriter_for(api: str, transform: StreamTransform) -> StreamRewriter:
@@ -66,6 +71,7 @@ class ChoicesRewriter(StreamRewriter):
         self._chat = text_field == "content"
         self._open: dict[int, set[DeltaKey]] = {}
         self._last: dict[str, Any] | None = None
+        self._whole = 0
 
     async def feed(self, block: bytes) -> list[bytes]:
         if sse.is_done(block):
@@ -86,6 +92,8 @@ class ChoicesRewriter(StreamRewriter):
             delta = choice.get("delta")
             if isinstance(delta, dict):
                 choice = {**choice, "delta": await self._delta(index, delta, keys)}
+            if CANDIDATE_KEY in choice:
+                choice = {**choice, CANDIDATE_KEY: await self._strings(choice[CANDIDATE_KEY])}
         elif isinstance(choice.get("text"), str):
             key = DeltaKey("text", index)
             keys.add(key)
@@ -106,6 +114,19 @@ class ChoicesRewriter(StreamRewriter):
         if isinstance(calls, list):
             out["tool_calls"] = [await self._tool_call(index, c, keys) for c in calls]
         return out
+
+    async def _strings(self, value: Any) -> Any:
+        """``value`` with each string in it transformed whole (a key of its own each:
+        choice -1 and on, which no choice uses)."""
+        if isinstance(value, str):
+            self._whole += 1
+            key = DeltaKey("text", -self._whole)
+            return await self.transform.delta(key, value) + await self.transform.end(key)
+        if isinstance(value, list):
+            return [await self._strings(v) for v in value]
+        if isinstance(value, dict):
+            return {k: await self._strings(v) for k, v in value.items()}
+        return value
 
     async def _tool_call(self, index: int, call: Any, keys: set[DeltaKey]) -> Any:
         function = call.get("function") if isinstance(call, dict) else None

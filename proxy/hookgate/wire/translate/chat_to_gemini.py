@@ -87,7 +87,11 @@ A prompt Gemini blocked (no candidates, a ``promptFeedback.blockReason``) is one
 with ``content`` None and ``finish_reason`` ``content_filter``. ``id`` is Gemini's
 ``responseId`` prefixed ``chatcmpl-`` (a random one when there is none); ``model`` is
 the caller's ``model`` argument (Gemini's ``modelVersion`` is not used), in answers and
-streams alike. Usage: see :func:`_chat_usage`. Errors: :func:`error`.
+streams alike. Usage: see :func:`_chat_usage`. Errors: :func:`error`. What Google's own
+tools report (:data:`CANDIDATE_FIELDS`: ``groundingMetadata``, ``urlContextMetadata``)
+rides on the choice as it is, under :data:`CANDIDATE_KEY` (in a stream, on a chunk of
+its own with an empty ``delta``, for each Gemini chunk that carries it), for a Gemini
+client's door to put back; only a Gemini client's call can ask for those tools.
 """
 
 from __future__ import annotations
@@ -164,6 +168,16 @@ _REFUSED: Mapping[str, str] = {
 """Fields refused when set to a value that has an effect (see
 :func:`~hookgate.wire.translate.fields.check_chat_fields`), and
 why they cannot be honoured."""
+
+CANDIDATE_FIELDS = ("groundingMetadata", "urlContextMetadata")
+"""A Gemini candidate's fields chat has none for, which a chat choice carries as they are
+(under :data:`CANDIDATE_KEY`): what Google's own tools (Search, URL context) read, which
+a Gemini API client calling through hookgate gets back on its candidate
+(:mod:`~hookgate.wire.translate.gemini_to_chat`). Only a Gemini client can ask for those
+tools, so only its calls are answered with them."""
+
+CANDIDATE_KEY = "gemini_candidate"
+"""The chat choice's field holding :data:`CANDIDATE_FIELDS`."""
 
 _CONTENT_FILTER = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
@@ -625,14 +639,13 @@ def response(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
         finish_reason = "content_filter"
     else:
         message, finish_reason = _message(candidate)
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
     return {
         "id": _completion_id(body.get("responseId")),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
-        ],
+        "choices": [{**choice, **_candidate_fields(candidate or {})}],
         "usage": _chat_usage(mapping(body.get("usageMetadata"))),
     }
 
@@ -679,6 +692,12 @@ def _parts_of(candidate: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
         raise UpstreamBadResponse("a Gemini candidate's parts are not an array of objects")
     return parts
+
+
+def _candidate_fields(candidate: Mapping[str, Any]) -> dict[str, Any]:
+    """``{CANDIDATE_KEY: ...}`` with the candidate's :data:`CANDIDATE_FIELDS`, or nothing."""
+    fields = {k: candidate[k] for k in CANDIDATE_FIELDS if candidate.get(k) is not None}
+    return {CANDIDATE_KEY: fields} if fields else {}
 
 
 def _block_reason(body: Mapping[str, Any]) -> str | None:
@@ -833,6 +852,10 @@ class StreamTranslator:
             return out
         for part in _parts_of(candidate):
             out += self._part(part)
+        fields = _candidate_fields(candidate)
+        if fields:
+            choice = {"index": 0, "delta": {}, "finish_reason": None, "logprobs": None}
+            out.append(self._chunks.chunk([{**choice, **fields}]))
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason:
             out += self._stop(_finish_reason(reason, self._tool_calls > 0))

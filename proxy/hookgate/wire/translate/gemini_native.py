@@ -17,8 +17,12 @@ changed (``pii`` redacting a tool description, a budget lowering ``max_tokens``)
 as translated from the chat request, which holds the change. Settings chat has no field
 for are always the client's: ``generationConfig.topK``, ``mediaResolution``,
 ``responseModalities``, ``candidateCount``, ``responseLogprobs``, ``safetySettings``, and
-``systemInstruction.role``. Every other target never sees them. The result is then fitted
-to its model as any translated call is (:mod:`hookgate.wire.translate.fit`).
+``systemInstruction.role``; and Google's own tools (``googleSearch``, ``urlContext``:
+:data:`~hookgate.wire.translate.gemini_to_chat.GOOGLE_TOOLS`), which the door lets
+through only when every target is a Gemini model, leaving them out of the chat request
+(the policies see the call without them). Every other target never sees them. The
+result is then fitted to its model as any translated call is
+(:mod:`hookgate.wire.translate.fit`).
 
 Nothing kept here holds text no policy has seen: a group with text in it (tool
 descriptions and schemas, ``stopSequences``, the output schema) is sent as the client
@@ -99,14 +103,21 @@ class GeminiRequest:
     (:data:`_PART_METADATA`)."""
     chat: Mapping[str, Any]
     """The door's chat values of the fields :func:`restore` compares (absent: not set)."""
+    google_tools: tuple[Mapping[str, Any], ...] = ()
+    """Google's own tools it sent (:data:`~.gemini_to_chat.GOOGLE_TOOLS`), one
+    ``{kind: settings}`` each: the chat request has no form of them, so they always go
+    back."""
 
 
 def of(body: Mapping[str, Any], chat: Mapping[str, Any]) -> GeminiRequest:
     """What ``body``, a ``GenerateContentRequest`` the door translated to ``chat``, has
     that ``chat`` cannot carry (see the module docstring)."""
     fields: dict[str, Any] = {}
+    google: list[Mapping[str, Any]] = []
     if isinstance(body.get("tools"), list):
         fields["tools"] = [_tool(tool) for tool in body["tools"]]
+        google = [{k: v} for t in body["tools"] for k, v in mapping(t).items()
+                  if k != "functionDeclarations"]  # fmt: skip
     calling = mapping(body.get("toolConfig")).get("functionCallingConfig")
     if calling is not None:
         fields["toolConfig"] = {"functionCallingConfig": calling}
@@ -120,6 +131,7 @@ def of(body: Mapping[str, Any], chat: Mapping[str, Any]) -> GeminiRequest:
         system_role=role if isinstance(role, str) else None,
         chat={f: chat[f] for f in _CHAT_FIELDS if f in chat},
         turns=tuple(_turn(c) for c in contents) if isinstance(contents, list) else (),
+        google_tools=tuple(google),
     )
 
 
@@ -171,6 +183,8 @@ def restore(
         return all(chat.get(f) == kept.chat.get(f) for f in fields)
 
     out = _merged(translated, kept.fields, _GROUPS, unchanged)
+    if kept.google_tools and not unchanged(("tools",)):
+        out["tools"] = [*out.get("tools", ()), *kept.google_tools]
     out.pop("generationConfig", None)
     config = _merged(
         mapping(translated.get("generationConfig")),

@@ -103,7 +103,7 @@ import orjson
 from hookgate.errors import InvalidRequest, UpstreamBadResponse, google_error
 from hookgate.wire import sse
 from hookgate.wire.translate.chat_chunks import read_chunk
-from hookgate.wire.translate.chat_to_gemini import ID_MARK, SIGNATURE_MARK, id_fields
+from hookgate.wire.translate.chat_to_gemini import CANDIDATE_KEY, ID_MARK, SIGNATURE_MARK, id_fields
 from hookgate.wire.translate.fields import arguments_object, count, mapping
 
 _TRANSLATED = frozenset({"contents", "systemInstruction", "tools", "toolConfig",
@@ -118,6 +118,14 @@ _CONFIG_TRANSLATED = frozenset(
 )  # fmt: skip
 _CONFIG_DROPPED = frozenset({"topK", "thinkingConfig", "mediaResolution"})
 
+GOOGLE_TOOLS = frozenset({"googleSearch", "urlContext"})
+"""Google's own tools a Gemini model may be given through hookgate: Gemini runs them and
+answers in text, with what it read in the candidate's ``groundingMetadata`` and
+``urlContextMetadata`` (:data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_FIELDS`),
+which the chat answer carries back. The others are refused: code execution answers in
+parts chat cannot carry (``executableCode``, ``codeExecutionResult``), Maps needs the
+user's location, file search Gemini-side stores, computer use its own action loop."""
+
 _FINISH_REASONS: Mapping[str, str] = {
     "stop": "STOP",
     "tool_calls": "STOP",
@@ -131,12 +139,19 @@ _AUDIO_FORMATS: Mapping[str, str] = {"audio/wav": "wav", "audio/mp3": "mp3", "au
 
 
 def request(
-    body: Mapping[str, Any], *, model: str, stream: bool, reasoning: bool
+    body: Mapping[str, Any],
+    *,
+    model: str,
+    stream: bool,
+    reasoning: bool,
+    google_tools: bool = False,
 ) -> dict[str, Any]:
     """The chat-completions request for a Gemini ``GenerateContentRequest`` ``body`` to
     ``model`` (named in the URL), streamed or not; ``reasoning``: every model that may
-    serve it reasons (see the module docstring). Raises :class:`InvalidRequest` for a
-    field or content that cannot be translated."""
+    serve it reasons; ``google_tools``: every model that may serve it is a Gemini model,
+    so Google's own tools (:data:`GOOGLE_TOOLS`) are left out of the chat request rather
+    than refused (see the module docstring). Raises :class:`InvalidRequest` for a field or
+    content that cannot be translated."""
     _check_fields(body)
     contents = body.get("contents")
     if not isinstance(contents, list):
@@ -149,7 +164,7 @@ def request(
     effort = _effort(mapping(config.get("thinkingConfig"))) if reasoning else None
     if effort is not None:
         out["reasoning_effort"] = effort
-    _translate_tools(body, out)
+    _translate_tools(body, out, google_tools=google_tools)
     if stream:
         out["stream"] = True
         out["stream_options"] = {"include_usage": True}
@@ -444,7 +459,7 @@ def _inline(data: Mapping[str, Any], where: str) -> dict[str, Any]:
 # -- tools -----------------------------------------------------------------------------
 
 
-def _translate_tools(body: Mapping[str, Any], out: dict[str, Any]) -> None:
+def _translate_tools(body: Mapping[str, Any], out: dict[str, Any], *, google_tools: bool) -> None:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise InvalidRequest("tools must be a list", param="tools")
@@ -454,8 +469,18 @@ def _translate_tools(body: Mapping[str, Any], out: dict[str, Any]) -> None:
         if not isinstance(tool, Mapping):
             raise InvalidRequest(f"{where} must be an object", param=where)
         for kind, value in tool.items():
+            if kind in GOOGLE_TOOLS and google_tools:
+                continue
+            if kind in GOOGLE_TOOLS:
+                raise _refuse(
+                    f"{where}.{kind}",
+                    "Google's own tools go only to a model "
+                    "every target of which is a Gemini provider",
+                    "unsupported_value",
+                )
             if kind != "functionDeclarations":
-                raise _refuse(f"{where}.{kind}", "only function declarations are translated",
+                raise _refuse(f"{where}.{kind}", "only function declarations (and, for a "
+                              "Gemini model, googleSearch and urlContext) are translated",
                               code="unsupported_value")  # fmt: skip
             if not isinstance(value, list):
                 raise InvalidRequest(f"{where}.{kind} must be a list", param=f"{where}.{kind}")
@@ -543,6 +568,7 @@ def response(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
         "content": {"role": "model", "parts": parts},
         "finishReason": finish_reason(choices[0].get("finish_reason")),
         "index": 0,
+        **_gemini_fields(choices[0]),
     }
     return {
         "candidates": [candidate],
@@ -550,6 +576,12 @@ def response(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
         "modelVersion": model,
         "responseId": str(body.get("id") or ""),
     }
+
+
+def _gemini_fields(choice: Mapping[str, Any]) -> dict[str, Any]:
+    """The Gemini candidate's own fields a chat choice carries from a Gemini model
+    (:data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_KEY`), as they are."""
+    return dict(mapping(choice.get(CANDIDATE_KEY)))
 
 
 def finish_reason(reason: Any) -> str:
@@ -598,6 +630,7 @@ class StreamTranslator:
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: Any = None
         self._usage: Mapping[str, Any] = {}
+        self._gemini: dict[str, Any] = {}
 
     def feed(self, block: bytes) -> list[bytes]:
         """The Gemini event blocks for one chat SSE block. Raises
@@ -634,6 +667,7 @@ class StreamTranslator:
             for call in delta.get("tool_calls") or ():
                 if isinstance(call, Mapping):
                     self._gather(call)
+            self._gemini.update(_gemini_fields(choices[0]))
             if choices[0].get("finish_reason"):
                 self._finish = choices[0]["finish_reason"]
         if isinstance(chunk.get("usage"), Mapping):
@@ -669,4 +703,5 @@ class StreamTranslator:
                                                        "arguments": c["arguments"]}})
             for _, c in sorted(self._calls.items())
         ]  # fmt: skip
-        return [self._chunk(parts or [{"text": ""}], finishReason=finish_reason(self._finish))]
+        return [self._chunk(parts or [{"text": ""}], finishReason=finish_reason(self._finish),
+                            **self._gemini)]  # fmt: skip
