@@ -59,6 +59,25 @@ def test_chat_flushes_at_done_when_no_finish_reason() -> None:
     assert text == "XYZ"
 
 
+def test_a_gemini_candidates_strings_are_each_transformed_whole() -> None:
+    """What a chat choice carries from a Gemini candidate (a search's grounding) is
+    transformed string by string, nothing held back, the rest as it was."""
+    grounding = {
+        "groundingMetadata": {
+            "webSearchQueries": ["ab", "cd"],
+            "groundingChunks": [{"web": {"title": "ef"}}],
+            "groundingSupports": [{"groundingChunkIndices": [0]}],
+        }
+    }
+    choice = {"index": 0, "delta": {}, "finish_reason": None, "gemini_candidate": grounding}
+    block = sse.encode({"id": "c", "object": "chat.completion.chunk", "choices": [choice]})
+    (event,) = run("chat.completions", [block])
+    assert event["choices"][0]["gemini_candidate"] == {"groundingMetadata": {
+        "webSearchQueries": ["AB", "CD"], "groundingChunks": [{"web": {"title": "EF"}}],
+        "groundingSupports": [{"groundingChunkIndices": [0]}],
+    }}  # fmt: skip
+
+
 def test_legacy_completions() -> None:
     events = run(
         "completions", list(synth.completion_stream("m", synth.Reply(text="hello", pieces=2)))

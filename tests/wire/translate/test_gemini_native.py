@@ -59,10 +59,14 @@ REQUEST: dict[str, Any] = {
 }  # fmt: skip
 
 
-def through(body: dict[str, Any], *, reasoning: bool = True, change: Any = None) -> dict[str, Any]:
-    """``body`` through the door, the pipeline (``change`` edits the chat request) and
-    the Gemini leg, as the translating provider runs it."""
-    chat = gemini_to_chat.request(body, model="gemini-2.5-flash", stream=True, reasoning=reasoning)
+def through(
+    body: dict[str, Any], *, reasoning: bool = True, change: Any = None, google: bool = False
+) -> dict[str, Any]:
+    """``body`` through the door (``google``: to a model only Gemini serves), the pipeline
+    (``change`` edits the chat request) and the Gemini leg, as the translating provider
+    runs it."""
+    chat = gemini_to_chat.request(body, model="gemini-2.5-flash", stream=True,
+                                  reasoning=reasoning, google_tools=google)  # fmt: skip
     kept = gemini_native.of(body, chat)
     passed = copy.deepcopy(chat)
     if change is not None:
@@ -119,7 +123,7 @@ def test_the_texts_come_from_the_chat_request() -> None:
 
 def test_output_schemas_of_functions_and_retrieval_settings_are_left_out() -> None:
     """Text no policy reads (a function's output schema) and the user's location (for
-    tools hookgate does not translate) are not sent."""
+    Google's Search and Maps tools; personal data no policy reads) are not sent."""
     body = {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
         "tools": [{"functionDeclarations": [{
@@ -146,3 +150,29 @@ def test_part_metadata_goes_back_only_to_the_turns_it_pairs_with() -> None:
     assert through(body) == REQUEST
     sent = through(body, change=drop_first)
     assert sent["contents"][0]["parts"][0] == {"text": "Looking it up."}
+
+
+def test_googles_own_tools_go_back_beside_the_functions_the_pipeline_changed() -> None:
+    """Search and URL context are not in the chat request (the policies see functions
+    only), and always go back: as the client sent them while the functions are as the
+    door wrote them, else after the pipeline's functions."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "news about Oslo?"}]}],
+        "tools": [{"googleSearch": {}},
+                  {"functionDeclarations": [{"name": "f", "description": "Oslo"}],
+                   "urlContext": {}}],
+    }  # fmt: skip
+    chat = gemini_to_chat.request(body, model="m", stream=False, reasoning=False,
+                                  google_tools=True)  # fmt: skip
+    assert [t["function"]["name"] for t in chat["tools"]] == ["f"]
+    assert through(body, google=True) == body
+
+    def redact(chat: dict[str, Any]) -> None:
+        chat["tools"][0]["function"]["description"] = "<LOCATION_1>"
+
+    sent = through(body, google=True, change=redact)
+    assert sent["tools"] == [
+        {"functionDeclarations": [{"name": "f", "description": "<LOCATION_1>"}]},
+        {"googleSearch": {}},
+        {"urlContext": {}},
+    ]

@@ -194,6 +194,53 @@ def test_what_cannot_be_translated_is_refused_naming_the_field(
     assert refused.value.param == param
 
 
+def test_googles_own_tools_are_left_to_a_gemini_model_and_refused_for_any_other() -> None:
+    """Search and URL context are left out of the chat request when only Gemini serves
+    the model; refused when another may; the tools chat cannot answer are refused always."""
+    body = {"contents": [{"role": "user", "parts": [{"text": "news?"}]}],
+            "tools": [{"googleSearch": {}}, {"urlContext": {}}]}  # fmt: skip
+    chat = gemini_to_chat.request(body, model="m", stream=False, reasoning=False,
+                                  google_tools=True)  # fmt: skip
+    assert "tools" not in chat and "tool_choice" not in chat
+    with pytest.raises(InvalidRequest) as refused:
+        gemini_to_chat.request(body, model="m", stream=False, reasoning=False)
+    assert refused.value.param == "tools[0].googleSearch"
+    assert "every target of which is a Gemini provider" in str(refused.value)
+    for tool in ({"codeExecution": {}}, {"googleMaps": {}}, {"fileSearch": {}}):
+        with pytest.raises(InvalidRequest) as never:
+            gemini_to_chat.request({**body, "tools": [tool]}, model="m", stream=False,
+                                   reasoning=False, google_tools=True)  # fmt: skip
+        assert never.value.param == f"tools[0].{next(iter(tool))}"
+
+
+GROUNDING = {
+    "groundingMetadata": {"webSearchQueries": ["oslo news"],
+                          "groundingChunks": [{"web": {"uri": "https://x.no", "title": "x.no"}}]},
+    "urlContextMetadata": {"urlMetadata": [{"retrievedUrl": "https://x.no"}]},
+}  # fmt: skip
+
+
+def test_what_googles_tools_found_comes_back_on_the_candidate() -> None:
+    """A Gemini answer's grounding rides the chat choice (chat_to_gemini) and is put back
+    on the candidate as it was, answered whole or streamed (on the last chunk)."""
+    gemini = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Calm."}]},
+                              "finishReason": "STOP", "index": 0, **GROUNDING}],
+              "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}}  # fmt: skip
+    chat = chat_to_gemini.response(gemini, model="g")
+    (candidate,) = gemini_to_chat.response(chat, model="g")["candidates"]
+    assert {k: candidate[k] for k in GROUNDING} == GROUNDING
+
+    upstream = chat_to_gemini.StreamTranslator(model="g", include_usage=True)
+    door = gemini_to_chat.StreamTranslator(model="g")
+    blocks = [sse.encode(gemini)]
+    out = [b for block in blocks for chat_block in upstream.feed(block)
+           for b in door.feed(chat_block)]  # fmt: skip
+    *first, last = [types.GenerateContentResponse.model_validate(sse.json_of(b)) for b in out]
+    assert all(c.candidates[0].grounding_metadata is None for c in first)  # type: ignore[index]
+    got = last.candidates[0].model_dump(mode="json", by_alias=True, exclude_none=True)  # type: ignore[index]
+    assert {k: got[k] for k in GROUNDING} == GROUNDING
+
+
 def answer(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
