@@ -31,8 +31,8 @@ texts of both forms are the same. So left out, with their reason:
 
 * a function declaration's ``response`` and ``responseJsonSchema`` (its output's schema):
   text chat has no field for, so no policy would have read it; a model takes it as a hint.
-* ``toolConfig.retrievalConfig`` (the user's location, for the Maps and Search tools,
-  which hookgate does not translate) and ``labels`` (Vertex AI's billing labels, which
+* ``toolConfig.retrievalConfig`` (the user's location, for the Maps and Search tools:
+  personal data no policy reads) and ``labels`` (Vertex AI's billing labels, which
   Gemini's API, the one hookgate calls, refuses).
 
 What chat carries is taken from the chat request, the policies' version of it:

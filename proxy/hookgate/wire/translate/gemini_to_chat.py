@@ -35,8 +35,13 @@ Request (:func:`request`), field by field:
 * refused with :class:`~hookgate.errors.InvalidRequest` (``param`` naming the field):
   ``cachedContent`` (a Gemini cache), ``candidateCount`` above 1, log probabilities,
   audio or image output (``responseModalities``, ``speechConfig``, ``imageConfig``),
-  tools other than function declarations (Google Search, code execution, URL context,
-  file search, ...), and any unknown field (code ``unknown_parameter``).
+  tools other than function declarations (code execution, Maps, file search, ...; and
+  Google Search and URL context unless every model that may serve the call is a Gemini
+  model: ``google_tools``, :data:`GOOGLE_TOOLS`), and any unknown field (code
+  ``unknown_parameter``).
+* Google Search and URL context (``google_tools``): left out of the chat request, so the
+  policies see the call without them, and given back to the Gemini model by
+  :mod:`~hookgate.wire.translate.gemini_native`.
 
 Contents: ``systemInstruction`` text parts become one leading ``system`` message (its
 content a string, or text parts when there are several). A ``user`` turn (or one
@@ -79,14 +84,19 @@ them, so no policy reads their text, and a Gemini target does not get them back
 either). ``toolConfig.functionCallingConfig.mode`` ``AUTO`` and ``VALIDATED`` →
 ``auto``, ``NONE`` → ``none``, ``ANY`` → ``required``, or the named function when
 ``allowedFunctionNames`` names one (several are refused); ``toolConfig.retrievalConfig``
-(the user's location, for Google's Maps and Search tools, which are refused) is dropped.
+(the user's location, for Google's Maps and Search tools: personal data no policy reads)
+is dropped.
 
 Answers (:func:`response`, :class:`StreamTranslator`): ``reasoning_content`` → a
 ``thought`` part, ``content`` and ``refusal`` → text parts, ``tool_calls`` →
 ``functionCall`` parts (the arguments parsed; ``id`` and ``thoughtSignature`` as a chat
 id made by the Gemini translation carries them, none when it carries none, as Gemini
 sent none; another provider's chat id as ``id``).
-``finish_reason`` → ``finishReason`` (:data:`_FINISH_REASONS`). Usage: see
+``finish_reason`` → ``finishReason`` (:data:`_FINISH_REASONS`). What Google's tools
+reported (``groundingMetadata``, ``urlContextMetadata``), which a Gemini model's chat
+choice carries (:data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_KEY`, as the
+pipeline left it: pii restores its placeholders), goes back on the candidate (in a
+stream, on the last chunk, where Gemini sends it). Usage: see
 :func:`usage_metadata`. Errors are written in Google's shape by the server
 (:meth:`~hookgate.errors.HookgateError.to_google_body`).
 """
@@ -617,8 +627,9 @@ class StreamTranslator:
     <GenerateContentResponse>``) it makes: one per ``content`` delta (a text part) and per
     ``reasoning_content`` delta (a ``thought`` part), as they arrive. A tool call's pieces
     are gathered and sent whole, as Gemini sends a ``functionCall``, in the last chunk,
-    which carries the ``finishReason`` and the usage: it is written when the usage chunk
-    after the ``finish_reason`` arrives, or at ``[DONE]``. An error chunk becomes
+    which carries the ``finishReason``, the usage and what Google's tools reported: it
+    is written when the usage chunk after the ``finish_reason`` arrives, or at
+    ``[DONE]``. An error chunk becomes
     ``data: {"error": {"code", "message", "status"}}``. Both set :attr:`finished`; blocks
     fed after that are ignored.
     """
