@@ -8,7 +8,9 @@ A tool round trip: the prompt carries an e-mail address; the scripted model asks
 placeholder, the only form the upstream ever sees); the CLI runs the command with the
 real address (the file holds it); the command's output goes back (redacted upstream);
 the model's answer quoting the placeholder reaches the user with the address, streamed
-as it is written. What the CLI sends is written down in ``docs/notes/gemini-cli-wire.md``.
+as it is written. And a web search: the CLI's ``google_web_search`` calls the model with
+Google Search, which hookgate passes to a Gemini model, and reads the answer's grounding.
+What the CLI sends is written down in ``docs/notes/gemini-cli-wire.md``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from hookgate.redaction.placeholders import placeholder
 from hookgate.store.sqlite import SQLiteStore
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory
-from tests.fakes import FakeUpstream, LoopThread
+from tests.fakes import FakeUpstream, LoopThread, Status
+from tests.gemini_wire import response as gemini_response
 from tests.services import client_binary
 
 EMAIL = "jane.doe@example.com"
@@ -282,3 +285,52 @@ def test_gemini_cli_a_gemini_upstream_gets_what_the_cli_sent(
         assert EMAIL.encode() not in call.body
     for i, (call, sent) in enumerate(zip(through, straight, strict=True)):
         assert _with_values(call.body, masked) == sent, i
+
+
+def web_search(query: str) -> synth.ToolCall:
+    return synth.ToolCall("unused", "google_web_search", json.dumps({"query": query}))
+
+
+@pytest.mark.slow
+def test_gemini_cli_searches_the_web_through_hookgate(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, loop_thread: LoopThread, tmp_path: Path
+) -> None:
+    """The model asks for ``google_web_search`` (its query naming the address's
+    placeholder); the CLI makes its own ``generateContent`` call with Google Search, which
+    reaches the Gemini upstream with the tool (the query as the placeholder); the answer's
+    ``groundingMetadata`` comes back to the CLI, which lists its sources and cites them
+    in the tool's result, with the real address; the model reads that, redacted."""
+    store = tmp_path / "hookgate.db"
+    masked = stand_in(loop_thread, store)
+    providers = (
+        f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-up'}}\n"
+    )
+    url = make_proxy(loaded=load_text(pii_config(store, providers, "{provider: google}")))
+    found = f"{masked} won the regional chess open."
+    grounding = {"groundingMetadata": {
+        "webSearchQueries": [f"{masked} news"],
+        "groundingChunks": [{"web": {"uri": "https://news.example/chess", "title": "Chess News"}}],
+        "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": len(found.encode()),
+                                           "text": found}, "groundingChunkIndices": [0]}],
+    }}  # fmt: skip
+    upstream.push(
+        synth.Reply(tool_calls=[web_search(f"{masked} news")]),
+        Status(200, gemini_response("gemini-3-flash-preview", synth.Reply(found), **grounding)),
+        synth.Reply(f"{masked} won a chess open [1]."),
+    )
+
+    events = run_gemini(url.removesuffix("/v1"), tmp_path, f"Search the web for news of {EMAIL}")
+
+    assert answer_of(events) == f"{EMAIL} won a chess open [1]."
+    calls = [r for r in upstream.requests if r.path.startswith("/v1beta/models/")]
+    assert len(calls) == 3
+    search = calls[1]
+    assert search.path.endswith(":generateContent")  # the CLI's own call, not streamed
+    assert search.json()["tools"] == [{"googleSearch": {}}]
+    assert search.json()["contents"] == [{"role": "user", "parts": [{"text": f"{masked} news"}]}]
+    for call in calls:
+        assert EMAIL.encode() not in call.body
+    (result,) = calls[2].json()["contents"][-1]["parts"]
+    output = result["functionResponse"]["response"]["output"]
+    assert "Sources:\n[1] Chess News (https://news.example/chess)" in output
+    assert f"{masked} won the regional chess open." in output
