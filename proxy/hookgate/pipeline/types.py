@@ -112,7 +112,7 @@ class ModelCall:
     gemini: GeminiRequest | None = None
     """For a call a Gemini API client made (run as Chat Completions): its settings chat
     cannot carry (``topK``, ``safetySettings``, its exact ``thinkingConfig`` and tool
-    schemas...), which a Gemini target gets back and every other ignores
+    schemas, Google Search...), which a Gemini target gets back and every other ignores
     (:mod:`hookgate.wire.translate.gemini_native`). Copies made by ``with_*`` and
     ``dataclasses.replace`` keep it; a new call a policy makes (a summary) has none."""
 
