@@ -241,6 +241,29 @@ def test_what_googles_tools_found_comes_back_on_the_candidate() -> None:
     assert {k: got[k] for k in GROUNDING} == GROUNDING
 
 
+def test_a_segment_moved_by_a_restored_value_is_placed_on_its_text_again() -> None:
+    """pii restored a value longer than its placeholder before the second segment (its
+    text restored too, its offsets the model's): the offsets are set where its text is
+    (UTF-8 bytes); a segment whose offsets still span its text is left as it was."""
+    text = "jane.doe@example.com won. Chess is fun, é."
+    supports = [
+        {"segment": {"endIndex": 25, "text": "jane.doe@example.com won."}},
+        {"segment": {"startIndex": 23, "endIndex": 38, "text": "Chess is fun, é."},
+         "groundingChunkIndices": [0]},
+    ]  # fmt: skip
+    grounding = {"groundingMetadata": {"groundingSupports": supports}}
+    choice = {"index": 0, "finish_reason": "stop", "gemini_candidate": grounding,
+              "message": {"role": "assistant", "content": text}}  # fmt: skip
+    chat = {"id": "c", "choices": [choice], "usage": {}}
+    (candidate,) = gemini_to_chat.response(chat, model="g")["candidates"]
+    first, second = candidate["groundingMetadata"]["groundingSupports"]
+    assert first == supports[0]
+    assert second == {**supports[1], "segment": {
+        "startIndex": 26, "endIndex": 26 + len("Chess is fun, é.".encode()),
+        "text": "Chess is fun, é.",
+    }}  # fmt: skip
+
+
 def answer(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",

@@ -578,7 +578,7 @@ def response(body: Mapping[str, Any], *, model: str) -> dict[str, Any]:
         "content": {"role": "model", "parts": parts},
         "finishReason": finish_reason(choices[0].get("finish_reason")),
         "index": 0,
-        **_gemini_fields(choices[0]),
+        **_placed(_gemini_fields(choices[0]), _text(message.get("content"))),
     }
     return {
         "candidates": [candidate],
@@ -592,6 +592,46 @@ def _gemini_fields(choice: Mapping[str, Any]) -> dict[str, Any]:
     """The Gemini candidate's own fields a chat choice carries from a Gemini model
     (:data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_KEY`), as they are."""
     return dict(mapping(choice.get(CANDIDATE_KEY)))
+
+
+def _text(content: Any) -> str:
+    """The text of a chat message's ``content`` (a string or text parts)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else ()
+    return "".join(str(mapping(p).get("text") or "") for p in parts)
+
+
+def _placed(fields: dict[str, Any], text: str) -> dict[str, Any]:
+    """``fields`` with each grounding support's segment placed where its ``text`` is in
+    ``text``, the answer's: a segment's offsets (UTF-8 bytes) no longer point at its text
+    when ``pii`` restored a value before it that is longer or shorter than its
+    placeholder. A segment whose offsets still span its text is left as it is; else
+    the occurrence nearest the model's offsets is taken (none: left as it is)."""
+    grounding = mapping(fields.get("groundingMetadata"))
+    supports = grounding.get("groundingSupports")
+    if not isinstance(supports, list):
+        return fields
+    data = text.encode()
+    placed = [_segment_placed(support, data) for support in supports]
+    return {**fields, "groundingMetadata": {**grounding, "groundingSupports": placed}}
+
+
+def _segment_placed(support: Any, data: bytes) -> Any:
+    segment = mapping(mapping(support).get("segment"))
+    quoted = segment.get("text")
+    if not (isinstance(quoted, str) and quoted):
+        return support
+    needle = quoted.encode()
+    start, end = segment.get("startIndex", 0), segment.get("endIndex")
+    start = start if isinstance(start, int) else 0
+    if isinstance(end, int) and data[start:end] == needle:
+        return support
+    found = [m.start() for m in re.finditer(re.escape(needle), data)]
+    if not found:
+        return support
+    at = min(found, key=lambda i: abs(i - start))
+    return {**support, "segment": {**segment, "startIndex": at, "endIndex": at + len(needle)}}
 
 
 def finish_reason(reason: Any) -> str:
@@ -642,6 +682,7 @@ class StreamTranslator:
         self._finish: Any = None
         self._usage: Mapping[str, Any] = {}
         self._gemini: dict[str, Any] = {}
+        self._text: list[str] = []
 
     def feed(self, block: bytes) -> list[bytes]:
         """The Gemini event blocks for one chat SSE block. Raises
@@ -674,6 +715,8 @@ class StreamTranslator:
                     part: dict[str, Any] = {"text": delta[field]}
                     if thought:
                         part["thought"] = True
+                    elif field == "content":
+                        self._text.append(delta[field])
                     out.append(self._chunk([part]))
             for call in delta.get("tool_calls") or ():
                 if isinstance(call, Mapping):
@@ -715,4 +758,4 @@ class StreamTranslator:
             for _, c in sorted(self._calls.items())
         ]  # fmt: skip
         return [self._chunk(parts or [{"text": ""}], finishReason=finish_reason(self._finish),
-                            **self._gemini)]  # fmt: skip
+                            **_placed(self._gemini, "".join(self._text)))]  # fmt: skip
