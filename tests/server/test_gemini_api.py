@@ -252,7 +252,8 @@ def grounding(who: str) -> dict[str, Any]:
             "searchEntryPoint": {"renderedContent": f'<div class="chip">{who} homepage</div>'},
             "groundingChunks": [{"web": {"uri": "https://example.com/j", "title": "example.com"}}],
             "groundingSupports": [{
-                "segment": {"startIndex": 0, "endIndex": 12, "text": f"{who} has a page."},
+                "segment": {"endIndex": len(f"{who} has a page.".encode()),
+                            "text": f"{who} has a page."},
                 "groundingChunkIndices": [0], "confidenceScores": [0.9],
             }],
         },
@@ -269,7 +270,8 @@ def test_googles_own_tools_reach_a_gemini_model_and_what_they_found_comes_back(
 ) -> None:
     """Google Search and URL context go to a model only Gemini serves, as the client sent
     them (the policies see the call without them); the answer's grounding and URL context
-    metadata come back on the candidate, the placeholders in them restored."""
+    metadata come back on the candidate, the placeholders in them restored (and the
+    cited segment's end where its restored text ends)."""
     url = make_proxy(loaded=load_text(gemini_config(upstream, "policies:\n  - pii: {}\n")))
     gemini = client(url)
     ask = f"What does the web say about {EMAIL}?"

@@ -625,13 +625,16 @@ def _segment_placed(support: Any, data: bytes) -> Any:
     needle = quoted.encode()
     start, end = segment.get("startIndex", 0), segment.get("endIndex")
     start = start if isinstance(start, int) else 0
-    if isinstance(end, int) and data[start:end] == needle:
+    if end == start + len(needle) and data[start:end] == needle:
         return support
     found = [m.start() for m in re.finditer(re.escape(needle), data)]
     if not found:
         return support
     at = min(found, key=lambda i: abs(i - start))
-    return {**support, "segment": {**segment, "startIndex": at, "endIndex": at + len(needle)}}
+    placed = {**segment, "startIndex": at, "endIndex": at + len(needle)}
+    if not at and "startIndex" not in segment:
+        del placed["startIndex"]  # Gemini leaves a 0 out
+    return {**support, "segment": placed}
 
 
 def finish_reason(reason: Any) -> str:
