@@ -299,23 +299,25 @@ def test_gemini_cli_searches_the_web_through_hookgate(
     placeholder); the CLI makes its own ``generateContent`` call with Google Search, which
     reaches the Gemini upstream with the tool (the query as the placeholder); the answer's
     ``groundingMetadata`` comes back to the CLI, which lists its sources and cites them
-    in the tool's result, with the real address; the model reads that, redacted."""
+    in the tool's result (the mark where the cited text ends, though the address is
+    shorter than its placeholder), with the real address; the model reads that, redacted."""
     store = tmp_path / "hookgate.db"
     masked = stand_in(loop_thread, store)
     providers = (
         f"  google: {{type: gemini, base_url: '{upstream.gemini_base_url}', api_key: 'AIza-up'}}\n"
     )
     url = make_proxy(loaded=load_text(pii_config(store, providers, "{provider: google}")))
-    found = f"{masked} won the regional chess open."
+    cited = f"{masked} won the regional chess open."
     grounding = {"groundingMetadata": {
         "webSearchQueries": [f"{masked} news"],
         "groundingChunks": [{"web": {"uri": "https://news.example/chess", "title": "Chess News"}}],
-        "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": len(found.encode()),
-                                           "text": found}, "groundingChunkIndices": [0]}],
+        "groundingSupports": [{"segment": {"endIndex": len(cited.encode()), "text": cited},
+                               "groundingChunkIndices": [0]}],
     }}  # fmt: skip
+    found = synth.Reply(f"{cited} More soon.")
     upstream.push(
         synth.Reply(tool_calls=[web_search(f"{masked} news")]),
-        Status(200, gemini_response("gemini-3-flash-preview", synth.Reply(found), **grounding)),
+        Status(200, gemini_response("gemini-3-flash-preview", found, **grounding)),
         synth.Reply(f"{masked} won a chess open [1]."),
     )
 
@@ -333,4 +335,4 @@ def test_gemini_cli_searches_the_web_through_hookgate(
     (result,) = calls[2].json()["contents"][-1]["parts"]
     output = result["functionResponse"]["response"]["output"]
     assert "Sources:\n[1] Chess News (https://news.example/chess)" in output
-    assert f"{masked} won the regional chess open." in output
+    assert f"{masked} won the regional chess open.[1] More soon." in output  # cited in place

@@ -96,7 +96,8 @@ sent none; another provider's chat id as ``id``).
 reported (``groundingMetadata``, ``urlContextMetadata``), which a Gemini model's chat
 choice carries (:data:`~hookgate.wire.translate.chat_to_gemini.CANDIDATE_KEY`, as the
 pipeline left it: pii restores its placeholders), goes back on the candidate (in a
-stream, on the last chunk, where Gemini sends it). Usage: see
+stream, on the last chunk, where Gemini sends it), each grounding segment a restored
+value moved placed on its text again (:func:`_placed`). Usage: see
 :func:`usage_metadata`. Errors are written in Google's shape by the server
 (:meth:`~hookgate.errors.HookgateError.to_google_body`).
 """
