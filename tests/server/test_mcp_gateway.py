@@ -328,18 +328,21 @@ async def test_a_call_that_needs_a_human_is_refused_not_run_unapproved(
     assert [c["tool"] for c in mcp_server.calls()] == ["get_weather"]
 
 
+@pytest.mark.parametrize("header", ["x-hookgate-session-id", "session-id"])
 async def test_a_session_limit_counts_across_mcp_sessions_of_one_conversation(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
-) -> None:
-    """The counts live in the store under x-hookgate-session-id (the SDK's own record), so
-    a client reconnecting with a new MCP session is still held to the limit; another
-    conversation is not."""
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path,
+    header: str,
+) -> None:  # fmt: skip
+    """The counts live in the store under the conversation's session (the SDK's own
+    record) — ``x-hookgate-session-id``, or the agent's own header (Codex's
+    ``session-id``) as on the model routes — so a client reconnecting with a new MCP
+    session is still held to the limit; another conversation is not."""
     guard = "  - tool_guard: {max_per_session: 2}\n"
     base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", guard)
     key = new_key(base)
     outcomes = []
     for conversation in ("c-1", "c-1", "c-2"):
-        async with session(f"{base}/mcp/crm", key, **{"x-hookgate-session-id": conversation}) as c:
+        async with session(f"{base}/mcp/crm", key, **{header: conversation}) as c:
             result = await c.call_tool("get_weather", {"city": "Paris"})
             outcomes.append(result.isError)
             if conversation == "c-1" and not result.isError:

@@ -2,7 +2,8 @@
 
 A call's :class:`~hookgate.pipeline.agent.ReplyContext` is built from the request: the
 reply (``x-hookgate-reply-id``, else ``params._meta["hookgate/reply_id"]``, else a new
-id), the session (``x-hookgate-session-id``, else the MCP session), the agent
+id), the session (``x-hookgate-session-id``, else the agent's own session header as on
+the model routes, else the MCP session), the agent
 (``x-hookgate-agent``, else ``mcp``), the caller's key and team, and the W3C trace
 context the call continues (``params._meta``, MCP's place for it, else the headers).
 
@@ -26,7 +27,7 @@ from aiohttp import web
 from hookgate.ids import UniqueIds
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.server.auth import Caller
-from hookgate.server.calls import label_header
+from hookgate.server.calls import label_header, session_header
 from hookgate.store.base import Store
 from hookgate.store.state import StateRecord, json_safe, shared
 
@@ -64,9 +65,7 @@ async def reply_context(
     reply_id = label_header(headers, "x-hookgate-reply-id") or (
         str(meta[REPLY_META]) if REPLY_META in meta else None
     )
-    session_id = label_header(headers, "x-hookgate-session-id") or label_header(
-        headers, "mcp-session-id"
-    )
+    session_id = session_header(headers) or label_header(headers, "mcp-session-id")
     ctx = ReplyContext(
         agent=label_header(headers, "x-hookgate-agent") or "mcp",
         reply_id=reply_id or f"mcp-{_reply_ids.next()}",
