@@ -77,7 +77,8 @@ log = logging.getLogger("hookgate")
 
 
 class StreamTranslator(Protocol):
-    """Turns one upstream event block into the client's event blocks."""
+    """Turns one event block of a stream in one API into blocks of another (an upstream's
+    stream into the client's; the Gemini API's door uses it too)."""
 
     @property
     def finished(self) -> bool:

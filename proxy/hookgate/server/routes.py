@@ -21,13 +21,14 @@ from hookgate.errors import (
 from hookgate.pipeline.runner import ObservedStream
 from hookgate.pipeline.types import Api, ModelCall
 from hookgate.providers.catalog import alias_object
+from hookgate.providers.translating import StreamTranslator
 from hookgate.server import admin, exposure, responses_socket
 from hookgate.server.appkeys import GRANTS, HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import authenticate, check_model
 from hookgate.server.calls import ModelRequest, model_call_of, request_context
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
-from hookgate.server.streaming import StreamTranslator, relay_stream
+from hookgate.server.streaming import relay_stream
 from hookgate.store.base import display_url
 
 log = logging.getLogger("hookgate")

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Protocol
 
 import aiohttp
 from aiohttp import web
 
 from hookgate.errors import HookgateError, UpstreamError
 from hookgate.pipeline.runner import ObservedStream
+from hookgate.providers.translating import StreamTranslator
 from hookgate.wire import sse
 
 log = logging.getLogger("hookgate")
@@ -37,12 +37,6 @@ _STREAM_HEADERS = {
     "cache-control": "no-cache",
     "x-accel-buffering": "no",
 }
-
-
-class StreamTranslator(Protocol):
-    """Turns one event block of the stream into the client's event blocks."""
-
-    def feed(self, block: bytes) -> list[bytes]: ...
 
 
 async def relay_stream(
