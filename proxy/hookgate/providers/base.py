@@ -11,6 +11,7 @@ body and headers. Callers hold a :class:`Provider` and never ask which class it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from hookgate.config.schema import OpenAIApi
 from hookgate.errors import UpstreamBadResponse
 from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import Api, ModelCall, ModelResponse, Target
+
+API_VERSION = re.compile(r"v\d+(?:alpha|beta)?\d*")
+"""A URL path segment that names an API version (``v1``, ``v1beta``, ``v2alpha``...);
+match it whole (``fullmatch``)."""
 
 API_PATHS: Mapping[Api, str] = {
     "chat.completions": "/chat/completions",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import abc
 import io
-import re
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -40,7 +39,7 @@ from hookgate.config.schema import DEFAULT_MAX_TOKENS, OpenAICompatibleSettings,
 from hookgate.errors import UpstreamAuthFailed, UpstreamBadResponse, UpstreamStatusError
 from hookgate.pipeline.observe import Observation, UpstreamAddress
 from hookgate.pipeline.types import Api, JsonBody, ModelCall, ModelResponse, Target
-from hookgate.providers.base import API_PATHS, Relayed, is_error_only, json_object
+from hookgate.providers.base import API_PATHS, API_VERSION, Relayed, is_error_only, json_object
 from hookgate.providers.scrub import Scrubber, credentials
 from hookgate.providers.upstream_errors import (
     as_upstream_errors,
@@ -53,9 +52,6 @@ from hookgate.wire.usage import usage_requested
 
 MODEL_LIST_LIMIT = 8 * 1024 * 1024
 """The most of a provider's model list read (OpenAI's is ~50 KB)."""
-
-_VERSION = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
-"""A URL path that ends in an API version segment."""
 
 
 class HttpProvider(abc.ABC):
@@ -103,7 +99,8 @@ class HttpProvider(abc.ABC):
 
     def versioned(self, base_url: URL) -> URL:
         """``base_url`` with :attr:`version_segment` added when its path ends in none."""
-        if self.version_segment is None or _VERSION.search(base_url.path):
+        last = base_url.path.rstrip("/").rpartition("/")[2]
+        if self.version_segment is None or API_VERSION.fullmatch(last):
             return base_url
         return base_url.with_path(f"{base_url.path.rstrip('/')}/{self.version_segment}")
 

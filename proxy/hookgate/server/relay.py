@@ -15,7 +15,6 @@ therefore refused here, and ``server.relay: false`` turns the relay off.
 from __future__ import annotations
 
 import logging
-import re
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -27,7 +26,7 @@ from hookgate.errors import (
     PermissionDenied,
     UpstreamError,
 )
-from hookgate.providers.base import Provider
+from hookgate.providers.base import API_VERSION, Provider
 from hookgate.server.appkeys import GRANTS, HOLDER, REQUEST_ID
 from hookgate.server.auth import authenticate
 from hookgate.server.runtime import Runtime
@@ -114,7 +113,9 @@ def path_problem(raw: str) -> str | None:
     Refused: ``.``/``..`` segments (also encoded), encoded or back slashes, ``;`` path
     parameters, empty segments (``//``, a trailing ``/``), any other spelling of a
     model endpoint (case, percent-encoding), which some servers would route to it, and a
-    path that starts with an API version again (:data:`_VERSIONED`).
+    path that starts with an API version again (``/v1/v1/...``, ``/v1/v1beta/...``: a
+    client whose base URL already ended in one; no API has such a path, and relaying it
+    would send a model request past every policy).
     """
     lowered = raw.lower()
     if "%2f" in lowered or "%5c" in lowered or "\\" in raw:
@@ -129,9 +130,9 @@ def path_problem(raw: str) -> str | None:
     if "" in segments:
         return "may not contain empty segments ('//' or a trailing '/')"
     decoded = unquote(lowered)
-    if _VERSIONED.match(decoded):
+    if segments and API_VERSION.fullmatch(segments[0].lower()):
         return (
-            f"repeats the API version (/v1/{decoded.split('/')[1]}/...): the client's base URL "
+            f"repeats the API version (/v1/{segments[0]}/...): the client's base URL "
             "has one too many; give OpenAI clients http://HOST:PORT/v1, Anthropic and Gemini "
             "ones the host alone"
         )
@@ -142,8 +143,3 @@ def path_problem(raw: str) -> str | None:
 
 
 _MODEL_PATHS = ("/chat/completions", "/responses", "/completions", "/embeddings", "/models")
-
-_VERSIONED = re.compile(r"^/v\d+(?:alpha|beta)?\d*(?:/|$)")
-"""A relayed path that starts with an API version again (``/v1/v1/chat/completions``,
-``/v1/v1beta/models/...``): a client whose base URL already ended in it. No API has such
-a path, and relaying it would send a model request past every policy."""
