@@ -38,7 +38,7 @@ import orjson
 
 from hookgate.errors import InvalidRequest
 from hookgate.ids import UniqueIds
-from hookgate.wire import sse
+from hookgate.wire import prompts, sse
 
 CREATE = "response.create"
 PROCESSED = "response.processed"
@@ -95,7 +95,7 @@ class Conversation:
         last = self._last
         if last is not None and body.get("previous_response_id") == last[0]:
             del body["previous_response_id"]
-            body["input"] = [*last[1], *input_items(body.get("input"))]
+            body["input"] = [*last[1], *(prompts.messages_of("responses", body) or ())]
         return Turn(body, warm_up=not generate)
 
     def remember(self, response_id: str, body: dict[str, Any], output: list[Any]) -> None:
@@ -106,7 +106,7 @@ class Conversation:
         if body.get("previous_response_id") is not None:
             self._last = None
         else:
-            self._last = (response_id, [*input_items(body.get("input")), *output])
+            self._last = (response_id, [*(prompts.messages_of("responses", body) or ()), *output])
 
     def forget(self) -> None:
         """Drop the last response (after a failed turn, as OpenAI's server does)."""
@@ -131,11 +131,9 @@ def http_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def input_items(value: object) -> list[Any]:
-    """A Responses ``input`` as a list of items: a string is one user message."""
-    if isinstance(value, str):
-        return [{"role": "user", "content": value}]
-    return list(value) if isinstance(value, list) else []
+_ENDED = ("response.completed", "response.incomplete")
+_KEPT = ("response.output_item.done", *_ENDED)
+"""The events :class:`Collector` reads."""
 
 
 class Collector:
@@ -152,7 +150,10 @@ class Collector:
         incomplete)."""
 
     def feed(self, frame: str) -> None:
-        """Read one sent frame (the JSON of one event)."""
+        """Read one sent frame (the JSON of one event); only the events it keeps are
+        parsed (a text delta, most of a stream, is passed over unread)."""
+        if not any(kind in frame for kind in _KEPT):
+            return
         try:
             event = orjson.loads(frame)
         except orjson.JSONDecodeError:
@@ -160,7 +161,7 @@ class Collector:
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "response.output_item.done" and isinstance(event.get("output_index"), int):
             self._items[event["output_index"]] = event.get("item")
-        elif kind in ("response.completed", "response.incomplete"):
+        elif kind in _ENDED:
             response = event.get("response")
             if isinstance(response, dict) and isinstance(response.get("id"), str):
                 self.response_id = response["id"]
