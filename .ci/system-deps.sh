@@ -2,7 +2,8 @@
 # Installs the real services the tests run against (Debian packages), when missing:
 # prometheus (dashboard queries are evaluated by a real Prometheus), redis-server
 # (the shared store for several replicas) and npm (which installs Claude Code, a real
-# client of the Anthropic routes: see .ci/claude-code.sh).
+# client of the Anthropic routes: see .ci/claude-code.sh) and chromium (the admin UI's
+# browser tests drive it headless through Playwright).
 # Needs root or sudo; otherwise says what is missing. Tests that need a missing service
 # are skipped locally and fail under CI=true.
 set -euo pipefail
@@ -10,6 +11,7 @@ packages=()
 command -v prometheus >/dev/null 2>&1 || packages+=(prometheus)
 command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 [ ${#packages[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then
   sudo=()

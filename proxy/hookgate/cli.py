@@ -25,17 +25,15 @@ from pydantic import ValidationError
 from hookgate.config import policy_sets
 from hookgate.config.durations import parse_duration
 from hookgate.config.loader import ConfigError, LoadedConfig, load_file
-from hookgate.config.policy_sets import DEFAULT, RequestFacts, Selector
+from hookgate.config.policy_sets import DEFAULT
 from hookgate.config.schema import Config
-from hookgate.errors import StoreUnavailable
+from hookgate.errors import NotFound, StoreUnavailable
 from hookgate.pipeline import registry
-from hookgate.pipeline.types import Identity
 from hookgate.server import exposure
 from hookgate.server.admin import SPEND_GROUPS
-from hookgate.server.auth import Caller
+from hookgate.server.explain import explain
 from hookgate.store.base import SpendLine, Store
 from hookgate.store.grants import (
-    NO_GRANTS,
     Grants,
     GrantsRefused,
     Kind,
@@ -403,39 +401,24 @@ async def _teams_command(args: argparse.Namespace, store: Store) -> int:
 async def _explain(args: argparse.Namespace, store: Store) -> int:
     """Print the policy set a request would get and its policies, in pipeline order."""
     loaded: LoadedConfig = args.loaded
-    team, user = args.team, args.user
-    key_grants = team_grants = NO_GRANTS
-    record = None
-    if args.key:
-        record = next((r for r in await store.keys() if r.id == args.key), None)
-        if record is None:
-            print(f"no key with id {args.key}", file=sys.stderr)
-            return 1
-        team, user = team or record.team, user or record.user
-        key_grants = await store.grants("key", args.key) or NO_GRANTS
-    if team:
-        team_grants = await store.grants("team", team) or NO_GRANTS
-    caller = Caller(Identity(team=team, user=user), record, key_grants, team_grants)
-    if args.model and not caller.allows(args.model):
-        print(f"refused: {args.model!r} is not among the models the key or team may use "
-              "(403 model_not_allowed)")  # fmt: skip
+    try:
+        found = await explain(
+            loaded.config, loaded.sets, store, key=args.key, team=args.team, user=args.user,
+            model=args.model, agent=args.agent, route=args.route,
+        )  # fmt: skip
+    except NotFound as exc:
+        print(exc.message.replace("'", ""), file=sys.stderr)
+        return 1
+    if found.chosen is None:
+        print(f"refused: {found.refusal}")
         return 0
-    selector = Selector(loaded.config.policy_sets, loaded.sets)
-    facts = RequestFacts(key=args.key, team=team, user=user, model=args.model,
-                         agent=args.agent, route=args.route)  # fmt: skip
-    chosen = selector.select(facts, key_set=key_grants.policy_set, team_set=team_grants.policy_set)
-    print(f"policy set: {chosen.name} ({chosen.reason})")
-    for policy in loaded.sets[chosen.name]:
-        sides = "+".join(sorted(policy.runs_in))
-        settings = policy.config.model_dump(exclude_defaults=True)
-        print(f"  {policy.name:<16} [{sides}] {orjson.dumps(settings).decode()}")
-    for kind, grants in (("key", key_grants), ("team", team_grants)):
-        if grants != NO_GRANTS:
-            print(f"granted to the {kind}: {grants.model_dump(exclude_none=True)}")
-    budgets = key_grants.budgets or team_grants.budgets
-    if budgets and not any(p.name == "budget" for p in loaded.sets[chosen.name]):
-        print(f"warning: budgets are granted, but set {chosen.name!r} has no budget policy "
-              "to enforce them")  # fmt: skip
+    print(f"policy set: {found.chosen.name} ({found.chosen.reason})")
+    for line in found.policies:
+        print(f"  {line.name:<16} [{line.runs_in}] {orjson.dumps(line.settings).decode()}")
+    for kind, grants in found.granted.items():
+        print(f"granted to the {kind}: {grants}")
+    for warning in found.warnings:
+        print(f"warning: {warning}")
     return 0
 
 

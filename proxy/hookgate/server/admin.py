@@ -159,17 +159,28 @@ async def change_team(request: web.Request) -> web.Response:
 async def _change(request: web.Request, kind: Kind, subject: str) -> Grants | None:
     """Apply the request's change to ``subject``'s grants; returns them after it."""
     patch = None if request.method == "DELETE" else _object(await request.read())
-    known = request.app[HOLDER].current.selector.known
-    change = patching(patch, replace=request.method == "PUT", known_sets=known)
+    return await change_grants(
+        request.app, kind, subject, patch, replace=request.method == "PUT", actor=_actor(request)
+    )
+
+
+async def change_grants(
+    app: web.Application, kind: Kind, subject: str, patch: dict[str, Any] | None, *,
+    replace: bool, actor: str,
+) -> Grants | None:  # fmt: skip
+    """Change ``subject``'s grants by ``patch`` (None: drop them; ``replace``: the patch is
+    the whole new grants) with the admin API's checks, logged as made by ``actor``
+    (``/admin/changes``) and applied on this replica at once; returns them after it. The
+    admin API and the admin UI both change grants here."""
+    known = app[HOLDER].current.selector.known
+    change = patching(patch, replace=replace, known_sets=known)
     try:
-        made = await request.app[STORE].change_grants(
-            kind, check_subject(subject), change, _actor(request)
-        )
+        made = await app[STORE].change_grants(kind, check_subject(subject), change, actor)
     except GrantsRefused as exc:
         if exc.missing:
             raise NotFound(f"{kind} {subject!r} has no grants", code=f"{kind}_not_found") from None
         raise InvalidRequest(exc.message, param=exc.param) from None
-    request.app[GRANTS].forget(kind, subject)
+    app[GRANTS].forget(kind, subject)
     log.info("admin: %s %s %s by %s", made.action, kind, subject, made.actor)
     return made.after
 
@@ -226,17 +237,31 @@ async def create_key(request: web.Request) -> web.Response:
         spec = NewKey.model_validate_json(await request.read())
     except ValidationError as exc:
         raise InvalidRequest(f"invalid key request: {exc.errors()[0]['msg']}") from None
-    secret, record = make_key(spec, time.time())
-    await request.app[STORE].add_key(record)
+    secret, record = await add_key(request.app, spec)
     return _json({**public(record), "key": secret}, status=201)
+
+
+async def add_key(app: web.Application, spec: NewKey) -> tuple[str, KeyRecord]:
+    """Create a key (the admin API's ``POST /admin/keys`` and the admin UI's): its secret,
+    to be shown once, and its record."""
+    secret, record = make_key(spec, time.time())
+    await app[STORE].add_key(record)
+    log.info("admin: created key %s of team %s", record.id, record.team)
+    return secret, record
 
 
 async def revoke_key(request: web.Request) -> web.Response:
     check_admin(request, request.app[HOLDER].current)
     key_id = request.match_info["id"]
-    if not await request.app[STORE].revoke_key(key_id, time.time()):
-        raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
+    await revoke(request.app, key_id)
     return _json({"id": key_id, "revoked": True})
+
+
+async def revoke(app: web.Application, key_id: str) -> None:
+    """Revoke a key (404 when there is none of that id)."""
+    if not await app[STORE].revoke_key(key_id, time.time()):
+        raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
+    log.info("admin: revoked key %s", key_id)
 
 
 SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "session", "model", "day"})

@@ -39,6 +39,7 @@ from hookgate.server.appkeys import (
     HOLDER,
     JSONRPC_ID,
     LISTEN_HOST,
+    LIVE,
     MCP_SESSIONS,
     METRICS,
     REQUEST_ID,
@@ -47,6 +48,7 @@ from hookgate.server.appkeys import (
 )
 from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
+from hookgate.server.live import LiveTraffic
 from hookgate.server.mcp import routes as mcp_routes
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
@@ -113,6 +115,7 @@ def create_app(
     app[STORE] = store
     app[GRANTS] = GrantsCache(store)
     app[MCP_SESSIONS] = StdioSessions()
+    app[LIVE] = LiveTraffic()
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)

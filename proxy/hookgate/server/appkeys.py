@@ -6,6 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from hookgate.server.grants_cache import GrantsCache
+from hookgate.server.live import LiveTraffic
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.store.base import Store
@@ -25,6 +26,9 @@ GRANTS = web.AppKey("hookgate.grants", GrantsCache)
 
 MCP_SESSIONS = web.AppKey("hookgate.mcp_sessions", StdioSessions)
 """The MCP gateway's stdio sessions: the server processes it runs."""
+
+LIVE = web.AppKey("hookgate.live", LiveTraffic)
+"""The requests this process is serving and has just served (the admin UI's Live page)."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

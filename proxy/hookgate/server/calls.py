@@ -24,8 +24,9 @@ from hookgate.errors import InvalidRequest
 from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.runner import ObservedCall, audit_record, cost, finish
 from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall, ModelResponse
-from hookgate.server.appkeys import METRICS, STORE
+from hookgate.server.appkeys import LIVE, METRICS, STORE
 from hookgate.server.auth import Caller, check_model
+from hookgate.server.live import LiveCall, LiveTraffic
 from hookgate.server.runtime import Runtime
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
@@ -153,6 +154,7 @@ class ModelRequest:
         self.observed = ObservedCall(ctx, ended=self._ended)
         self._app = app
         self._in_flight = app[METRICS].in_flight_gauge(self.api)
+        self._live = app[LIVE].begin(ctx.request_id, self.api)
 
     async def __aenter__(self) -> ModelRequest:
         self._in_flight.inc()
@@ -201,8 +203,9 @@ class ModelRequest:
         # Off the latency path: the server writes the response before the loop runs this.
         app = self._app
         asyncio.get_running_loop().call_soon(
-            _record, app[STORE], self.runtime, app[METRICS], self.api, self.model, ctx, outcome
-        )
+            _record, app[STORE], self.runtime, app[METRICS], self.api, self.model, ctx, outcome,
+            app[LIVE], self._live,
+        )  # fmt: skip
 
 
 def _record(
@@ -213,9 +216,12 @@ def _record(
     model: str,
     ctx: Context,
     outcome: Outcome,
+    live: LiveTraffic,
+    call: LiveCall,
 ) -> None:
-    """Everything a finished request reports: finish callbacks, metrics, the audit record.
-    Telemetry never fails a request: a failure is logged."""
+    """Everything a finished request reports: finish callbacks, metrics, the audit record
+    (and the Live page's copy of it). Telemetry never fails a request: a failure is
+    logged."""
     finish(ctx, outcome)
     cost_usd = cost(outcome, ctx, runtime.pricing)
     shown = runtime.config.server.metric_labels
@@ -226,5 +232,7 @@ def _record(
         metrics.observe(api, model, outcome, ctx.observation, cost_usd, identity)
     except Exception:
         log.exception("recording metrics failed (request %s)", ctx.request_id)
+    record = audit_record(ctx, outcome, api=api, model=model, cost_usd=cost_usd)
+    live.end(call, record)
     if runtime.config.audit.enabled:  # queued off the response path; a failure is logged
-        store.submit_audit(audit_record(ctx, outcome, api=api, model=model, cost_usd=cost_usd))
+        store.submit_audit(record)

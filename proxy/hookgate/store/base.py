@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hookgate.budgets.ledger import UsageRow
+from hookgate.store.audit_query import AuditPage, AuditQuery
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
@@ -115,6 +116,17 @@ class Store(Protocol):
 
     async def audit_records(self, since: float) -> list[dict[str, Any]]:
         """Audit records since a time, oldest first (for JSONL export)."""
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """One page of the audit records ``query`` selects, newest first (see
+        :mod:`hookgate.store.audit_query`); each record a dict with :class:`AuditRecord`'s
+        fields."""
+        ...
+
+    async def audit_counts(self, since: float) -> tuple[int, int]:
+        """``(requests, errors)`` the audit log recorded since a time (errors: status
+        400 and above)."""
         ...
 
     async def prune_audit(self, before: float) -> int:

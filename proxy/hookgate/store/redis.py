@@ -29,6 +29,7 @@ from redis.exceptions import ConnectionError, RedisError, WatchError
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
+from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse_cursor
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
@@ -42,6 +43,8 @@ MAX_CONNECTIONS = 512
 (up to :data:`POOL_WAIT_S`) instead of failing: redis-py's own pool refuses the 101st
 concurrent command, which turned a burst of requests into 503s."""
 POOL_WAIT_S = 10.0
+SCAN_CHUNK = 1000
+"""Audit stream entries one command of a filtered scan reads."""
 
 
 class RedisStore:
@@ -134,6 +137,36 @@ class RedisStore:
         await asyncio.gather(*self._writes, return_exceptions=True)
         entries = await self.call(self.client.xrange("hg:audit", min=_stream_id(since), max="+"))
         return [orjson.loads(fields["row"]) for _, fields in entries]
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A scan of the stream newest first, :data:`SCAN_CHUNK` entries a command, until
+        the page is full: a filter few records pass reads much of the stream (the
+        SQLite store searches by index)."""
+        await asyncio.gather(*self._writes, return_exceptions=True)
+        end = "+" if query.cursor is None else "(" + parse_cursor(query.cursor)[1]
+        start = "-" if query.since is None else _stream_id(query.since)
+        found: list[tuple[str, dict[str, Any]]] = []
+        while len(found) <= query.limit:
+            entries = await self.call(
+                self.client.xrevrange("hg:audit", max=end, min=start, count=SCAN_CHUNK)
+            )
+            found += [
+                (entry_id, row) for entry_id, fields in entries
+                if query.matches(row := orjson.loads(fields["row"]))
+            ]  # fmt: skip
+            if len(entries) < SCAN_CHUNK:
+                break
+            end = "(" + entries[-1][0]
+        if len(found) <= query.limit:
+            return AuditPage([row for _, row in found], None)
+        position, last = found[query.limit - 1]
+        return AuditPage(
+            [row for _, row in found[: query.limit]], make_cursor(last["ts"], position)
+        )
+
+    async def audit_counts(self, since: float) -> tuple[int, int]:
+        rows = await self.audit_records(since)
+        return len(rows), sum(1 for row in rows if int(row["status"]) >= 400)
 
     async def prune_audit(self, before: float) -> int:
         return int(await self.call(self.client.xtrim("hg:audit", minid=f"{int(before * 1000)}")))

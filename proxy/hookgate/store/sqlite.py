@@ -25,6 +25,7 @@ import orjson
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
+from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse_cursor
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
@@ -79,6 +80,8 @@ CREATE TABLE IF NOT EXISTS admin_log (
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, change TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
+CREATE INDEX IF NOT EXISTS audit_session ON audit (session, ts);
+CREATE INDEX IF NOT EXISTS audit_key ON audit (key_id, ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
 CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
 CREATE INDEX IF NOT EXISTS usage_user ON usage (user, ts);
@@ -310,6 +313,36 @@ class SQLiteStore:
 
         return await self._run(select)
 
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        await self._drain()
+        where, args = audit_where(query)
+        sql = (
+            f"SELECT id, {', '.join(AUDIT_FIELDS)} FROM audit WHERE {' AND '.join(where)}"
+            " ORDER BY ts DESC, id DESC LIMIT ?"
+        )
+
+        def select(db: sqlite3.Connection) -> AuditPage:
+            rows = db.execute(sql, (*args, query.limit + 1)).fetchall()
+            records = [dict(zip(AUDIT_FIELDS, row[1:], strict=True)) for row in rows]
+            if len(rows) <= query.limit:
+                return AuditPage(records, None)
+            last = rows[query.limit - 1]
+            return AuditPage(records[: query.limit], make_cursor(last[1], last[0]))
+
+        return await self._run(select)
+
+    async def audit_counts(self, since: float) -> tuple[int, int]:
+        await self._drain()
+
+        def count(db: sqlite3.Connection) -> tuple[int, int]:
+            total, errors = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(status >= 400), 0) FROM audit WHERE ts >= ?",
+                (since,),
+            ).fetchone()
+            return int(total), int(errors)
+
+        return await self._run(count)
+
     async def prune_audit(self, before: float) -> int:
         return await self._run(
             lambda db: db.execute("DELETE FROM audit WHERE ts < ?", (before,)).rowcount
@@ -466,6 +499,40 @@ _ADDED_COLUMNS = {
     "usage": {"session": "TEXT"},
 }
 """Columns added after a table was first shipped: added in place to older files."""
+
+
+def audit_where(query: AuditQuery) -> tuple[list[str], list[Any]]:
+    """The SQL conditions (and their parameters) of an audit query: column names come
+    from :meth:`AuditQuery.equals`'s fixed set, every value is a parameter."""
+    where: list[str] = ["1"]
+    args: list[Any] = []
+    for column, value in query.equals().items():
+        where.append(f"{column} = ?")
+        args.append(value)
+    if query.since is not None:
+        where.append("ts >= ?")
+        args.append(query.since)
+    if query.until is not None:
+        where.append("ts < ?")
+        args.append(query.until)
+    if query.status == "ok":
+        where.append("status < 400")
+    elif query.status == "error":
+        where.append("status >= 400")
+    elif query.status is not None:
+        where.append("status = ?")
+        args.append(int(query.status))
+    decided = query.decided()
+    if decided is not None:
+        policy, decision = decided
+        path = "$." + orjson.dumps(policy).decode()  # a quoted JSON path member
+        where.append("json_extract(decisions, ?) " + ("IS NOT NULL" if decision is None else "= ?"))
+        args.extend([path] if decision is None else [path, decision])
+    if query.cursor is not None:
+        ts, position = parse_cursor(query.cursor)
+        where.append("(ts, id) < (?, ?)")
+        args.extend([ts, int(position) if position.isdigit() else 0])
+    return where, args
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 
 from hookgate.pipeline.agent import ReplyContext
-from hookgate.server.appkeys import HOLDER, METRICS, REQUEST_ID, STORE
+from hookgate.server.appkeys import HOLDER, LIVE, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import Caller
 from hookgate.store.base import AuditRecord
 
@@ -26,17 +26,17 @@ def record_tool_call(
     started: float, status: int, error: str | None, policy_set: str,
     decisions: Mapping[str, str],
 ) -> None:  # fmt: skip
-    """Measure one tool call (``started``: its ``perf_counter``) and, when the audit log
-    is on, queue its record."""
+    """Measure one tool call (``started``: its ``perf_counter``), show it on the Live page
+    and, when the audit log is on, queue its record."""
     seconds = time.perf_counter() - started
     request.app[METRICS].observe_tool(server, tool, error, seconds)
-    if not request.app[HOLDER].current.config.audit.enabled:
-        return
     record = tool_call_record(
         request[REQUEST_ID], server, tool, caller, reply, seconds, status, error,
         policy_set, decisions,
     )  # fmt: skip
-    request.app[STORE].submit_audit(record)
+    request.app[LIVE].finished(record)
+    if request.app[HOLDER].current.config.audit.enabled:
+        request.app[STORE].submit_audit(record)
 
 
 def tool_call_record(
