@@ -201,7 +201,8 @@ def _serve(args: argparse.Namespace) -> int:
 async def _run_server(loaded: LoadedConfig, host: str, port: int | None) -> None:
     from aiohttp import web
 
-    from hookgate.server.app import WATCHER, create_app, create_ops_app, make_runner
+    from hookgate.server.app import create_app, create_ops_app, make_runner
+    from hookgate.server.appkeys import WATCHER
 
     server = loaded.config.server
     warning = exposure.warning(loaded.config, host)

@@ -271,6 +271,9 @@ class ServerConfig(Strict):
     ops: OpsListenerConfig | None = None
     """A separate listener for ``/metrics``, ``/healthz`` and ``/readyz``; when set, the
     main listener no longer serves them. Read at start: changing it needs a restart."""
+    ui: bool = True
+    """The admin web UI at ``/ui`` (on the ``ops`` listener when that is set), open only
+    to whoever logs in with ``keys.admin_key``. Off: ``/ui`` answers 404. Read at start."""
     max_body_bytes: Annotated[int, Field(gt=0)] = 32 * 1024 * 1024
     """Largest JSON request body accepted on the model endpoints (413 above it). The
     generic ``/v1/*`` relay streams bodies and is not bound by it."""

@@ -9,6 +9,7 @@ module does nothing; all state lives under typed ``AppKey``s of the app it build
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import re
 import time
@@ -33,7 +34,7 @@ from hookgate.errors import (
 )
 from hookgate.ids import UniqueIds
 from hookgate.providers.upstream_events import MALFORMED_EVENTS
-from hookgate.server import exposure, gemini, routes
+from hookgate.server import exposure, gemini, routes, ui
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -45,6 +46,7 @@ from hookgate.server.appkeys import (
     REQUEST_ID,
     SESSION,
     STORE,
+    WATCHER,
 )
 from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
@@ -59,8 +61,6 @@ from hookgate.telemetry.metrics import Metrics
 from hookgate.wire import jsonrpc
 
 log = logging.getLogger("hookgate")
-
-WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
 
 
 class _MalformedHttp(logging.Filter):
@@ -148,17 +148,23 @@ def create_app(
     gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
     mcp_routes.add_routes(app)
+    if loaded.config.server.ui and loaded.config.server.ops is None:
+        ui.add_routes(app)
     return app
 
 
 def create_ops_app(app: web.Application) -> web.Application:
     """The ops listener's app (``server.ops``): ``/metrics``, ``/healthz`` and ``/readyz``
-    of ``app``, on state it shares with it, and nothing else (404 for any other path).
-    Run it beside ``app``, after ``app``'s own startup."""
+    of ``app`` and the admin UI (``server.ui``), on state it shares with it, and nothing
+    else (404 for any other path). Run it beside ``app``, after ``app``'s own startup."""
     ops = web.Application(middlewares=[_errors])
-    ops[HOLDER], ops[STORE] = app[HOLDER], app[STORE]
-    ops[METRICS], ops[LISTEN_HOST] = app[METRICS], app[LISTEN_HOST]
+    ops[HOLDER], ops[STORE], ops[GRANTS] = app[HOLDER], app[STORE], app[GRANTS]
+    ops[METRICS], ops[LISTEN_HOST], ops[LIVE] = app[METRICS], app[LISTEN_HOST], app[LIVE]
+    if WATCHER in app:
+        ops[WATCHER] = app[WATCHER]
     routes.add_ops_routes(ops)
+    if app[HOLDER].current.config.server.ui:
+        ui.add_routes(ops)
     return ops
 
 
@@ -267,12 +273,15 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
         return answer(HookgateError(f"internal error (request {request_id})"))
 
 
-ErrorShape = Literal["openai", "anthropic", "google", "jsonrpc"]
+ErrorShape = Literal["openai", "anthropic", "google", "jsonrpc", "html"]
 
 
 def _error_shape(path: str) -> ErrorShape:
     """The error body a route's clients read: Anthropic's on its routes, Google's on the
-    Gemini API's, JSON-RPC on the MCP gateway's, OpenAI's elsewhere."""
+    Gemini API's, JSON-RPC on the MCP gateway's, a page on the admin UI's, OpenAI's
+    elsewhere."""
+    if path == "/ui" or path.startswith("/ui/"):
+        return "html"
     if routes.speaks_anthropic(path):
         return "anthropic"
     if speaks_google(path):
@@ -305,6 +314,12 @@ def error_response(
     if shape == "jsonrpc":
         headers["content-type"] = "application/json"
         body = orjson.dumps(jsonrpc.error(rpc_id, jsonrpc.SERVER_ERROR, exc.message))
+    elif shape == "html":
+        headers.update(HTML_ERROR_HEADERS)
+        body = (
+            f"<!doctype html><html lang=en><meta charset=utf-8><title>{exc.status}</title>"
+            f"<h1>{exc.status}</h1><p>{html.escape(exc.message)}</p><p><a href=/ui>hookgate</a>"
+        ).encode()
     elif shape == "anthropic":
         headers["content-type"] = "application/json"
         body = exc.to_anthropic_bytes()
@@ -321,6 +336,14 @@ def error_response(
         headers.setdefault("content-type", "application/json")
         body = exc.to_bytes()
     return web.Response(status=exc.status, body=body, headers=headers)
+
+
+HTML_ERROR_HEADERS = {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+}
 
 
 def _from_http(request: web.Request, exc: web.HTTPException) -> HookgateError:

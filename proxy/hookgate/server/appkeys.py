@@ -8,6 +8,7 @@ from aiohttp import web
 from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.live import LiveTraffic
 from hookgate.server.mcp.stdio import StdioSessions
+from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
@@ -32,6 +33,9 @@ LIVE = web.AppKey("hookgate.live", LiveTraffic)
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""
+
+WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
+"""Reloads the config file when it changes (absent: the config is not watched)."""
 
 LISTEN_HOST = web.AppKey("hookgate.listen_host", str)
 """The address the model routes are served on (see :mod:`hookgate.server.exposure`)."""

@@ -49,6 +49,9 @@ class ConfigWatcher:
         self._stamp = _stamp(path)
         self._lock = asyncio.Lock()
         self._retiring: set[asyncio.Task[None]] = set()
+        self.failure: str | None = None
+        """Why the last reload failed (None: it succeeded, or none was tried): the
+        admin UI's overview shows it."""
 
     async def run(self) -> None:
         """Poll forever at the current config's ``server.reload_interval_s``."""
@@ -90,9 +93,14 @@ class ConfigWatcher:
                     self.holder.current.generation,
                     "\n".join(lines),
                 )
+                self.failure = (
+                    f"config reload failed, keeping generation {self.holder.current.generation}: "
+                    + "; ".join(lines)
+                )
                 self._on_result(None)
                 return False
             retired, self.holder.current = self.holder.current, runtime
+            self.failure = None
             self._on_result(runtime)
             self._retiring.add(asyncio.create_task(self._retire(retired)))
             log.info("config reloaded from %s (generation %d)", self.path, runtime.generation)

@@ -41,6 +41,8 @@ class Runtime:
     pipelines: Mapping[str, Pipeline]
     """Each policy set's pipeline, ``default`` included."""
     selector: Selector
+    sets: Mapping[str, tuple[Policy, ...]]
+    """Each set's policies as configured, the SDK's own too (``hookgate explain``)."""
     policies: tuple[Policy, ...]
     """Every distinct proxy policy of every set, each once."""
     router: Router
@@ -103,6 +105,7 @@ def build_runtime(
             for name, listed in loaded.sets.items()
         },
         selector=Selector(config.policy_sets, loaded.sets),
+        sets=loaded.sets,
         policies=policies,
         router=router,
         providers=providers,

@@ -81,8 +81,9 @@ class AuditQuery(BaseModel):
     def equals(self) -> dict[str, str]:
         """The filters that compare a record's field to a value, by field name."""
         fields = {
-            "request_id": self.request_id, "key_id": self.key_id, "team": self.team, "user": self.user, "agent": self.agent,
-            "session": self.session, "api": MCP_API if self.mcp_server or self.tool else self.api,
+            "request_id": self.request_id, "key_id": self.key_id, "team": self.team,
+            "user": self.user, "agent": self.agent, "session": self.session,
+            "api": MCP_API if self.mcp_server or self.tool else self.api,
             "model": self.tool or self.model,
             "target": None if self.mcp_server is None else f"mcp/{self.mcp_server}",
         }  # fmt: skip

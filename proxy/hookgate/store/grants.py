@@ -183,8 +183,8 @@ class AdminChange(BaseModel):
 
     ts: float
     actor: str
-    """Who: the admin API's ``x-hookgate-actor`` header (else ``admin``), or ``cli:`` and
-    the OS user for the CLI."""
+    """Who: the admin API's ``x-hookgate-actor`` header (else ``admin``), ``cli:`` and the
+    OS user for the CLI, ``ui:`` and the name the admin logged in with for the admin UI."""
     action: Literal["set", "delete"]
     kind: Kind
     subject: str
