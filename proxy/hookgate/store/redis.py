@@ -139,8 +139,9 @@ class RedisStore:
         return [orjson.loads(fields["row"]) for _, fields in entries]
 
     async def audit_page(self, query: AuditQuery) -> AuditPage:
-        """A scan of the stream newest first, :data:`SCAN_CHUNK` entries a command, until
-        the page is full: a filter few records pass reads much of the stream (the
+        """A scan of the stream newest first (by arrival: records written at once may
+        arrive a moment out of their ``ts`` order), :data:`SCAN_CHUNK` entries a command,
+        until the page is full: a filter few records pass reads much of the stream (the
         SQLite store searches by index)."""
         await asyncio.gather(*self._writes, return_exceptions=True)
         end = "+" if query.cursor is None else "(" + parse_cursor(query.cursor)[1]
@@ -165,7 +166,7 @@ class RedisStore:
         )
 
     async def audit_counts(self, since: float) -> tuple[int, int]:
-        rows = await self.audit_records(since)
+        rows = [row for row in await self.audit_records(since) if row["ts"] >= since]
         return len(rows), sum(1 for row in rows if int(row["status"]) >= 400)
 
     async def prune_audit(self, before: float) -> int:

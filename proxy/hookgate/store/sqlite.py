@@ -82,6 +82,7 @@ CREATE TABLE IF NOT EXISTS admin_log (
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS audit_session ON audit (session, ts);
 CREATE INDEX IF NOT EXISTS audit_key ON audit (key_id, ts);
+CREATE INDEX IF NOT EXISTS audit_team ON audit (team, ts);
 CREATE INDEX IF NOT EXISTS usage_team ON usage (team, ts);
 CREATE INDEX IF NOT EXISTS usage_key ON usage (key_id, ts);
 CREATE INDEX IF NOT EXISTS usage_user ON usage (user, ts);
