@@ -34,9 +34,11 @@ def records(count: int, seed: int) -> list[AuditRecord]:
     out = []
     for i in range(count):
         mcp = rng.random() < 0.2
+        tool = rng.choice(["search_docs", "send_email"])
         out.append(AuditRecord(
-            ts=start + i * 3.0, request_id=f"r{i}", api="mcp.tools/call" if mcp else "chat.completions",
-            model=rng.choice(["search_docs", "send_email"]) if mcp else rng.choice(["gpt-a", "gpt-b"]),
+            ts=start + i * 3.0, request_id=f"r{i}",
+            api="mcp.tools/call" if mcp else "chat.completions",
+            model=tool if mcp else rng.choice(["gpt-a", "gpt-b"]),
             target=f"mcp/{rng.choice(['docs', 'mail'])}" if mcp else "up/gpt-a",
             status=rng.choice(STATUSES), latency_ms=1.0, team=rng.choice(TEAMS),
             key_id=rng.choice(["hgk_a", "hgk_b", None]), session=rng.choice(SESSIONS),
