@@ -184,6 +184,10 @@ class ModelRequest:
             ctx, identity=caller.identity, policy_set=chosen.name
         )
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
+        live = self._live
+        live.model, live.policy_set = call.model, chosen.name
+        live.key_id, live.team = caller.identity.key_id, caller.identity.team
+        live.agent, live.session = ctx.agent, ctx.session_id
         pipeline = self.runtime.pipelines[chosen.name]
         return await self.observed.run(pipeline, call, usage=pipeline.needs_usage)
 
