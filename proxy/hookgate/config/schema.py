@@ -29,9 +29,11 @@ MIN_STATIC_KEY_CHARS = 16
 
 
 class Strict(BaseModel):
-    """Base for config models: unknown keys are errors; instances are immutable."""
+    """Base for config models: unknown keys are errors; instances are immutable; a field's
+    docstring is its description (in ``hookgate schema`` and the docs' configuration
+    reference)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class TimeoutConfig(Strict):

@@ -80,10 +80,11 @@ class PolicyConfig(BaseModel):
 
     Subclass it for a policy's ``Config``; hookgate validates the YAML entry against it
     when the config loads, so a typo is a config error with a line number, never a
-    setting silently ignored.
+    setting silently ignored. A field's docstring is its description (in ``hookgate
+    schema`` and the docs' configuration reference).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class NoSettings(PolicyConfig):
