@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -68,7 +69,7 @@ def type_name(tp: Any) -> str:
     if origin is Literal:
         return " or ".join(json.dumps(a) for a in args)
     if origin in (Union, types.UnionType):
-        return " or ".join(type_name(a) for a in args)
+        return " or ".join(dict.fromkeys(type_name(a) for a in args))
     if origin in (list, tuple):
         return f"list of {type_name(args[0])}" if args else "list"
     if origin is dict:
@@ -78,7 +79,7 @@ def type_name(tp: Any) -> str:
     if tp is SecretStr:
         return "str (secret)"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return f"mapping ({tp.__name__})"
+        return "mapping"  # its keys have a section of their own
     if tp is Any:
         return "any"
     return getattr(tp, "__name__", str(tp))
@@ -161,7 +162,7 @@ def build() -> Reference:
     collect(reference, Config, "")
     for name in sorted(registry.BUILTIN):
         policy = registry.resolve(name)
-        intro = prose((policy.__doc__ or "").split("\n\n")[0])
+        intro = prose((sys.modules[policy.__module__].__doc__ or "").split("\n\n")[0])
         collect(reference, policy.Config, f"policies[].{name}", intro)
     return reference
 
@@ -169,8 +170,11 @@ def build() -> Reference:
 def markdown(reference: Reference) -> str:
     out: list[str] = []
     for section in reference.sections:
-        title = section.paths[0] or "top level"
-        out.append(f"### `{title}`\n")
+        title = f"`{section.paths[0]}`" if section.paths[0] else "The top level"
+        kind = section.model.model_fields.get("type")
+        if kind is not None and get_origin(kind.annotation) is Literal:
+            title += f" with `type: {get_args(kind.annotation)[0]}`"
+        out.append(f"### {title}\n")
         if len(section.paths) > 1:
             out.append("Also at " + ", ".join(f"`{p}`" for p in section.paths[1:]) + ".\n")
         if section.intro:

@@ -107,6 +107,8 @@ class Size(PolicyConfig):
 
 
 class ClearToolResults(PolicyConfig):
+    """Step 2: old tool results replaced by a placeholder, oldest first."""
+
     keep_last: int = Field(3, ge=0)
     """The newest tool results left whole."""
     exclude: tuple[str, ...] = ()
@@ -116,6 +118,8 @@ class ClearToolResults(PolicyConfig):
 
 
 class Summarize(PolicyConfig):
+    """Removed turns replaced by a summary the model writes."""
+
     model: str | None = None
     """The model that writes the summary (default: the call's own), through the same providers and
     budgets."""
@@ -136,6 +140,8 @@ class Summarize(PolicyConfig):
 
 
 class Turns(PolicyConfig):
+    """Step 3: old turns removed whole, oldest first."""
+
     keep_last: int = Field(2, ge=1)
     """The newest turns kept (the current one always is)."""
     summarize: Summarize | None = None
