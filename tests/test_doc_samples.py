@@ -20,6 +20,7 @@ reads them.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import re
@@ -177,3 +178,25 @@ async def test_a_yaml_sample_is_a_valid_config(
     loaded = load_text(completed(text), where)
     for policy in loaded.all_policies:
         await policy.aclose()
+
+
+def test_every_config_key_is_described_in_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference ``make check`` builds (docs/hooks/config_reference.py) has every key
+    of the config and of each built-in policy, each with its field's docstring."""
+    spec = importlib.util.spec_from_file_location(
+        "config_reference", ROOT / "docs/hooks/config_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "config_reference", hook)  # its dataclasses look it up
+    spec.loader.exec_module(hook)
+    reference = hook.build()
+    assert reference.undocumented == []
+    rows = {
+        f"{path}.{key.strip('`')}".lstrip(".")
+        for section in reference.sections
+        for path in section.paths
+        for key, *_ in section.rows
+    }
+    assert {"server.host", "keys.jwt.issuer", "policies[].fallback.circuit.open_s"} <= rows
+    assert "(secret)" in hook.markdown(reference) and hook.MARKER not in hook.markdown(reference)

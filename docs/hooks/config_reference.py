@@ -10,11 +10,13 @@ failed build. So the reference can be neither stale nor incomplete.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import logging
 import re
 import sys
+import textwrap
 import types
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -56,6 +58,29 @@ def prose(text: str | None) -> str:
     text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
     text = text.replace("``", "`")
     return re.sub(r"\s+", " ", text).replace("|", "\\|").strip()
+
+
+def docstrings(model: type[BaseModel]) -> dict[str, str]:
+    """Each field's docstring (the string statement after it), from the class that declares
+    it, nearest first."""
+    found: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for node, after in zip(body.body, body.body[1:], strict=False):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                found[node.target.id] = after.value.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                found.pop(node.target.id, None)  # redeclared without one
+    return found
 
 
 def unwrap(tp: Any) -> Any:
@@ -143,9 +168,10 @@ def collect(reference: Reference, model: type[BaseModel], path: str, intro: str 
     section = Section(model, [path], intro or prose(own))
     reference.sections.append(section)
     children: list[tuple[type[BaseModel], str]] = []
+    described = docstrings(model)
     for name, info in model.model_fields.items():
         key = f"{path}.{name}" if path else name
-        description = prose(info.description)
+        description = prose(info.description or described.get(name))
         if not description:
             reference.undocumented.append(f"{key} ({model.__module__}.{model.__qualname__})")
             description = "**undocumented**"

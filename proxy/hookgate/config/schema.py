@@ -29,11 +29,10 @@ MIN_STATIC_KEY_CHARS = 16
 
 
 class Strict(BaseModel):
-    """Base for config models: unknown keys are errors; instances are immutable; a field's
-    docstring is its description (in ``hookgate schema`` and the docs' configuration
-    reference)."""
+    """Base for config models: unknown keys are errors; instances are immutable. A field's
+    docstring is its description in the docs' configuration reference (docs/reference.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class TimeoutConfig(Strict):

@@ -80,11 +80,11 @@ class PolicyConfig(BaseModel):
 
     Subclass it for a policy's ``Config``; hookgate validates the YAML entry against it
     when the config loads, so a typo is a config error with a line number, never a
-    setting silently ignored. A field's docstring is its description (in ``hookgate
-    schema`` and the docs' configuration reference).
+    setting silently ignored. A field's docstring is its description in the docs'
+    configuration reference (docs/reference.md).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class NoSettings(PolicyConfig):
