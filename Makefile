@@ -16,7 +16,7 @@ export HOOKGATE_TEST_CLAUDE := $(abspath $(CLAUDE))
 CLIENTS := $(VENV)/clients
 export HOOKGATE_TEST_CLIENTS := $(abspath $(CLIENTS))
 
-.PHONY: run test test-fast check system-deps claude-code clients bench schema dashboards clean
+.PHONY: run test test-fast check docs system-deps claude-code clients bench schema dashboards clean
 
 run: $(STAMP)
 	$(BIN)/hookgate serve
@@ -34,10 +34,18 @@ claude-code: system-deps
 	test -x $(CLAUDE) || bash .ci/claude-code.sh $(CLAUDE_CODE_VERSION) $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)
 
 check: $(STAMP)
-	$(BIN)/ruff check proxy tests bench dashboards evals
-	$(BIN)/ruff format --check proxy tests bench dashboards evals
+	$(BIN)/ruff check proxy tests bench dashboards evals docs/hooks
+	$(BIN)/ruff format --check proxy tests bench dashboards evals docs/hooks
 	$(BIN)/mypy
+	$(BIN)/mypy docs/hooks
 	$(BIN)/lint-imports --no-cache
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
+# The docs site (mkdocs.yml) in site/, strictly: a broken link or anchor, a page out of the
+# nav or a config key without a description fails. Not --quiet: it hides the warnings that
+# --strict counts, and the build passes.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 clients: system-deps
 	cmp -s .ci/clients/package-lock.json $(CLIENTS)/.installed-lock.json || bash .ci/clients.sh $(CLIENTS)
@@ -59,4 +67,4 @@ $(STAMP): pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info site

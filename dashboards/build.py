@@ -2,7 +2,7 @@
 
 Run ``python dashboards/build.py`` after editing; a test checks the JSON is up to date,
 and another loads every query into a real Prometheus. Panels use only hookgate's own
-metric families (see the README's metric list); ``$__rate_interval`` and ``$__range``
+metric families (see the metric list of docs/observability.md); ``$__rate_interval`` and ``$__range``
 are Grafana's.
 """
 

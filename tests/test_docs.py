@@ -1,4 +1,5 @@
-"""The README's two commands are the ones CI uses (its policy example runs in
+"""The README's two commands are the ones CI uses (the docs' code samples run in
+``tests/test_doc_samples.py``, the policy example as a package of its own in
 ``tests/test_writing_a_policy.py``)."""
 
 from __future__ import annotations

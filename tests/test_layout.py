@@ -1,14 +1,14 @@
-"""README's "Layout" is the tree: every module and folder it lists exists, every module of
-``proxy/hookgate`` and every top-level folder is listed, and so is every command of the
-CLI. The test suite mirrors the package (a test folder is named for a package of
-``hookgate``, or is one of the suites that cross them), and its shared fixtures import
-no client SDK, so the pure tests run without one.
+"""The docs' "Layout" (docs/layout.md) is the tree: every module and folder it lists exists, every
+module of ``proxy/hookgate`` and every top-level folder is listed, and so is every command of
+the CLI. The test suite mirrors the package (a test folder is named for a package of
+``hookgate``, or is one of the suites that cross them), and its shared fixtures import no client
+SDK, so the pure tests run without one.
 
-How the Layout block reads: a line at the left margin names a top-level path; a line
-indented by two spaces names modules of ``hookgate`` (``errors.py · ids.py``) or one of its
-packages (``server/``); deeper-indented lines continue the line above. A package's
-description names its modules (``app.py``) and subpackages, a subpackage followed by its
-own modules in parentheses (``translate/ (fit.py, …)``)."""
+How the Layout block reads: a line at the left margin names a top-level path; a line indented by
+two spaces names modules of ``hookgate`` (``errors.py · ids.py``) or one of its packages
+(``server/``); deeper-indented lines continue the line above. A package's description names its
+modules (``app.py``) and subpackages, a subpackage followed by its own modules in parentheses
+(``translate/ (fit.py, …)``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from hookgate.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "proxy" / "hookgate"
 TESTS = ROOT / "tests"
+IGNORED = set((ROOT / ".gitignore").read_text().split())
+"""What git ignores: build output (``site/``, ``build/``) is no part of the tree."""
 CROSSING_SUITES = {"e2e", "hardening"}
 """Test folders that run the whole product, not one package: real frameworks, faults."""
 
@@ -45,9 +47,7 @@ class Entry:
 
 
 def layout() -> list[Entry]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```\n(.*?)```", section, flags=re.S)
+    (block,) = re.findall(r"```\n(.*?)```", (ROOT / "docs/layout.md").read_text(), flags=re.S)
     entries: list[Entry] = []
     for line in block.splitlines():
         indent = len(line) - len(line.lstrip())
@@ -84,7 +84,7 @@ def listed_modules() -> set[Path]:
 
 def test_every_module_the_layout_lists_exists() -> None:
     missing = sorted(str(path) for path in listed_modules() if not (PACKAGE / path).exists())
-    assert not missing, f"the README's Layout lists what proxy/hookgate has not: {missing}"
+    assert not missing, f"the Layout lists what proxy/hookgate has not: {missing}"
 
 
 def test_every_module_of_the_package_is_in_the_layout() -> None:
@@ -95,7 +95,7 @@ def test_every_module_of_the_package_is_in_the_layout() -> None:
     }
     packages = {path.parent.relative_to(PACKAGE) for path in PACKAGE.rglob("__init__.py")}
     unlisted = sorted(map(str, (modules | packages - {Path(".")}) - listed_modules()))
-    assert not unlisted, f"missing from the README's Layout: {unlisted}"
+    assert not unlisted, f"missing from the Layout (docs/layout.md): {unlisted}"
 
 
 def test_every_top_level_folder_is_in_the_layout_and_what_it_lists_exists() -> None:
@@ -106,6 +106,7 @@ def test_every_top_level_folder_is_in_the_layout_and_what_it_lists_exists() -> N
         if path.is_dir()
         and not path.name.startswith((".", "__"))
         and not path.name.endswith(".egg-info")
+        and f"{path.name}/" not in IGNORED
     }
     assert folders <= {entry.name.split("/")[0] for entry in top}
     for entry in top:

@@ -1,7 +1,7 @@
-"""README's "Writing a policy", run as a reader would: its policy becomes a package of
-its own outside ``proxy/``, installed with pip, tested with its own ``hookgate.testing``
-test, then loaded by ``hookgate serve`` under the name the README's YAML gives it and
-called with the ``openai`` and ``anthropic`` clients."""
+"""The docs' "Writing a policy" (docs/writing-a-policy.md), run as a reader would: its policy
+becomes a package of its own outside ``proxy/``, installed with pip, tested with its own
+``hookgate.testing`` test, then loaded by ``hookgate serve`` under the name the page's YAML
+gives it and called with the ``openai`` and ``anthropic`` clients."""
 
 from __future__ import annotations
 
@@ -21,22 +21,16 @@ import pytest
 from tests.conftest import CLIENT_KEY, config_text
 from tests.fakes import FakeUpstream, start_serve
 
-README = Path(__file__).parents[1] / "README.md"
-
-
-def _section() -> str:
-    text = README.read_text()
-    start = text.index("### Writing a policy")
-    return text[start : text.index("\n## ", start)]
+PAGE = Path(__file__).parents[1] / "docs" / "writing-a-policy.md"
 
 
 def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", _section(), re.DOTALL)
+    return re.findall(rf"```{language}\n(.*?)```", PAGE.read_text(), re.DOTALL)
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The README's policy module as package ``acme_policies``, pip-installed into a folder
+    """The page's policy module as package ``acme_policies``, pip-installed into a folder
     of its own (what a user's ``pip install acme-policies`` puts on the path)."""
     source = tmp_path_factory.mktemp("acme")
     (source / "acme_policies").mkdir()
@@ -67,7 +61,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del sys.modules[name]
 
 
-async def test_the_readme_test_passes_on_the_installed_policy(installed: Path) -> None:
+async def test_the_documented_test_passes_on_the_installed_policy(installed: Path) -> None:
     from acme_policies.mask import Mask, MaskConfig  # type: ignore[import-not-found]
 
     assert Path(sys.modules["acme_policies.mask"].__file__ or "").is_relative_to(installed)

@@ -1,7 +1,7 @@
 """Codex CLI itself (``codex exec``, the pinned npm release) offline, against a scripted
 upstream that speaks the Responses API over both of Codex's transports: straight, then
 through hookgate with ``pii`` on, over the WebSocket mode (Codex's first choice, with
-``openai_base_url`` as the README tells agents) and over HTTP (a provider with
+``openai_base_url`` as docs/clients.md tells agents) and over HTTP (a provider with
 ``supports_websockets = false``), and over HTTP again after hookgate refused the
 WebSocket (``server.responses_websocket: false``: a 426, on which Codex falls back).
 

@@ -29,7 +29,8 @@ MIN_STATIC_KEY_CHARS = 16
 
 
 class Strict(BaseModel):
-    """Base for config models: unknown keys are errors; instances are immutable."""
+    """Base for config models: unknown keys are errors; instances are immutable. A field's
+    docstring is its description in the docs' configuration reference (docs/reference.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,6 +42,7 @@ class TimeoutConfig(Strict):
     """
 
     connect_s: Annotated[float, Field(gt=0)] = 10.0
+    """Longest wait for a connection (TCP and TLS) to the upstream."""
     read_s: Annotated[float, Field(gt=0)] = 600.0
     """Longest silence allowed while waiting for the next byte (headers or body)."""
 
@@ -63,7 +65,10 @@ class ProviderSettings(Strict):
     """What every provider reached over HTTP takes (every ``type`` but ``echo``)."""
 
     base_url: HttpUrl | None = None
+    """Where the provider's API is (its default when left out: a provider type's own, if it has
+    one)."""
     api_key: SecretStr | None = None
+    """The provider's key, sent upstream in place of the client's (use ``${ENV}``)."""
     missing_key: Literal["error", "echo"] = "error"
     """What to do when ``api_key`` is given but resolves to an empty string (an unset
     ``${ENV}``): ``error`` refuses the config; ``echo`` serves this provider's requests
@@ -71,6 +76,7 @@ class ProviderSettings(Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers sent with every upstream request (e.g. ``api-version``)."""
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
+    """Transport timeouts of this provider's requests."""
 
     @property
     def key_missing(self) -> bool:
@@ -82,6 +88,8 @@ class OpenAICompatibleSettings(ProviderSettings):
     """What the providers that speak OpenAI's HTTP API (``openai``, ``azure``) take."""
 
     base_url: HttpUrl
+    """Where the OpenAI-compatible API is, with its version segment (``https://api.openai.com/v1``);
+    a query in it goes on every request."""
     apis: Annotated[list[OpenAIApi], Field(min_length=1)] | None = None
     """The APIs the provider serves, when not all of OpenAI's (many OpenAI-compatible
     servers have no Responses API). A Responses call to a provider without it is
@@ -93,6 +101,7 @@ class OpenAIProviderConfig(OpenAICompatibleSettings):
     vLLM, Ollama, LiteLLM, ...)."""
 
     type: Literal["openai"] = "openai"
+    """The provider's kind; ``openai`` when left out."""
 
 
 class AzureProviderConfig(OpenAICompatibleSettings):
@@ -103,6 +112,7 @@ class AzureProviderConfig(OpenAICompatibleSettings):
     body's model)."""
 
     type: Literal["azure"]
+    """The provider's kind."""
     api_version: str = "2024-10-21"
     """The ``api-version`` of the deployments path (the v1 path takes none)."""
     azure_path: Literal["deployments", "v1"] = "deployments"
@@ -119,6 +129,7 @@ class AnthropicProviderConfig(ProviderSettings):
     ``hookgate.providers.translating``)."""
 
     type: Literal["anthropic"]
+    """The provider's kind."""
     anthropic_version: str = "2023-06-01"
     """The ``anthropic-version`` sent when the client sends none."""
     max_tokens: Annotated[int, Field(gt=0)] = DEFAULT_MAX_TOKENS
@@ -132,6 +143,7 @@ class GeminiProviderConfig(ProviderSettings):
     every call is translated."""
 
     type: Literal["gemini"]
+    """The provider's kind."""
 
 
 class EchoProviderConfig(Strict):
@@ -140,6 +152,7 @@ class EchoProviderConfig(Strict):
     tests. It takes no other setting."""
 
     type: Literal["echo"]
+    """The provider's kind."""
 
 
 HttpProviderConfig = (
@@ -197,10 +210,17 @@ class McpServerConfig(Strict):
     the server."""
 
     url: str | None = None
+    """A Streamable HTTP server's endpoint (give this or ``command``)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """``url``: headers sent with every request to the server (its credentials)."""
     command: list[str] | None = None
+    """A stdio server: the program and its arguments, started once per client session (give this or
+    ``url``)."""
     env: dict[str, str] = Field(default_factory=dict)
+    """``command``: environment variables of its processes (beside ``PATH``; nothing else of
+    hookgate's environment)."""
     cwd: str | None = None
+    """``command``: the working directory of its processes (default: hookgate's)."""
     max_sessions: Annotated[int, Field(gt=0)] = 16
     """``command``: processes (client sessions) at most; the least recently used one
     makes room."""
@@ -228,6 +248,7 @@ class TargetConfig(Strict):
     """One upstream target of a model alias."""
 
     provider: str
+    """The provider (a name under ``providers``) that serves this target."""
     model: str | None = None
     """Upstream model name; ``None`` keeps the name the client sent."""
     priority: int | None = None
@@ -254,7 +275,9 @@ class OpsListenerConfig(Strict):
     """A second listener for ``/metrics``, ``/healthz`` and ``/readyz`` only."""
 
     host: str = "127.0.0.1"
+    """The ops listener's address."""
     port: Annotated[int, Field(ge=0, le=65535)]
+    """The ops listener's port (0: any free port)."""
 
 
 class ServerConfig(Strict):
@@ -265,6 +288,7 @@ class ServerConfig(Strict):
     is a network listener: ``hookgate serve`` refuses to start one while callers can be
     anonymous (see ``keys.required``, ``keys.static`` and ``allow_anonymous``)."""
     port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT
+    """Listen port (0: any free port; ``hookgate serve --port`` overrides it)."""
     allow_anonymous: bool = False
     """Serve anonymous callers on a network listener anyway (behind a gateway that
     authenticates them, say). A warning at every start and on ``/readyz`` says so."""
@@ -310,6 +334,7 @@ class ServerConfig(Strict):
     reload: bool = True
     """Watch the config file and swap in edits without a restart."""
     reload_interval_s: Annotated[float, Field(gt=0)] = 1.0
+    """How often the config file is checked for edits (``reload``)."""
     shutdown_timeout_s: Annotated[float, Field(ge=0)] = 30.0
     """How long SIGTERM waits for in-flight requests before cancelling them."""
 
@@ -354,7 +379,10 @@ class JwtConfig(Strict):
     """A JSON Web Key Set over HTTP(S), kept for ``jwks_cache_s`` and fetched again at
     once (at most every ``jwks_min_refresh_s``) when a token names a key id it lacks."""
     jwks_cache_s: Annotated[float, Field(gt=0)] = 300.0
+    """How long a key set read from ``jwks_url`` is used before it is fetched again."""
     jwks_min_refresh_s: Annotated[float, Field(ge=0)] = 10.0
+    """The shortest time between two fetches of ``jwks_url`` (an unknown key id asks again no
+    sooner)."""
     issuer: str
     """The required ``iss``."""
     audience: str
@@ -403,6 +431,7 @@ class AuditConfig(Strict):
     """The audit log: one record per model request, in the store."""
 
     enabled: bool = True
+    """Write an audit record per model request (and per MCP tool call)."""
     retention_days: Annotated[float, Field(ge=0)] = 90.0
     """Records older than this are deleted (hourly); 0 keeps them forever."""
 
@@ -419,7 +448,9 @@ class PriceConfig(Strict):
     """USD per 1M tokens for one model (overrides the shipped price table)."""
 
     input: Annotated[float, Field(ge=0)]
+    """USD per 1M prompt tokens."""
     output: Annotated[float, Field(ge=0)]
+    """USD per 1M output tokens."""
     cached_input: Annotated[float, Field(ge=0)] | None = None
     """Default: the ``input`` price."""
     reasoning: Annotated[float, Field(ge=0)] | None = None
@@ -484,11 +515,17 @@ class MatchConfig(Strict):
     ``x-hookgate-agent`` and the route's API."""
 
     keys: list[str] = Field(default_factory=list)
+    """Key ids (``hgk_...``, ``static-1``, ``jwt:...``)."""
     teams: list[str] = Field(default_factory=list)
+    """The caller's team."""
     users: list[str] = Field(default_factory=list)
+    """The caller's user."""
     models: list[str] = Field(default_factory=list)
+    """The model alias the client named."""
     agents: list[str] = Field(default_factory=list)
+    """The ``x-hookgate-agent`` header."""
     routes: list[Route] = Field(default_factory=list)
+    """The API the request came in by."""
 
     @model_validator(mode="after")
     def _some_field(self) -> MatchConfig:
@@ -510,7 +547,10 @@ class PolicySetConfig(Strict):
     """The requests this set is for; without it, only keys and teams assigned to it (by
     the admin API) get it."""
     policies: list[SetEntry] = Field(default_factory=list)
+    """Policies of this set: with ``extends``, each overrides an inherited one of its name or is
+    added (``before``/``after`` places it); without, the whole list."""
     remove: list[str] = Field(default_factory=list)
+    """Names of inherited policies this set drops (needs ``extends``)."""
 
     @model_validator(mode="after")
     def _remove_needs_extends(self) -> PolicySetConfig:
@@ -526,13 +566,18 @@ class Config(Strict):
     """The whole config file."""
 
     server: ServerConfig = Field(default_factory=ServerConfig)
+    """Listener and request-handling settings."""
     providers: dict[str, ProviderConfig]
+    """Where requests go, by name: each an upstream API and its key (at least one)."""
     models: dict[str, Targets]
+    """Model aliases the clients name, each with its targets in fallback order; ``"*"`` serves any
+    other name (the client's model name kept when a target names none)."""
     policies: list[PolicyEntry] = Field(default_factory=list)
     """The ``default`` policy set: the pipeline of every request no other set takes."""
     policy_sets: dict[str, PolicySetConfig] = Field(default_factory=dict)
     """Named pipelines selected per request (see :mod:`hookgate.config.policy_sets`)."""
     pricing: dict[str, PriceConfig] = Field(default_factory=dict)
+    """USD per 1M tokens by model name, over the shipped price table."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers served at ``/mcp/{name}`` with the tool policies (see
     :mod:`hookgate.server.mcp`)."""
@@ -540,8 +585,11 @@ class Config(Strict):
     """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
     or ``redis://host:port/db`` (several replicas). Opened when first needed."""
     keys: KeysConfig = Field(default_factory=KeysConfig)
+    """Who may call: virtual keys, shared client keys, signed tokens, the admin key."""
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    """The audit log."""
     sdk: SdkConfig = Field(default_factory=SdkConfig)
+    """Settings only the in-process SDK reads."""
 
     @field_validator("store")
     @classmethod

@@ -80,7 +80,8 @@ class PolicyConfig(BaseModel):
 
     Subclass it for a policy's ``Config``; hookgate validates the YAML entry against it
     when the config loads, so a typo is a config error with a line number, never a
-    setting silently ignored.
+    setting silently ignored. A field's docstring is its description in the docs'
+    configuration reference (docs/reference.md).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -83,9 +83,14 @@ class LimitConfig(PolicyConfig):
     """One limit."""
 
     scope: Literal["key", "team", "user", "agent", "reply", "model"]
+    """Whose spend the limit counts: each key, team, user, agent, agent reply or model on its
+    own."""
     window: Literal["minute", "hour", "day", "month", "total"] = "total"
+    """The period the spend is counted over (calendar periods in UTC; ``total``: ever)."""
     usd: Annotated[float, Field(gt=0)] | None = None
+    """The most USD the scope may spend in the window."""
     tokens: Annotated[int, Field(gt=0)] | None = None
+    """The most tokens (input plus output) the scope may use in the window."""
 
     @model_validator(mode="after")
     def _some_cap(self) -> LimitConfig:
@@ -102,6 +107,7 @@ class BudgetConfig(PolicyConfig):
     apply beside them, each replacing the YAML limit of its scope and window; with none
     here, the policy enforces only those."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    """The output reserved for a request that sets no maximum (its worst case)."""
     image_tokens: Annotated[int, Field(ge=0)] = token_estimates.IMAGE_TOKENS
     """Prompt tokens reserved per image part (see ``hookgate.budgets.tokens.IMAGE_TOKENS``;
     raise it for models that weight image tokens, e.g. ~50000 for gpt-4o-mini)."""

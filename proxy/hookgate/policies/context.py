@@ -91,7 +91,9 @@ class Size(PolicyConfig):
     """A prompt size: a token count, or a share of the model's context window."""
 
     tokens: int | None = Field(None, gt=0)
+    """A prompt size in tokens."""
     share: float | None = Field(None, gt=0, le=1)
+    """A prompt size as a share of the model's context window."""
 
     @model_validator(mode="after")
     def _one(self) -> Size:
@@ -105,19 +107,30 @@ class Size(PolicyConfig):
 
 
 class ClearToolResults(PolicyConfig):
+    """Step 2: old tool results replaced by a placeholder, oldest first."""
+
     keep_last: int = Field(3, ge=0)
+    """The newest tool results left whole."""
     exclude: tuple[str, ...] = ()
+    """Tools (globs) whose results are never cleared."""
     placeholder: str = "[cleared: the tool result was removed to save context]"
+    """What a cleared result reads instead."""
 
 
 class Summarize(PolicyConfig):
+    """Removed turns replaced by a summary the model writes."""
+
     model: str | None = None
+    """The model that writes the summary (default: the call's own), through the same providers and
+    budgets."""
     max_tokens: int = Field(400, gt=0)
+    """The summary's length, in output tokens."""
     max_input_tokens: int = Field(4000, gt=0)
     """The most a summary request sends (prompt, summary so far and transcript), as
     LangChain's ``SummarizationMiddleware`` bounds it (``trim_tokens_to_summarize``); a
     longer history is summarized in pieces."""
     prompt: str = SUMMARY_PROMPT
+    """The instruction the summary request starts with."""
 
     @model_validator(mode="after")
     def _room(self) -> Summarize:
@@ -127,19 +140,30 @@ class Summarize(PolicyConfig):
 
 
 class Turns(PolicyConfig):
+    """Step 3: old turns removed whole, oldest first."""
+
     keep_last: int = Field(2, ge=1)
+    """The newest turns kept (the current one always is)."""
     summarize: Summarize | None = None
+    """Replace the removed turns with a summary the model writes (unset: they are dropped)."""
 
 
 class ContextConfig(PolicyConfig):
     """Settings of the ``context`` policy."""
 
     trigger: Size = Size(share=0.8)
+    """Act when the prompt exceeds this: ``{tokens: N}`` or ``{share: S}`` of the context window."""
     target: Size | None = None
+    """Shrink the prompt to this (default: three quarters of ``trigger``)."""
     context_window: int = Field(128_000, gt=0)
+    """The window when neither the model's target (``context_window``) nor the shipped model table
+    names one."""
     tool_result_limit: int | None = Field(None, gt=0)
+    """Step 1: cap each tool result at this many tokens (unset: no cap)."""
     clear_tool_results: ClearToolResults | None = None
+    """Step 2: replace old tool results, oldest first (unset: skipped)."""
     turns: Turns | None = Turns()
+    """Step 3: remove old turns whole, oldest first (null: skipped)."""
 
 
 class ContextPolicy(Policy[ContextConfig]):

@@ -98,9 +98,13 @@ class CircuitConfig(PolicyConfig):
     """Circuit breaker settings (per target)."""
 
     failures: Annotated[int, Field(gt=0)] = 5
+    """Consecutive failures that open a target's breaker."""
     failure_rate: Annotated[float, Field(gt=0, le=1)] = 0.5
+    """The failed share of requests over ``window_s`` that opens it."""
     window_s: Annotated[float, Field(gt=0)] = 30.0
+    """The window ``failure_rate`` is measured over."""
     min_requests: Annotated[int, Field(gt=0)] = 10
+    """Requests in the window before ``failure_rate`` counts."""
     open_s: Annotated[float, Field(gt=0)] = 5.0
     """How long the breaker stays open the first time."""
     open_max_s: Annotated[float, Field(gt=0)] = 20.0
@@ -112,22 +116,42 @@ class FallbackConfig(PolicyConfig):
     """Settings of the ``fallback`` policy."""
 
     retries: Annotated[int, Field(ge=0, le=10)] = 2
+    """Extra tries of the same target before moving on to the next."""
     backoff_base_s: Annotated[float, Field(ge=0)] = 0.25
+    """Full jitter: before retry n (from 1) wait U(0, min(``backoff_max_s``, base * 2**(n-1)))."""
     backoff_max_s: Annotated[float, Field(ge=0)] = 8.0
+    """The longest backoff wait."""
     retry_after_max_s: Annotated[float, Field(ge=0)] = 30.0
+    """``Retry-After`` / ``retry-after-ms`` honoured up to this; asked for longer, the next target
+    is tried at once."""
     attempt_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    """Until the first byte: a stream's response headers, a non-streamed call's whole answer."""
     first_token_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    """Streams: from the request to the first output (text, reasoning or tool-call delta; not the
+    opening events)."""
     reasoning_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    """A model that reasons: its first token (streams), its whole answer (non-streamed, if longer
+    than ``attempt_timeout_s``)."""
     stall_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    """Streams: the longest gap between events after the first output."""
     deadline_s: Annotated[float, Field(gt=0)] = 900.0
+    """The whole request, every retry and wait included (then 504)."""
     continue_streams: bool = True
     """Continue a stream that fails after its first output from a next attempt
     (:mod:`hookgate.policies.continuation`); False ends it with an error event."""
     retry_on: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRY_ON))
+    """Failures retried on the same target, then on the next: ``connect``, ``timeout``, ``reset``,
+    ``bad_response``, ``stall``, a status (``"429"``) or class (``"5xx"``)."""
     fallback_on: list[str] = Field(default_factory=lambda: list(DEFAULT_FALLBACK_ON))
+    """Of ``retry_on``'s failures, those that go to the next target at once."""
     fallback_on_content_policy: bool = False
+    """A content-policy refusal moves to the next target (never retried on the same one); off: the
+    client gets the provider's 400."""
     balance: Literal["weighted", "least_inflight"] = "weighted"
+    """Among targets of equal priority: ``weighted`` (random by ``weight``) or ``least_inflight``
+    (fewest requests in flight first)."""
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
+    """The circuit breaker of each target."""
 
 
 class FallbackPolicy(Policy[FallbackConfig]):

@@ -46,9 +46,14 @@ class ModelCallLimitConfig(PolicyConfig):
     """Settings of the ``model_call_limit`` policy."""
 
     max_per_reply: int | None = Field(None, ge=1)
+    """Model calls one agent reply may make."""
     max_per_session: int | None = Field(None, ge=1)
+    """Model calls all replies of a session may make."""
     on_limit: Literal["wrap_up", "end", "error"] = "wrap_up"
+    """At the limit: ``wrap_up`` (the last allowed call is told to answer), ``end`` (the reply ends)
+    or ``error`` (a 429 ``model_call_limit``)."""
     message: str = LAST_CALL
+    """What the agent is told on its last allowed call (``wrap_up``)."""
 
     @model_validator(mode="after")
     def _some_limit(self) -> ModelCallLimitConfig:

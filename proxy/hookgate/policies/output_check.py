@@ -63,12 +63,20 @@ class OutputCheckConfig(PolicyConfig):
     """Settings of the ``output_check`` policy."""
 
     json_schema: dict[str, Any] | None = None
+    """The answer must be JSON valid against this schema (give this or ``pattern``)."""
     pattern: str | None = None
+    """The answer must match this regular expression (searched; give this or ``json_schema``)."""
     models: tuple[str, ...] = ("*",)
+    """The model names (globs) it applies to."""
     retries: int = Field(2, ge=0, le=10)
+    """Times the model is asked again after a failing answer."""
     message: str = RETRY
+    """What the model reads with its failing answer; ``{error}`` is what failed."""
     on_failure: OnFailure = "continue"
+    """After the last retry: ``continue`` passes the answer on, ``error`` is a 422
+    ``output_invalid``."""
     streams: Literal["hold", "pass"] = "hold"
+    """``hold`` a streamed answer until it is judged, or ``pass`` streams through unchecked."""
 
     @field_validator("json_schema")
     @classmethod

@@ -44,8 +44,11 @@ class RateConfig(PolicyConfig):
     """One rate limit."""
 
     scope: Literal["key", "team", "model"]
+    """Whose requests the rate counts: each key, team or model on its own."""
     rpm: Annotated[int, Field(gt=0)] | None = None
+    """Requests per minute."""
     tpm: Annotated[int, Field(gt=0)] | None = None
+    """Tokens per minute (the request's estimate: prompt plus output ceiling)."""
 
     @model_validator(mode="after")
     def _some_rate(self) -> RateConfig:
@@ -58,7 +61,9 @@ class ToolRateConfig(PolicyConfig):
     """One rate of tool calls."""
 
     scope: Literal["key", "team", "tool"]
+    """Whose tool calls the rate counts: each key, team or tool on its own."""
     rpm: Annotated[int, Field(gt=0)]
+    """Tool calls per minute."""
 
 
 class RateLimitConfig(PolicyConfig):
@@ -69,6 +74,7 @@ class RateLimitConfig(PolicyConfig):
     beside them: a granted ``rpm`` (or ``tpm``) replaces the YAML ``rpm`` (or ``tpm``) of
     its scope, and leaves the other field as the YAML says."""
     default_max_output_tokens: Annotated[int, Field(gt=0)] = 4096
+    """The output counted for a request that sets no maximum (``tpm``)."""
     tool_limits: list[ToolRateConfig] = Field(default_factory=list)
     """Tool calls per minute (the MCP gateway's ``tools/call``)."""
 

@@ -36,9 +36,13 @@ class Weights(PolicyConfig):
     """Weight of each kind of token (cached input is part of input; reasoning of output)."""
 
     input: float = Field(1.0, ge=0)
+    """Weight of an input token not read from the prompt cache."""
     output: float = Field(4.0, ge=0)
+    """Weight of a visible output token."""
     cached_input: float = Field(0.1, ge=0)
+    """Weight of an input token read from the prompt cache."""
     reasoning: float = Field(4.0, ge=0)
+    """Weight of a reasoning token."""
 
     def cost(self, usage: Usage) -> float:
         """Weighted tokens of ``usage``."""
@@ -56,9 +60,13 @@ class ReplyBudgetConfig(PolicyConfig):
     """Settings of the ``reply_budget`` policy."""
 
     tokens: float = Field(gt=0)
+    """Weighted tokens one agent reply may use."""
     weights: Weights = Field(default_factory=Weights)
+    """How much each kind of token counts."""
     message: str = WRAP_UP
+    """What the agent is told when the budget is spent (with ``tool_choice: none``)."""
     grace_turns: int = Field(1, ge=0)
+    """Model calls allowed after the wrap-up before the reply is stopped."""
 
 
 class ReplyBudgetPolicy(Policy[ReplyBudgetConfig]):

@@ -35,9 +35,14 @@ class SystemPromptConfig(PolicyConfig):
     """Settings of the ``system_prompt`` policy."""
 
     prepend: str = ""
+    """Text put before the system prompt."""
     append: str = ""
+    """Text put after the system prompt."""
     template: str | None = None
+    """The whole system prompt, with ``{prompt}``, ``{agent}``, ``{session_id}``, ``{reply_id}``,
+    ``{date}`` (instead of ``prepend``/``append``; other braces are left alone)."""
     separator: str = "\n\n"
+    """Between ``prepend``, the prompt and ``append``."""
 
     @model_validator(mode="after")
     def _one_style(self) -> SystemPromptConfig:

@@ -59,9 +59,13 @@ class TodoConfig(PolicyConfig):
     """Settings of the ``todo`` policy."""
 
     system_prompt: str = PROMPT
+    """When and how to plan, added to the system prompt of every model call."""
     tool_description: str = DESCRIPTION
+    """What the model reads about ``write_todos``."""
     show_list: bool = True
+    """Add the current list to the system prompt of every model call."""
     max_items: int = Field(50, ge=1)
+    """The most items one ``write_todos`` call may write."""
 
 
 class TodoPolicy(Policy[TodoConfig]):

@@ -74,7 +74,9 @@ class ArgumentRule(PolicyConfig):
     """Refuse calls of ``tool`` (a glob) whose JSON arguments match ``pattern``."""
 
     tool: str = "*"
+    """The tools (a glob) the rule applies to."""
     pattern: str
+    """A regular expression searched in the call's JSON arguments: a match refuses the call."""
 
     @field_validator("pattern")
     @classmethod
@@ -90,8 +92,11 @@ class ToolLimit(PolicyConfig):
     """Calls of the tools matching ``tool`` (a glob) per reply and per session."""
 
     tool: str
+    """The tools (a glob) whose calls this limit counts."""
     max_per_reply: int | None = Field(None, ge=0)
+    """Calls of those tools per agent reply."""
     max_per_session: int | None = Field(None, ge=0)
+    """Calls of those tools per session."""
     on_limit: OnLimit | None = None
     """What a call over this limit does; default: the policy's ``on_limit``."""
 
@@ -100,16 +105,25 @@ class ToolGuardConfig(PolicyConfig):
     """Settings of the ``tool_guard`` policy."""
 
     allow: tuple[str, ...] | None = None
+    """When set, only these tools (shell-style globs, case-insensitive)."""
     deny: tuple[str, ...] = ()
+    """Never these tools (globs; deny wins over allow)."""
     arguments: tuple[ArgumentRule, ...] = ()
+    """Calls refused by their arguments."""
     approval: str | None = Field(None, pattern=r"^(pause|[\w.]+:\w+)$")
     """``pause``, or ``package.module:function`` asked before a call runs (see the module
     docstring)."""
     approve: tuple[str, ...] = ("*",)
+    """The tools (globs) ``approval`` asks about."""
     max_per_reply: int | None = Field(None, ge=0)
+    """Tool calls per agent reply."""
     max_per_session: int | None = Field(None, ge=0)
+    """Tool calls per session."""
     on_limit: OnLimit = "continue"
+    """A call over a limit: ``continue`` refuses it and the agent goes on, ``end`` also ends the
+    reply after the turn, ``error`` aborts it (429 ``tool_call_limit``)."""
     limits: tuple[ToolLimit, ...] = ()
+    """Limits per tool (glob), each checked beside the overall ones."""
 
 
 class ToolGuardPolicy(Policy[ToolGuardConfig]):

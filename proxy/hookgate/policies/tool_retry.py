@@ -46,13 +46,21 @@ class ToolRetryConfig(PolicyConfig):
     """Settings of the ``tool_retry`` policy."""
 
     retries: int = Field(2, ge=0, le=20)
+    """Attempts after the first."""
     tools: tuple[str, ...] = ("*",)
+    """Which tools (globs, case-insensitive)."""
     retry_on: tuple[Literal["exception", "error_result"], ...] = ("exception", "error_result")
+    """``exception``: the tool raised; ``error_result``: it returned an error result."""
     exceptions: tuple[str, ...] = ("Exception",)
     """Class names of the exceptions retried (a subclass of one is too)."""
     on_failure: OnFailure = "continue"
+    """After the last attempt raised: the model reads what went wrong (``continue``), or the
+    exception reaches the framework (``error``)."""
     backoff_base_s: float = Field(1.0, ge=0)
+    """Full jitter, as ``fallback``: before retry n wait U(0, min(``backoff_max_s``, base *
+    2**(n-1)))."""
     backoff_max_s: float = Field(60.0, ge=0)
+    """The longest backoff wait."""
 
     @model_validator(mode="after")
     def _something_to_retry(self) -> ToolRetryConfig:

@@ -86,8 +86,12 @@ class TracingConfig(PolicyConfig):
     """``auto``: OTLP when an endpoint is configured (here or by ``OTEL_EXPORTER_OTLP_*``),
     else spans are made (trace ids, exemplars, propagation) but not exported."""
     protocol: Literal["http/protobuf", "grpc"] | None = None
+    """OTLP over ``http/protobuf`` or ``grpc``. Default: ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``,
+    else ``http/protobuf``."""
     endpoint: str | None = None
+    """The collector. Default: ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """Headers of every export request. Default: ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``."""
     timeout_s: Annotated[float, Field(gt=0)] | None = None
     """Default: ``OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT``, else 10 s."""
     service_name: str | None = None
@@ -96,6 +100,7 @@ class TracingConfig(PolicyConfig):
     sample_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
     """Parent-based ratio. Default: ``OTEL_TRACES_SAMPLER``/``_ARG``, else always on."""
     capture_content: bool = False
+    """Prompts and completions as span attributes, as the model saw them (after redaction)."""
     max_queue_size: Annotated[int, Field(gt=0)] | None = None
     """Finished spans waiting for the export worker; beyond it they are dropped and counted.
     Default: ``OTEL_BSP_MAX_QUEUE_SIZE``, else 2048."""

