@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import orjson
 import pytest
 from aiohttp import web
 
@@ -37,8 +38,9 @@ def served(
     loop_thread: LoopThread, upstream: FakeUpstream, tmp_path: Path
 ) -> Iterator[tuple[str, web.Application]]:
     """A proxy with the UI (and its app, to list its routes)."""
-    app = create_app(load_text(config_text(upstream.base_url, ui_config(tmp_path / "ui.db"),
-                                           models='  "*": [{provider: up, model: fixed-model}]')))  # fmt: skip
+    models = '  "*": [{provider: up, model: fixed-model}]'
+    text = config_text(upstream.base_url, ui_config(tmp_path / "ui.db"), models=models)
+    app = create_app(load_text(text))
     server = loop_thread.run(RunningApp(app).start())
     yield server.url, app
     loop_thread.run(server.stop())
@@ -62,7 +64,8 @@ def test_every_ui_path_and_form_is_refused_without_a_session(
     made = httpx.post(f"{base}/admin/keys", json={"team": "secret-team"}, headers=ADMIN).json()
     routes = ui_routes(app)
     assert len(routes) >= 20 and ("POST", "/ui/keys") in routes
-    strangers = [httpx.Client(base_url=base), httpx.Client(base_url=base, cookies={"hookgate_ui": "forged-token"})]  # fmt: skip
+    forged = {"hookgate_ui": "forged-token"}
+    strangers = [httpx.Client(base_url=base), httpx.Client(base_url=base, cookies=forged)]
     for client in strangers:
         for method, path in routes:
             if path == "/ui/login":
@@ -157,9 +160,8 @@ def test_logout_ends_the_session_on_every_replica_and_a_new_admin_key_ends_it_to
     loop_thread: LoopThread, upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     db = tmp_path / "shared.db"
-    texts = [config_text(upstream.base_url, ui_config(db)),
-             config_text(upstream.base_url, ui_config(db)),
-             config_text(upstream.base_url, ui_config(db).replace(ADMIN_KEY, "another-admin-key"))]  # fmt: skip
+    other = ui_config(db).replace(ADMIN_KEY, "another-admin-key")
+    texts = [config_text(upstream.base_url, c) for c in (ui_config(db), ui_config(db), other)]
     servers = [loop_thread.run(RunningApp(create_app(load_text(t))).start()) for t in texts]
     try:
         admin = Admin(servers[0].url)
@@ -217,8 +219,13 @@ def test_keys_and_grants_made_in_the_ui_are_the_admin_apis_with_the_ui_user_as_a
     unknown = admin.post(f"/ui/keys/{kid}/grants", {"policy_set": "no-such-set"})
     assert unknown.status_code == 400 and "unknown policy set" in unknown.text
     team = httpx.get(f"{base}/admin/teams/search", headers=ADMIN).json()["grants"]
-    assert team == {"models": ["m-allowed", "m-other"], "rpm": 60, "metadata": {},
-                    "budgets": [{"window": "day", "usd": 0.5}, {"window": "total", "tokens": 100000}]}  # fmt: skip
+    budgets = [{"window": "day", "usd": 0.5}, {"window": "total", "tokens": 100000}]
+    assert team == {
+        "models": ["m-allowed", "m-other"],
+        "rpm": 60,
+        "metadata": {},
+        "budgets": budgets,
+    }
     changes = httpx.get(f"{base}/admin/changes", headers=ADMIN).json()["data"]
     assert [(c["actor"], c["kind"], c["subject"]) for c in changes] == [
         ("ui:alice", "team", "search")
@@ -299,8 +306,9 @@ def test_live_shows_a_request_in_flight_then_finished(
 ) -> None:
     base, _ = served
     made = httpx.post(f"{base}/admin/keys", json={"team": "live"}, headers=ADMIN).json()
-    blocks = [b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
-              b"data: [DONE]\n\n"]  # fmt: skip
+    chunk = {"id": "c", "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": {"content": "hi"}}]}  # fmt: skip
+    blocks = [b"data: " + orjson.dumps(chunk) + b"\n\n", b"data: [DONE]\n\n"]
     upstream.push(Events(blocks, delay=1.5))
     admin = Admin(base)
 
