@@ -6,11 +6,21 @@ answers."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.spend import PRICE
+
 ADMIN_KEY = "ui-admin-key-for-tests-0123"
+
+
+def ui_config(db: Path, extra: str = "") -> str:
+    """Config YAML (beside a provider) for a proxy with the UI: its own SQLite store,
+    virtual keys required, the admin key, prices for ``fixed-model``."""
+    keys = f"keys: {{required: true, admin_key: {ADMIN_KEY}}}\n"
+    return f"store: 'sqlite:///{db}'\n{PRICE}{keys}{extra}"
 
 
 def hidden(html: str, name: str) -> str:

@@ -21,16 +21,9 @@ from hookgate.config.loader import load_text
 from hookgate.server.app import create_app
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp
-from tests.spend import PRICE
-from tests.ui_client import ADMIN_KEY, Admin, hidden
+from tests.ui_client import ADMIN_KEY, Admin, hidden, ui_config
 
 ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
-
-
-def ui_config(db: Path, extra: str = "") -> str:
-    return (
-        f"store: 'sqlite:///{db}'\n{PRICE}keys: {{required: true, admin_key: {ADMIN_KEY}}}\n{extra}"
-    )
 
 
 @pytest.fixture

@@ -272,7 +272,8 @@ class TargetConfig(Strict):
 
 
 class OpsListenerConfig(Strict):
-    """A second listener for ``/metrics``, ``/healthz`` and ``/readyz`` only."""
+    """A second listener for ``/metrics``, ``/healthz``, ``/readyz`` and the admin UI
+    (``/ui``) only."""
 
     host: str = "127.0.0.1"
     """The ops listener's address."""
@@ -293,8 +294,9 @@ class ServerConfig(Strict):
     """Serve anonymous callers on a network listener anyway (behind a gateway that
     authenticates them, say). A warning at every start and on ``/readyz`` says so."""
     ops: OpsListenerConfig | None = None
-    """A separate listener for ``/metrics``, ``/healthz`` and ``/readyz``; when set, the
-    main listener no longer serves them. Read at start: changing it needs a restart."""
+    """A separate listener for ``/metrics``, ``/healthz``, ``/readyz`` and the admin UI;
+    when set, the main listener no longer serves them. Read at start: changing it needs a
+    restart."""
     ui: bool = True
     """The admin web UI at ``/ui`` (on the ``ops`` listener when that is set), open only
     to whoever logs in with ``keys.admin_key``. Off: ``/ui`` answers 404. Read at start."""
