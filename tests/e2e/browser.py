@@ -78,7 +78,10 @@ UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea')]
 LOW_CONTRAST = """() => {
   const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
   const lum = ([r, g, b]) => {
-    const c = [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    const c = [r, g, b].map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
     return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
   };
   const background = el => {
@@ -92,11 +95,13 @@ LOW_CONTRAST = """() => {
   for (const el of document.querySelectorAll('body *')) {
     const text = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
     const style = getComputedStyle(el);
-    if (!text || style.visibility === 'hidden' || style.display === 'none' || !el.getClientRects().length) continue;
+    if (!text || style.visibility === 'hidden' || style.display === 'none') continue;
+    if (!el.getClientRects().length) continue;
     if (el.closest('.skip')) continue;
     const [a, b] = [lum(rgb(style.color).slice(0, 3)), lum(background(el))];
     const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    if (ratio < 4.5) low.push(`${el.tagName} "${el.textContent.trim().slice(0, 40)}" ${ratio.toFixed(2)}`);
+    const shown = el.textContent.trim().slice(0, 40);
+    if (ratio < 4.5) low.push(`${el.tagName} "${shown}" ${ratio.toFixed(2)}`);
   }
   return low;
 }"""

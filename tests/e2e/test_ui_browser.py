@@ -1,7 +1,7 @@
 """The admin UI as a person uses it, in a real headless Chromium: log in with the admin
 key, grant a team and create its key, send traffic with the ``openai`` client, find the
 key's spend and one request's audit record by its session, watch the Live page refresh,
-log out; by keyboard, at 1280×800 and in a narrow window, in the viewer's time zone. Every
+log out; by keyboard, at 1280 by 800 and in a narrow window, in the viewer's time zone. Every
 page is checked for labels, contrast and browser errors (:mod:`tests.e2e.browser`)."""
 
 from __future__ import annotations
