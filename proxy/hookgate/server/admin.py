@@ -160,7 +160,12 @@ async def _change(request: web.Request, kind: Kind, subject: str) -> Grants | No
     """Apply the request's change to ``subject``'s grants; returns them after it."""
     patch = None if request.method == "DELETE" else _object(await request.read())
     return await change_grants(
-        request.app, kind, subject, patch, replace=request.method == "PUT", actor=_actor(request)
+        request.app,
+        kind,
+        subject,
+        patch,
+        replace=request.method == "PUT",
+        actor=request_actor(request),
     )
 
 
@@ -195,7 +200,8 @@ def _object(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def _actor(request: web.Request) -> str:
+def request_actor(request: web.Request) -> str:
+    """Who makes an admin API change: the ``x-hookgate-actor`` header, else ``admin``."""
     actor = request.headers.get("x-hookgate-actor", "admin")
     if not actor.isprintable() or not 0 < len(actor) <= 256:
         raise InvalidRequest(
@@ -237,31 +243,31 @@ async def create_key(request: web.Request) -> web.Response:
         spec = NewKey.model_validate_json(await request.read())
     except ValidationError as exc:
         raise InvalidRequest(f"invalid key request: {exc.errors()[0]['msg']}") from None
-    secret, record = await add_key(request.app, spec)
+    secret, record = await add_key(request.app, spec, request_actor(request))
     return _json({**public(record), "key": secret}, status=201)
 
 
-async def add_key(app: web.Application, spec: NewKey) -> tuple[str, KeyRecord]:
-    """Create a key (the admin API's ``POST /admin/keys`` and the admin UI's): its secret,
-    to be shown once, and its record."""
+async def add_key(app: web.Application, spec: NewKey, actor: str) -> tuple[str, KeyRecord]:
+    """Create a key (the admin API's ``POST /admin/keys`` and the admin UI's) as
+    ``actor``: its secret, to be shown once, and its record."""
     secret, record = make_key(spec, time.time())
     await app[STORE].add_key(record)
-    log.info("admin: created key %s of team %s", record.id, record.team)
+    log.info("admin: created key %s of team %s by %s", record.id, record.team, actor)
     return secret, record
 
 
 async def revoke_key(request: web.Request) -> web.Response:
     check_admin(request, request.app[HOLDER].current)
     key_id = request.match_info["id"]
-    await revoke(request.app, key_id)
+    await revoke(request.app, key_id, request_actor(request))
     return _json({"id": key_id, "revoked": True})
 
 
-async def revoke(app: web.Application, key_id: str) -> None:
-    """Revoke a key (404 when there is none of that id)."""
+async def revoke(app: web.Application, key_id: str, actor: str) -> None:
+    """Revoke a key as ``actor`` (404 when there is none of that id)."""
     if not await app[STORE].revoke_key(key_id, time.time()):
         raise NotFound(f"no key with id {key_id!r}", code="key_not_found")
-    log.info("admin: revoked key %s", key_id)
+    log.info("admin: revoked key %s by %s", key_id, actor)
 
 
 SPEND_GROUPS = frozenset({"key", "team", "user", "agent", "session", "model", "day"})

@@ -3,6 +3,7 @@ Policy sets page read it here, so both say the same thing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,24 @@ from hookgate.pipeline.types import Identity
 from hookgate.server.auth import Caller
 from hookgate.store.base import Store
 from hookgate.store.grants import NO_GRANTS
+
+
+SECRET_NAME = re.compile(r"(?i)(authorization|token|secret|password|passwd|api[-_]?key|cookie)")
+"""A setting named like a credential: its value is never shown."""
+HIDDEN = "**********"
+
+
+def shown_settings(value: Any, name: str = "") -> Any:
+    """Settings as they may be shown (JSON mode has masked ``SecretStr`` already): the
+    value of any key named like a credential (a tracing exporter's ``authorization``
+    header, a ``secret``) masked, at any depth."""
+    if name and SECRET_NAME.search(name) and value not in (None, "", [], {}):
+        return HIDDEN
+    if isinstance(value, dict):
+        return {k: shown_settings(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown_settings(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +87,11 @@ async def explain(
         facts, key_set=key_grants.policy_set, team_set=team_grants.policy_set
     )
     lines = [
-        PolicyLine(p.name, "+".join(sorted(p.runs_in)), p.config.model_dump(exclude_defaults=True))
+        PolicyLine(
+            p.name,
+            "+".join(sorted(p.runs_in)),
+            shown_settings(p.config.model_dump(mode="json", exclude_defaults=True)),
+        )  # fmt: skip
         for p in sets[chosen.name]
     ]
     granted = {

@@ -10,6 +10,7 @@ the stream in Redis, which uses :meth:`AuditQuery.matches`).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -141,12 +142,20 @@ def make_cursor(ts: float, position: int | str) -> str:
     return f"{ts!r}~{position}"
 
 
+_POSITION = re.compile(r"^\d{1,18}(-\d{1,18})?$")
+"""A row id (SQLite) or a stream id (Redis)."""
+
+
 def parse_cursor(cursor: str) -> tuple[float, str]:
     """``(ts, position)`` of a cursor; ``ValueError`` when it is not one."""
     ts, sep, position = cursor.partition("~")
-    if not sep or not position or len(cursor) > 64:
+    try:
+        moment = float(ts) if len(cursor) <= 64 and ts.isascii() else math.nan
+    except ValueError:
+        moment = math.nan
+    if not sep or not math.isfinite(moment) or not _POSITION.match(position):
         raise ValueError("not a cursor of this audit log")
-    return float(ts), position
+    return moment, position
 
 
 def _object(raw: Any) -> dict[str, Any]:

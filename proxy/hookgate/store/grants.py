@@ -52,6 +52,12 @@ def _printable(text: str) -> str:
     return text
 
 
+MAX_COUNT = 2**53
+"""The largest token count or rate a grant takes (JSON's exact integers: a larger one
+could not be read back by every client)."""
+MAX_USD = 1e12
+"""The largest budget in dollars a grant takes."""
+
 Label = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_printable)]
 """A team, user, key or model name, a set's name, a metadata key: it reaches the audit
 log, spans and (opt-in) metric labels."""
@@ -66,8 +72,8 @@ class BudgetGrant(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     window: Window = "total"
-    usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    tokens: Annotated[int, Field(gt=0)] | None = None
+    usd: Annotated[float, Field(gt=0, le=MAX_USD, allow_inf_nan=False)] | None = None
+    tokens: Annotated[int, Field(gt=0, le=MAX_COUNT)] | None = None
 
     @model_validator(mode="after")
     def _some_cap(self) -> BudgetGrant:
@@ -92,8 +98,8 @@ class Grants(BaseModel):
     budgets: Annotated[list[BudgetGrant], AfterValidator(_unique_windows)] = Field(
         default_factory=list
     )
-    rpm: Annotated[int, Field(gt=0)] | None = None
-    tpm: Annotated[int, Field(gt=0)] | None = None
+    rpm: Annotated[int, Field(gt=0, le=MAX_COUNT)] | None = None
+    tpm: Annotated[int, Field(gt=0, le=MAX_COUNT)] | None = None
     policy_set: Label | None = None
     metadata: Annotated[dict[Label, MetadataValue], Field(max_length=64)] = Field(
         default_factory=dict

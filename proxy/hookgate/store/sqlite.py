@@ -532,7 +532,7 @@ def audit_where(query: AuditQuery) -> tuple[list[str], list[Any]]:
     if query.cursor is not None:
         ts, position = parse_cursor(query.cursor)
         where.append("(ts, id) < (?, ?)")
-        args.extend([ts, int(position) if position.isdigit() else 0])
+        args.extend([ts, int(position.partition("-")[0])])
     return where, args
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hookgate.server.ui import auth, manage, pages
+from hookgate.server.ui import auth, manage, pages, sessions
 
 
 def add_routes(app: web.Application) -> None:
     """Register every ``/ui`` route on ``app``."""
+    app[auth.THROTTLE] = sessions.LoginThrottle()
     router = app.router
     router.add_get("/ui/login", auth.login_page)
     router.add_post("/ui/login", auth.login)

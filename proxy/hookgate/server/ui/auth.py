@@ -8,11 +8,11 @@ with the session's CSRF token, from this origin (403 otherwise, with nothing don
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hmac
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import quote
@@ -32,8 +32,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 STATIC = Path(__file__).parent / "static"
 STATIC_FILES = {p.name: p for p in STATIC.iterdir() if p.suffix in (".js", ".txt")}
 """The files under ``/ui/static/`` (the vendored htmx, its licence, ``ui.js``)."""
-FAILED_LOGIN_DELAY_S = 1.0
-"""How long a wrong admin key waits before its answer (slows guessing)."""
+MAX_FORM_BYTES = 256 * 1024
+"""The largest form the UI reads (the model routes take far larger bodies; a form is
+small, and is read whole before it is checked)."""
+THROTTLE = web.AppKey("hookgate.ui.throttle", sessions.LoginThrottle)
 
 
 def admin_key(request: web.Request) -> str | None:
@@ -77,6 +79,9 @@ def action(handler: UiHandler) -> Handler:
         headers = request.headers
         if sessions.cross_site(headers.get("origin"), headers.get("sec-fetch-site"), request.host):
             return _forbidden(request, "The request came from another site.")
+        too_large = _too_large(request)
+        if too_large is not None:
+            return too_large
         form = await request.post()
         given = headers.get(sessions.CSRF_HEADER) or _field(form.get(sessions.CSRF_FIELD))
         if not sessions.same_token(given, session.csrf):
@@ -88,6 +93,14 @@ def action(handler: UiHandler) -> Handler:
     return guarded
 
 
+def _too_large(request: web.Request) -> web.Response | None:
+    """A 413 page for a form without a length or longer than :data:`MAX_FORM_BYTES`."""
+    if request.content_length is not None and request.content_length <= MAX_FORM_BYTES:
+        return None
+    context = {"title": "Refused", "message": "The form is too large."}
+    return render(request, "message.html", context, status=413)
+
+
 def _field(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -97,10 +110,14 @@ def _forbidden(request: web.Request, message: str) -> web.Response:
 
 
 def _safe_next(value: str | None) -> str:
-    """Where to go after logging in: a UI path of this server only."""
-    if value and value.startswith("/ui") and not value.startswith("//") and "\\" not in value:
-        return value
-    return "/ui"
+    """Where to go after logging in: a UI path of this server only (printable, no
+    ``..``, no backslash), else the overview."""
+    if not value or not value.isascii() or not value.isprintable() or len(value) > 2048:
+        return "/ui"
+    path = value.partition("?")[0]
+    if "\\" in value or ".." in path.split("/") or not (path == "/ui" or path.startswith("/ui/")):
+        return "/ui"
+    return value
 
 
 async def login_page(request: web.Request) -> web.Response:
@@ -125,6 +142,9 @@ def _login_form(
 
 async def login(request: web.Request) -> web.StreamResponse:
     """Check the admin key; open a session and go where the admin was going."""
+    too_large = _too_large(request)
+    if too_large is not None:
+        return too_large
     form = await request.post()
     next = _safe_next(_field(form.get("next")))
     actor = (_field(form.get("actor")) or "").strip()
@@ -137,10 +157,17 @@ async def login(request: web.Request) -> web.StreamResponse:
             request, next=next, actor=actor, status=403,
             error="The login form expired or came from elsewhere: try again.",
         )  # fmt: skip
+    throttle = request.app[THROTTLE]
+    address = request.remote or "?"
+    if throttle.locked(address, time.time()):
+        return _login_form(
+            request, next=next, actor=actor, status=429,
+            error="Too many wrong admin keys from your address: try again in a few minutes.",
+        )  # fmt: skip
     given = (_field(form.get("admin_key")) or "").encode("utf-8", "surrogateescape")
     if not hmac.compare_digest(given, key.encode()):
-        log.warning("admin UI: a login with a wrong admin key from %s", request.remote)
-        await asyncio.sleep(FAILED_LOGIN_DELAY_S)
+        log.warning("admin UI: a login with a wrong admin key from %s", address)
+        await throttle.failed(address)
         return _login_form(request, next=next, actor=actor, status=401,
                            error="Incorrect admin key.")  # fmt: skip
     if not actor or len(actor) > 64 or not actor.isprintable():

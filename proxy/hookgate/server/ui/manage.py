@@ -75,7 +75,7 @@ async def create_key(request: web.Request, session: UiSession) -> web.Response:
         })  # fmt: skip
     except (ValidationError, ValueError) as exc:
         return await _keys(request, session, error=_why(exc), form=text, status=400)
-    secret, record = await admin.add_key(request.app, spec)
+    secret, record = await admin.add_key(request.app, spec, actor(session))
     context = {"session": session, "record": record, "secret": secret}
     return render(request, "key_created.html", context, status=201)
 
@@ -115,7 +115,7 @@ async def change_key(request: web.Request, session: UiSession) -> web.StreamResp
 @action
 async def revoke_key(request: web.Request, session: UiSession) -> web.StreamResponse:
     """Revoke the key (at once, on every replica)."""
-    await admin.revoke(request.app, request.match_info["id"])
+    await admin.revoke(request.app, request.match_info["id"], actor(session))
     return see_other(f"/ui/keys/{request.match_info['id']}")
 
 

@@ -192,8 +192,10 @@ def _spend_args(request: web.Request) -> tuple[str, str, float]:
         by = "team"
     since = request.query.get("since", "30d")
     try:
-        back = parse_duration(since)
+        back = parse_duration(since) if since.isalnum() else None
     except ValueError:
+        back = None
+    if back is None:
         since, back = "30d", parse_duration("30d")
     return by, since, time.time() - back
 
@@ -234,6 +236,8 @@ async def spend_csv(request: web.Request, session: UiSession) -> web.Response:
 
 def _cell(text: str) -> str:
     """A CSV cell a spreadsheet will not run as a formula (a label may start with ``=``)."""
+    if text == "-":  # the group of requests without the field
+        return text
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 

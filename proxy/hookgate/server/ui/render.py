@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import secrets
+from urllib.parse import quote
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +66,7 @@ def usd(value: float | None) -> str:
 
 
 _env.filters["when"] = when
+_env.filters["segment"] = lambda text: quote(str(text), safe="")
 _env.filters["usd"] = usd
 _env.globals["nav"] = NAV
 _env.globals["version"] = __version__

@@ -11,11 +11,13 @@ admin key changes (the record keeps a digest of the key it was opened with).
 Every change (a POST) carries the session's CSRF token (a form field, or the
 ``x-csrf-token`` header htmx sends) and, when the browser says where it came from
 (``Origin``, ``Sec-Fetch-Site``), comes from this origin. The login form has a CSRF
-token of its own, in a short-lived cookie of its own (double submit).
+token of its own, in a short-lived cookie of its own (double submit), and wrong admin
+keys are slowed down (:class:`LoginThrottle`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
@@ -50,9 +52,12 @@ def _record_key(token: str) -> str:
     return "ui-session:" + hashlib.sha256(token.encode()).hexdigest()
 
 
-def key_digest(admin_key: str) -> str:
-    """What a session keeps of the admin key it was opened with (a changed key ends it)."""
-    return hashlib.sha256(b"hookgate-ui\0" + admin_key.encode()).hexdigest()
+async def key_digest(store: Store, admin_key: str) -> str:
+    """What a session keeps of the admin key it was opened with (a changed key ends it):
+    an HMAC keyed by a secret of the deployment, so a copy of the store is no help in
+    guessing the key."""
+    secret = await store.secret("ui-sessions")
+    return hmac.new(secret, admin_key.encode(), hashlib.sha256).hexdigest()
 
 
 async def open_session(store: Store, actor: str, admin_key: str) -> tuple[str, UiSession]:
@@ -60,7 +65,7 @@ async def open_session(store: Store, actor: str, admin_key: str) -> tuple[str, U
     token = secrets.token_urlsafe(32)
     session = UiSession(actor, secrets.token_urlsafe(32), time.time())
     record = {"actor": actor, "csrf": session.csrf, "created": session.created,
-              "key": key_digest(admin_key)}  # fmt: skip
+              "key": await key_digest(store, admin_key)}  # fmt: skip
     await store.save_state(_record_key(token), orjson.dumps(record), SESSION_TTL_S)
     return token, session
 
@@ -74,7 +79,7 @@ async def find_session(store: Store, token: str | None, admin_key: str) -> UiSes
     record = orjson.loads(raw) if raw else None
     if not isinstance(record, dict) or "csrf" not in record:
         return None
-    if not hmac.compare_digest(str(record.get("key", "")), key_digest(admin_key)):
+    if not hmac.compare_digest(str(record.get("key", "")), await key_digest(store, admin_key)):
         return None
     return UiSession(str(record["actor"]), str(record["csrf"]), float(record["created"]))
 
@@ -85,8 +90,11 @@ async def close_session(store: Store, token: str) -> None:
 
 
 def same_token(given: str | None, expected: str) -> bool:
-    """Whether a CSRF token sent matches the expected one (constant time)."""
-    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+    """Whether a CSRF token sent matches the expected one (constant time; a token that is
+    not ASCII, as a header of raw bytes decodes, never does)."""
+    if given is None or not given.isascii():
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def cross_site(origin: str | None, fetch_site: str | None, host: str) -> bool:
@@ -97,3 +105,37 @@ def cross_site(origin: str | None, fetch_site: str | None, host: str) -> bool:
     if origin is None:
         return False
     return origin == "null" or origin.partition("://")[2] != host
+
+
+class LoginThrottle:
+    """How wrong admin keys are slowed down, in this process: each failure waits
+    :data:`FAILED_LOGIN_DELAY_S`, one failure at a time (so parallel guesses queue), and an
+    address with :data:`MAX_FAILURES` failures in :data:`FAILURE_WINDOW_S` is refused
+    without its key being checked until the window has passed."""
+
+    def __init__(self) -> None:
+        self._failures: dict[str, list[float]] = {}
+        self._turn = asyncio.Lock()
+
+    def locked(self, address: str, now: float) -> bool:
+        """Whether ``address`` may not try a key now."""
+        recent = [t for t in self._failures.get(address, []) if now - t < FAILURE_WINDOW_S]
+        if recent:
+            self._failures[address] = recent
+        else:
+            self._failures.pop(address, None)
+        return len(recent) >= MAX_FAILURES
+
+    async def failed(self, address: str) -> None:
+        """Count a wrong key from ``address``, and wait (in turn with other failures)."""
+        self._failures.setdefault(address, []).append(time.time())
+        if len(self._failures) > MAX_ADDRESSES:  # forget the oldest: memory stays bounded
+            del self._failures[next(iter(self._failures))]
+        async with self._turn:
+            await asyncio.sleep(FAILED_LOGIN_DELAY_S)
+
+
+FAILED_LOGIN_DELAY_S = 1.0
+MAX_FAILURES = 5
+FAILURE_WINDOW_S = 300.0
+MAX_ADDRESSES = 10_000
