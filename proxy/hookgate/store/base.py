@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hookgate.budgets.ledger import UsageRow
+from hookgate.store.approvals import Approval, ApprovalDecision
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
@@ -50,6 +51,8 @@ class AuditRecord:
     entity types and counts only, never a value."""
     policy_set: str | None = None
     """The policy set whose pipeline served the request."""
+    actor: str | None = None
+    """Who made the decision a record is of (api ``approval``: the approver)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,31 @@ class Store(Protocol):
         Every process sharing the store reads the same value (the ``pii`` policy keys its
         placeholders with it when its config names no secret).
         """
+        ...
+
+    # approvals (:mod:`hookgate.store.approvals`) -------------------------------------
+
+    async def add_approval(self, approval: Approval) -> None:
+        """Keep a new approval (durable when this returns)."""
+        ...
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        """The approval with that id, its status effective now (pending past its
+        deadline: ``expired``), or None."""
+        ...
+
+    async def approvals(self, status: str | None = None, limit: int = 200) -> list[Approval]:
+        """Approvals, newest first, with their effective status; only those of
+        ``status`` when given."""
+        ...
+
+    async def decide_approval(
+        self, approval_id: str, decision: ApprovalDecision, actor: str, at: float
+    ) -> Approval:
+        """Record ``actor``'s decision, atomically: only a pending, unexpired approval is
+        decided (:func:`~hookgate.store.approvals.decided`), so of two approvers on two
+        replicas one wins. Raises :class:`~hookgate.store.approvals.ApprovalNotFound`
+        or :class:`~hookgate.store.approvals.ApprovalClosed`."""
         ...
 
 
