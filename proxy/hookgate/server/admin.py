@@ -163,7 +163,7 @@ async def _change(request: web.Request, kind: Kind, subject: str) -> Grants | No
     change = patching(patch, replace=request.method == "PUT", known_sets=known)
     try:
         made = await request.app[STORE].change_grants(
-            kind, check_subject(subject), change, _actor(request)
+            kind, check_subject(subject), change, request_actor(request)
         )
     except GrantsRefused as exc:
         if exc.missing:
@@ -184,7 +184,8 @@ def _object(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def _actor(request: web.Request) -> str:
+def request_actor(request: web.Request) -> str:
+    """Who makes a change: the ``x-hookgate-actor`` header, else ``admin``."""
     actor = request.headers.get("x-hookgate-actor", "admin")
     if not actor.isprintable() or not 0 < len(actor) <= 256:
         raise InvalidRequest(

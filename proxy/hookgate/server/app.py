@@ -33,7 +33,7 @@ from hookgate.errors import (
 )
 from hookgate.ids import UniqueIds
 from hookgate.providers.upstream_events import MALFORMED_EVENTS
-from hookgate.server import exposure, gemini, routes
+from hookgate.server import approvals, exposure, gemini, routes
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -44,6 +44,7 @@ from hookgate.server.appkeys import (
     REQUEST_ID,
     SESSION,
     STORE,
+    WAKEUPS,
 )
 from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
@@ -51,6 +52,7 @@ from hookgate.server.mcp import routes as mcp_routes
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
+from hookgate.server.wakeups import Wakeups
 from hookgate.store.base import display_url
 from hookgate.store.open import open_budgets, open_store
 from hookgate.telemetry.metrics import Metrics
@@ -113,6 +115,7 @@ def create_app(
     app[STORE] = store
     app[GRANTS] = GrantsCache(store)
     app[MCP_SESSIONS] = StdioSessions()
+    app[WAKEUPS] = Wakeups()
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)
@@ -145,6 +148,7 @@ def create_app(
     gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
     mcp_routes.add_routes(app)
+    approvals.add_routes(app)
     return app
 
 

@@ -8,6 +8,7 @@ from aiohttp import web
 from hookgate.server.grants_cache import GrantsCache
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.runtime import RuntimeHolder
+from hookgate.server.wakeups import Wakeups
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
 
@@ -25,6 +26,9 @@ GRANTS = web.AppKey("hookgate.grants", GrantsCache)
 
 MCP_SESSIONS = web.AppKey("hookgate.mcp_sessions", StdioSessions)
 """The MCP gateway's stdio sessions: the server processes it runs."""
+
+WAKEUPS = web.AppKey("hookgate.wakeups", Wakeups)
+"""The approvals this process's tool calls wait on (see :mod:`hookgate.server.wakeups`)."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

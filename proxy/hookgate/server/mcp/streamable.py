@@ -27,7 +27,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from hookgate.server.appkeys import SESSION
+from hookgate.server.appkeys import SESSION, STORE
+from hookgate.server.mcp.approval import ELICITS_KEY, ELICITS_TTL_S
 from hookgate.server.mcp.errors import McpBadAnswer, McpError, McpUnreachable, session_gone
 from hookgate.server.mcp.gateway import Gateway, json_response
 from hookgate.wire import jsonrpc, sse
@@ -64,7 +65,37 @@ class HttpGateway(Gateway):
             return await self.tool_call(message)
         if method == "tools/list" and jsonrpc.is_request(message):
             return await self.relay(raw, message.get("id"))
-        return await self.relay(raw)
+        answered = await self.relay(raw)
+        if method == "initialize" and _elicits(message):
+            await self._remember_elicitation(answered.headers.get("mcp-session-id"))
+        return answered
+
+    async def _remember_elicitation(self, session: str | None) -> None:
+        """Keep, for the session's later calls (on any replica), that its client
+        declared ``elicitation`` (:mod:`.approval` tells it what waits)."""
+        if session:
+            key = ELICITS_KEY.format(server=self.name, session=session)
+            await self.request.app[STORE].save_state(key, b"1", ELICITS_TTL_S)
+
+    async def notify(self, message: Mapping[str, Any]) -> bool:
+        """Send ``message`` on the call's event stream, started here when the server has
+        not started it (a client that accepts only JSON is sent nothing)."""
+        if self.response is None:
+            if "text/event-stream" not in self.request.headers.get("accept", ""):
+                return True
+            headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+            if session := self.request.headers.get("mcp-session-id"):
+                headers["mcp-session-id"] = session
+            self.response = web.StreamResponse(headers=headers)
+            try:
+                await self.response.prepare(self.request)
+            except (ConnectionError, RuntimeError):
+                return False
+        try:
+            await self.response.write(sse.encode(message, event="message"))
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
 
     @contextlib.asynccontextmanager
     async def upstream(
@@ -234,6 +265,13 @@ async def _blocks(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     async for chunk in answer.content.iter_any():
         for block in decoder.feed(chunk):
             yield block
+
+
+def _elicits(message: Mapping[str, Any]) -> bool:
+    """Whether an ``initialize`` declares the client's ``elicitation`` capability."""
+    params = message.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, Mapping) else None
+    return isinstance(capabilities, Mapping) and "elicitation" in capabilities
 
 
 def _message(block: bytes) -> dict[str, Any] | None:
