@@ -203,14 +203,17 @@ async def test_a_waiting_client_is_told_by_progress_logging_and_elicitation(
 
     async with elicited(f"{base}/mcp/crm", new_key(base), elicit, log) as client:
         call = asyncio.create_task(
-            client.call_tool("send_email", {"to": "a@b.c"}, progress_callback=progressed)
+            client.call_tool(
+                "send_email", {"to": "a@b.c", "body": "x"}, progress_callback=progressed
+            )
         )
         (approval,) = await waiting(base)
         await eventually_async(lambda: bool(asked and logged and progress))
         assert "'send_email' waits for a person to approve it" in asked[0]
         assert approval["id"] in logged[0]
         assert (await decide(base, approval["id"], {"decision": "approve"}, "ann")).is_success
-        assert not (await asyncio.wait_for(call, 10)).isError
+        done = await asyncio.wait_for(call, 10)
+        assert not done.isError, done
         # a declined elicitation withdraws the call: it is not run
         asked.clear()
 
@@ -220,7 +223,7 @@ async def test_a_waiting_client_is_told_by_progress_logging_and_elicitation(
 
         client._elicitation_callback = decline  # the same session, a user who says no
         with pytest.raises(McpError, match="withdrawn"):
-            await client.call_tool("send_email", {"to": "c@d.e"})
+            await client.call_tool("send_email", {"to": "c@d.e", "body": "y"})
     assert [c["arguments"]["to"] for c in mcp_server.calls()] == ["a@b.c"]
     async with httpx.AsyncClient() as http:
         listed = await http.get(

@@ -58,6 +58,8 @@ class HttpGateway(Gateway):
     """The answer, once started (a stream the server's events are relayed on)."""
     answer: aiohttp.ClientResponse | None = None
     """The server's answer to a ``tools/call``, whose headers the reply takes."""
+    elicits: bool = False
+    """An ``initialize`` whose client declares ``elicitation`` (kept with its session)."""
 
     async def forward(self, message: dict[str, Any], raw: bytes) -> web.StreamResponse:
         method = message.get("method")
@@ -65,10 +67,8 @@ class HttpGateway(Gateway):
             return await self.tool_call(message)
         if method == "tools/list" and jsonrpc.is_request(message):
             return await self.relay(raw, message.get("id"))
-        answered = await self.relay(raw)
-        if method == "initialize" and _elicits(message):
-            await self._remember_elicitation(answered.headers.get("mcp-session-id"))
-        return answered
+        self.elicits = method == "initialize" and _elicits(message)
+        return await self.relay(raw)
 
     async def _remember_elicitation(self, session: str | None) -> None:
         """Keep, for the session's later calls (on any replica), that its client
@@ -150,6 +150,8 @@ class HttpGateway(Gateway):
     async def _start(self, answer: aiohttp.ClientResponse) -> web.StreamResponse:
         if self.response is None:
             headers = {k: v for k in RETURNED if (v := answer.headers.get(k)) is not None}
+            if self.elicits and answer.status < 300:
+                await self._remember_elicitation(headers.get("mcp-session-id"))
             self.response = web.StreamResponse(status=answer.status, headers=headers)
             await self.response.prepare(self.request)
         return self.response
