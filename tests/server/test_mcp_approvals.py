@@ -102,7 +102,7 @@ async def test_an_approved_call_runs_once_with_its_arguments_and_the_decision_is
     assert again.status_code == 409 and "already approved by ann" in again.text
 
 
-async def test_an_edit_runs_with_the_edited_arguments_placeholders_restored_and_no_raw_pii_is_stored(
+async def test_an_edit_runs_with_placeholders_restored_and_no_raw_pii_is_stored(
     make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
 ) -> None:
     db = tmp_path / "g.db"
@@ -234,9 +234,7 @@ async def test_a_waiting_client_is_told_by_progress_logging_and_elicitation(
 
 
 @asynccontextmanager
-async def elicited(
-    url: str, key: str, elicit: Any, log: Any
-) -> AsyncIterator[ClientSession]:
+async def elicited(url: str, key: str, elicit: Any, log: Any) -> AsyncIterator[ClientSession]:
     """A client session that declares ``elicitation`` (it has a callback)."""
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
     async with (

@@ -31,8 +31,7 @@ from hookgate.errors import InvalidRequest
 from hookgate.server.admin import request_actor
 from hookgate.server.appkeys import HOLDER, STORE, WAKEUPS
 from hookgate.server.auth import check_admin
-from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound
-from hookgate.store.base import AuditRecord
+from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound, audit_record
 
 STATUSES = frozenset({"pending", "approved", "edited", "rejected", "expired"})
 MAX_LIMIT = 1000
@@ -60,21 +59,8 @@ async def decide(
     made = await app[STORE].decide_approval(approval_id, decision, actor, time.time())
     app[WAKEUPS].wake(approval_id)
     if app[HOLDER].current.config.audit.enabled:
-        await app[STORE].write_audit(decision_record(made))
+        await app[STORE].write_audit(audit_record(made))
     return made
-
-
-def decision_record(approval: Approval) -> AuditRecord:
-    """The audit record of a decision (never the arguments: only who decided what)."""
-    target = f"mcp/{approval.server}" if approval.kind == "mcp" else "sdk"
-    return AuditRecord(
-        ts=approval.decided_at or time.time(), request_id=approval.id, api="approval",
-        model=approval.tool, status=200, latency_ms=0.0, target=target,
-        key_id=approval.key_id, team=approval.team, user=approval.user, agent=approval.agent,
-        session=approval.session, reply=approval.reply, policy_set=approval.policy_set,
-        decisions=orjson.dumps({"approval": approval.status}).decode(),
-        actor=approval.decided_by,
-    )  # fmt: skip
 
 
 async def list_approvals(request: web.Request) -> web.Response:

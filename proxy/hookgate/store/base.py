@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hookgate.budgets.ledger import UsageRow
-from hookgate.store.approvals import Approval, ApprovalDecision
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
+
+if TYPE_CHECKING:  # approvals' audit records are this module's
+    from hookgate.store.approvals import Approval, ApprovalDecision
 
 
 @dataclass(frozen=True, slots=True)
