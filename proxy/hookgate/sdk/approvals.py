@@ -33,9 +33,8 @@ from hookgate.store.approvals import (
     ApprovalClosed,
     ApprovalDecision,
     ApprovalNotFound,
-    audit_record,
 )
-from hookgate.store.base import Store
+from hookgate.store.base import Store, decision_record
 
 SDK_ACTOR = "sdk"
 """Who decided an approval the framework was resumed with directly."""
@@ -107,7 +106,7 @@ class PausedApprovals:
                 made = await self.store.decide_approval(approval.id, answer, SDK_ACTOR, time.time())
             except (ApprovalClosed, ApprovalNotFound):
                 continue  # a person decided it meanwhile
-            await self.store.write_audit(audit_record(made))
+            await self.store.write_audit(decision_record(made))
 
     async def _approvals(self, key: str) -> list[Approval]:
         raw = await self.store.load_state(_reply_key(key))

@@ -31,7 +31,8 @@ from hookgate.errors import InvalidRequest
 from hookgate.server.admin import request_actor
 from hookgate.server.appkeys import HOLDER, STORE, WAKEUPS
 from hookgate.server.auth import check_admin
-from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound, audit_record
+from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound
+from hookgate.store.base import decision_record
 
 STATUSES = frozenset({"pending", "approved", "edited", "rejected", "expired"})
 MAX_LIMIT = 1000
@@ -59,7 +60,7 @@ async def decide(
     made = await app[STORE].decide_approval(approval_id, decision, actor, time.time())
     app[WAKEUPS].wake(approval_id)
     if app[HOLDER].current.config.audit.enabled:
-        await app[STORE].write_audit(audit_record(made))
+        await app[STORE].write_audit(decision_record(made))
     return made
 
 

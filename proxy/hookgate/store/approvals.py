@@ -22,14 +22,11 @@ Pure: no aiohttp, no I/O.
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookgate.errors import HookgateError, NotFound
-from hookgate.store.base import AuditRecord
 
 Status = Literal["pending", "approved", "edited", "rejected", "expired"]
 Kind = Literal["mcp", "sdk"]
@@ -153,18 +150,3 @@ def decided(approval: Approval, decision: ApprovalDecision, actor: str, at: floa
             "message": decision.message,
         }
     )
-
-
-def audit_record(approval: Approval) -> AuditRecord:
-    """The audit record of a decision: api ``approval``, the tool as model, target
-    ``mcp/{server}`` or ``sdk``, ``actor`` the approver, decisions ``{"approval":
-    <status>}``; never the arguments."""
-    target = f"mcp/{approval.server}" if approval.kind == "mcp" else "sdk"
-    return AuditRecord(
-        ts=approval.decided_at or time.time(), request_id=approval.id, api="approval",
-        model=approval.tool, status=200, latency_ms=0.0, target=target,
-        key_id=approval.key_id, team=approval.team, user=approval.user, agent=approval.agent,
-        session=approval.session, reply=approval.reply, policy_set=approval.policy_set,
-        decisions=orjson.dumps({"approval": approval.status}).decode(),
-        actor=approval.decided_by,
-    )  # fmt: skip

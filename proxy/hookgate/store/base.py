@@ -7,16 +7,17 @@ is durable state); the ledgers and rate limiters that fit a store are built besi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
+
+import orjson
 
 from hookgate.budgets.ledger import UsageRow
+from hookgate.store.approvals import Approval, ApprovalDecision
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
-
-if TYPE_CHECKING:  # approvals' audit records are this module's
-    from hookgate.store.approvals import Approval, ApprovalDecision
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +219,18 @@ def display_url(url: str) -> str:
         return url
     authority, slash, path = rest.partition("/")
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
+
+
+def decision_record(approval: Approval) -> AuditRecord:
+    """The audit record of a decision: api ``approval``, the tool as model, target
+    ``mcp/{server}`` or ``sdk``, ``actor`` the approver, decisions ``{"approval":
+    <status>}``; never the arguments."""
+    target = f"mcp/{approval.server}" if approval.kind == "mcp" else "sdk"
+    return AuditRecord(
+        ts=approval.decided_at or time.time(), request_id=approval.id, api="approval",
+        model=approval.tool, status=200, latency_ms=0.0, target=target,
+        key_id=approval.key_id, team=approval.team, user=approval.user, agent=approval.agent,
+        session=approval.session, reply=approval.reply, policy_set=approval.policy_set,
+        decisions=orjson.dumps({"approval": approval.status}).decode(),
+        actor=approval.decided_by,
+    )  # fmt: skip
