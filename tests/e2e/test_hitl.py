@@ -304,3 +304,8 @@ def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
     body = {"confirm": ASKED["body"], "edit": EDITED["body"], "reject": None}[answer]
     read = assert_resumed(upstream, report, Path(state + ".sent"), body)
     assert ("sent to boss@corp.example" if body else "denied by user") in read
+    # the parked call was listed; confirmed directly, it is marked decided by the SDK
+    (approval,) = approvals(tmp_path / "hookgate.db")
+    status = {"confirm": "approved", "edit": "edited", "reject": "rejected"}[answer]
+    assert (approval["kind"], approval["arguments"]) == ("sdk", ASKED)
+    assert (approval["status"], approval["decided_by"]) == (status, "sdk")

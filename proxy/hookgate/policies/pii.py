@@ -266,7 +266,13 @@ class PiiPolicy(Policy[PiiConfig]):
         wanted = _analyzable(_visited(lambda fn: texts.map_leaves(arguments, fn)))
         if not wanted:
             return arguments
-        done, _ = await self._analyze(await self._get_redactor(), wanted)
+        try:
+            done, _ = await self._analyze(await self._get_redactor(), wanted)
+        except Exception as exc:  # fails closed: nothing unchecked is shown or stored
+            raise GuardrailUnavailable(
+                f"the arguments of the paused call could not be checked for personal data "
+                f"({_reason(exc)})"
+            ) from None
         values: dict[str, str] = ctx.session.setdefault(self.slot, {})
         shown: dict[str, str] = {}
         for text, redaction in done.items():

@@ -20,7 +20,7 @@ so the list keeps no stale entries; each such decision is audited like a person'
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -85,23 +85,33 @@ class PausedApprovals:
             return None
         return {"decisions": [_langchain(a) for a in found]}
 
-    async def resumed(self, ctx: ReplyContext, key: str, decisions: Sequence[Decision]) -> None:
-        """The framework resumed the reply paused under ``key`` with ``decisions`` (one
-        per call, in order): each approval still pending is decided so, by
-        :data:`SDK_ACTOR`, and audited (an edit's arguments stored as shown)."""
+    async def resumed(
+        self,
+        ctx: ReplyContext,
+        key: str,
+        decisions: Sequence[Decision] | Mapping[str, Decision],
+    ) -> None:
+        """The framework resumed the reply paused under ``key`` with ``decisions``: one
+        per call in order, or by tool call id. Each approval still pending is decided so,
+        by :data:`SDK_ACTOR`, and audited; an edit's arguments are stored as shown, and an
+        edit that shows as the call's own arguments is recorded as an approval."""
         try:
             found = await self._approvals(key)
         except LookupError:
             return
-        for approval, decision in zip(found, decisions, strict=False):
+        if isinstance(decisions, Mapping):
+            paired = [(a, d) for a in found if (d := decisions.get(a.call_id or "")) is not None]
+        else:
+            paired = list(zip(found, decisions, strict=False))
+        for approval, decision in paired:
             if approval.status != "pending":
                 continue
-            arguments = None
-            if decision.type == "edit" and decision.arguments is not None:
+            kind, arguments = decision.type, None
+            if kind == "edit" and decision.arguments is not None:
                 arguments = await shown_arguments(self.policies, decision.arguments, ctx)
-            answer = ApprovalDecision(
-                decision=decision.type, arguments=arguments, message=decision.message
-            )
+                if arguments == approval.arguments:
+                    kind, arguments = "approve", None
+            answer = ApprovalDecision(decision=kind, arguments=arguments, message=decision.message)
             try:
                 made = await self.store.decide_approval(approval.id, answer, SDK_ACTOR, time.time())
             except (ApprovalClosed, ApprovalNotFound):

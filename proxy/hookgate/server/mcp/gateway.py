@@ -82,6 +82,11 @@ class Gateway(abc.ABC):
     async def respond(self, message: Mapping[str, Any]) -> web.StreamResponse:
         """Answer the client with ``message``."""
 
+    @property
+    def streaming(self) -> bool:
+        """Whether the answer's event stream has begun (an error then goes on it)."""
+        return False
+
     async def notify(self, message: Mapping[str, Any]) -> bool:
         """Send ``message`` (a notification or request of the gateway's own) to the
         client ahead of a ``tools/call``'s answer; False when the client is gone. A
@@ -136,7 +141,11 @@ class Gateway(abc.ABC):
         except HookgateError as exc:
             error = exc.code or type(exc).__name__
             self._record(name, reply, started, exc.status, error, observation)
-            raise
+            if not self.streaming:
+                raise
+            # the answer's stream has begun (the client was told the call waits): the
+            # error goes on it, as the error layer would have written it
+            return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         finally:
             await kept.save(reply)
         self._record(name, reply, started, 200, answered.error, observation)

@@ -77,6 +77,10 @@ class HttpGateway(Gateway):
             key = ELICITS_KEY.format(server=self.name, session=session)
             await self.request.app[STORE].save_state(key, b"1", ELICITS_TTL_S)
 
+    @property
+    def streaming(self) -> bool:
+        return self.response is not None
+
     async def notify(self, message: Mapping[str, Any]) -> bool:
         """Send ``message`` on the call's event stream, started here when the server has
         not started it (a client that accepts only JSON is sent nothing)."""
