@@ -247,3 +247,21 @@ async def elicited(url: str, key: str, elicit: Any, log: Any) -> AsyncIterator[C
 
 
 _KEYS = f"{{required: true, admin_key: {ADMIN}}}"
+
+
+def test_the_admin_api_refuses_bad_bodies_unknown_ids_and_callers_without_the_admin_key(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", PAUSE % 60, keys=_KEYS)
+    url = f"{base}/admin/approvals"
+    assert httpx.get(url).status_code == 401
+    assert httpx.get(url, headers={"authorization": f"Bearer {new_key(base)}"}).status_code == 401
+    bad = httpx.get(url, params={"status": "maybe"}, headers=ADMIN_HEADERS)
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "status"
+    assert httpx.get(f"{url}/nope", headers=ADMIN_HEADERS).status_code == 404
+    for body in ({"decision": "edit"}, {"decision": "approve", "arguments": {}}, {"x": 1}):
+        refused = httpx.post(f"{url}/nope", json=body, headers=ADMIN_HEADERS)
+        assert refused.status_code == 400, body
+    unknown = httpx.post(f"{url}/nope", json={"decision": "approve"}, headers=ADMIN_HEADERS)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "approval_not_found"
+    assert httpx.get(url, headers=ADMIN_HEADERS).json() == {"object": "list", "data": []}
