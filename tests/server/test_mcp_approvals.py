@@ -265,3 +265,32 @@ def test_the_admin_api_refuses_bad_bodies_unknown_ids_and_callers_without_the_ad
     unknown = httpx.post(f"{url}/nope", json={"decision": "approve"}, headers=ADMIN_HEADERS)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "approval_not_found"
     assert httpx.get(url, headers=ADMIN_HEADERS).json() == {"object": "list", "data": []}
+
+
+async def test_a_client_that_goes_away_while_its_call_waits_withdraws_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "g.db"
+    base = gateway(make_proxy, upstream, mcp_server, db, PAUSE % 60, keys=_KEYS)
+    async with session(f"{base}/mcp/crm", new_key(base)) as client:
+        call = asyncio.create_task(client.call_tool("send_email", {"to": "a@b.c", "body": "x"}))
+        (approval,) = await waiting(base)
+        call.cancel()  # the agent gives up: its HTTP request is closed
+    withdrawn: dict[str, Any] = {}
+
+    async def rejected() -> None:
+        async with httpx.AsyncClient() as http:
+            answer = await http.get(
+                f"{base}/admin/approvals/{approval['id']}", headers=ADMIN_HEADERS
+            )
+        withdrawn.update(answer.json())
+
+    for _ in range(100):
+        await rejected()
+        if withdrawn["status"] != "pending":
+            break
+        await asyncio.sleep(0.05)
+    assert (withdrawn["status"], withdrawn["decided_by"]) == ("rejected", "client")
+    late = await decide(base, approval["id"], {"decision": "approve"}, "ann")
+    assert late.status_code == 409 and "already rejected by client" in late.text
+    assert mcp_server.calls() == []
