@@ -37,7 +37,11 @@ outermost wrapper):
   another one sharing the checkpointer and the store: approved calls run, edited ones run
   with the new arguments, rejected ones are not run and the model reads the rejection. The
   reply continues with the counts it had; a reply no longer kept (expired, another store)
-  is an error that says so;
+  is an error that says so. With a store, the paused calls are also listed for a person
+  (``/admin/approvals``, the web UI; kind ``sdk``, arguments as ``pii`` shows them):
+  ``agent.invoke(Command(resume=await gate.decisions(thread_id)), config)`` resumes with
+  what was decided there (None while a call waits); a run resumed with decisions given
+  directly marks the listed calls decided by ``sdk`` (:mod:`hookgate.sdk.approvals`);
 * ``wrap_model_call`` → the model-level hooks in-process (:meth:`Driver.model_call
   <hookgate.sdk.driver.Driver.model_call>`): the
   request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
