@@ -95,9 +95,9 @@ async def test_an_approved_call_runs_once_with_its_arguments_and_the_decision_is
     assert json.loads(record[4]) == {"approval": "approved"} and record[5] == "support"
     with sqlite3.connect(db) as connection:
         calls = connection.execute(
-            "SELECT model, status, error FROM audit WHERE api = 'mcp.tools/call'"
+            "SELECT model, status, error, decisions FROM audit WHERE api = 'mcp.tools/call'"
         ).fetchall()
-    assert calls == [("send_email", 200, None)]
+    assert calls == [("send_email", 200, None, '{"tool_guard":"allow"}')]
     again = await decide(base, approval["id"], {"decision": "reject"}, "bob")
     assert again.status_code == 409 and "already approved by ann" in again.text
 

@@ -65,17 +65,27 @@ async def call_tool(
     """Run the ``tools/call`` ``message`` through ``policies`` (``label`` names the server
     in errors), each policy's decision recorded in ``observation`` (``allow``, ``modify``
     or ``block``: :mod:`hookgate.pipeline.tool_calls`). A call that needs a person's
-    approval is first decided by ``ask`` (:mod:`.approval`): rejected, it is answered
-    with the refusal and never run; approved or edited, it runs as decided through the
-    ``on_tool_call`` onion. What a policy or ``ask`` raises is raised."""
+    approval is first decided by ``ask`` (:mod:`.approval`): rejected (or not decided),
+    it is answered with the refusal and never run, the pausing policy's decision
+    ``block``; approved or edited, it runs as decided through the ``on_tool_call`` onion,
+    the pausing policy's decision ``allow`` or ``modify``. What a policy or ``ask``
+    raises is raised."""
     id = message.get("id")
     call = ToolCall(name, arguments, call_id=None if id is None else str(id))
-    waiting = await approval_needed(policies, call, reply, observation)
+    pausing = Observation()  # the pausing policy blocked the call only if it never runs
+    waiting = await approval_needed(policies, call, reply, pausing)
     if waiting is not None:  # never run unapproved: a person decides first
-        decided = await ask(call, waiting, reply)
+        try:
+            decided = await ask(call, waiting, reply)
+        except BaseException:
+            observation.decisions.update(pausing.decisions)
+            raise
         if isinstance(decided, ToolResult):
+            observation.decisions.update(pausing.decisions)
             refusal = jsonrpc.refused_tool_result(decided.content)
             return Answered(jsonrpc.result(id, refusal), "rejected")
+        for slot in pausing.decisions:
+            observation.decide(slot, "allow" if decided is call else "modify")
         call = decided
     answered: dict[str, Any] = {}
 
