@@ -2,7 +2,9 @@
 
 ``python -m tests.e2e.hitl_langchain CONFIG CHECKPOINTS THREAD start`` asks the agent to
 send e-mails and delete a report (hookgate's ``tool_guard`` pauses those calls);
-``... resume DECISIONS_JSON`` resumes the run from the checkpoint with a human's decisions.
+``... resume DECISIONS_JSON`` resumes the run from the checkpoint with a human's decisions;
+``... decided`` resumes it with those recorded in hookgate's store (``gate.decisions``:
+a person decided the listed approvals through the admin API).
 Prints the run's result as JSON: the interrupts' requests, or the final answer. The model
 is at ``$HITL_MODEL_URL``; with ``$HITL_ASYNC`` set the agent runs with ``ainvoke`` (and
 LangGraph's async SQLite checkpointer), else with ``invoke``. Each tool appends what it did
@@ -56,7 +58,13 @@ def main(config: str, checkpoints: str, thread: str, step: str, decision: str = 
     model = ChatOpenAI(model="gpt-4.1-mini", base_url=base_url, api_key="k", max_retries=0)  # type: ignore[arg-type]
     run: dict[str, Any] = {"configurable": {"thread_id": thread}}
     middleware = [HookgateMiddleware(gate)]
-    question: Any = QUESTION if step == "start" else Command(resume=orjson.loads(decision))
+    question: Any = QUESTION
+    if step == "resume":
+        question = Command(resume=orjson.loads(decision))
+    elif step == "decided":
+        decided = gate.driver.sync.run(gate.decisions(thread))
+        assert decided is not None, "no decision is recorded yet"
+        question = Command(resume=decided)
     if os.environ.get("HITL_ASYNC"):
 
         async def arun() -> dict[str, Any]:

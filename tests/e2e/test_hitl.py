@@ -6,17 +6,19 @@ with the reply's counts intact."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
 from hookgate.wire import synth
-from tests.conftest import config_text
+from tests.conftest import ProxyFactory, config_text
 from tests.fakes import FakeUpstream
 from tests.otlp import OtlpReceiver, ReceivedSpan
 from tests.sdk.harness import tracing
@@ -138,6 +140,55 @@ def test_a_langchain_run_pauses_and_resumes_in_a_new_process(
     body = {"approve": ASKED["body"], "edit": EDITED["body"], "reject": None}[decision["type"]]
     read = assert_resumed(upstream, report, Path(checkpoints + ".sent"), body)
     assert read == ("sent to boss@corp.example" if body else REJECT["message"])
+    # resumed directly: the listed approval is marked decided by the SDK, and audited
+    (approval,) = approvals(tmp_path / "hookgate.db")
+    status = {"approve": "approved", "edit": "edited", "reject": "rejected"}[decision["type"]]
+    assert (approval["status"], approval["decided_by"]) == (status, "sdk")
+    assert decision_actors(tmp_path / "hookgate.db") == ["sdk"]
+
+
+def approvals(db: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT doc FROM approvals ORDER BY created_at").fetchall()
+    return [orjson.loads(row[0]) for row in rows]
+
+
+def decision_actors(db: Path) -> list[str]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT actor FROM audit WHERE api = 'approval'").fetchall()
+    return [row[0] for row in rows]
+
+
+def test_a_langchain_pause_is_listed_decided_in_the_admin_api_and_resumed_from_the_store(
+    upstream: FakeUpstream, tmp_path: Path, make_proxy: ProxyFactory
+) -> None:
+    """The paused call is an approval (kind sdk) in hookgate's list; a person edits it
+    through the admin API of a proxy sharing the store, and ``gate.decisions(thread)``
+    resumes the run with it (``Command(resume=...)``)."""
+    config, report = setup(tmp_path, upstream)
+    checkpoints = str(tmp_path / "checkpoints.db")
+    module = "tests.e2e.hitl_langchain"
+    the_model_asks_to_send(upstream)
+    step(upstream, module, str(config), checkpoints, "t9", "start")
+    admin = "admin-key-for-approvals"
+    extra = f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\nkeys: {{admin_key: {admin}}}\n"
+    base = make_proxy(extra).removesuffix("/v1")
+    headers = {"authorization": f"Bearer {admin}", "x-hookgate-actor": "ann"}
+    listed = httpx.get(f"{base}/admin/approvals?status=pending", headers=headers).json()["data"]
+    (approval,) = listed
+    assert (approval["kind"], approval["tool"], approval["session"]) == ("sdk", "send_email", "t9")
+    assert approval["arguments"] == ASKED and approval["agent"] == "mailer"
+    decision = {"decision": "edit", "arguments": EDITED}
+    made = httpx.post(f"{base}/admin/approvals/{approval['id']}", json=decision, headers=headers)
+    assert made.status_code == 200, made.text
+
+    upstream.push(synth.Reply(text="Done."))
+    resumed = step(upstream, module, str(config), checkpoints, "t9", "decided")
+    assert resumed["interrupts"] == [] and resumed["answer"] == "Done."
+    assert_resumed(upstream, report, Path(checkpoints + ".sent"), EDITED["body"])
+    (after,) = approvals(tmp_path / "hookgate.db")
+    assert (after["status"], after["decided_by"]) == ("edited", "ann")  # not overwritten
+    assert decision_actors(tmp_path / "hookgate.db") == ["ann"]
 
 
 TEAM = {"to": "team@corp.example", "body": "Boss is late."}
@@ -253,3 +304,8 @@ def test_an_agentscope_reply_parks_and_resumes_in_a_new_process(
     body = {"confirm": ASKED["body"], "edit": EDITED["body"], "reject": None}[answer]
     read = assert_resumed(upstream, report, Path(state + ".sent"), body)
     assert ("sent to boss@corp.example" if body else "denied by user") in read
+    # the parked call was listed; confirmed directly, it is marked decided by the SDK
+    (approval,) = approvals(tmp_path / "hookgate.db")
+    status = {"confirm": "approved", "edit": "edited", "reject": "rejected"}[answer]
+    assert (approval["kind"], approval["arguments"]) == ("sdk", ASKED)
+    assert (approval["status"], approval["decided_by"]) == (status, "sdk")

@@ -576,7 +576,7 @@ def test_the_gate_is_the_applications_api_and_its_driver_the_adapters() -> None:
     """An application builds a gate, runs replies with it and closes it; everything an
     adapter drives is on ``gate.driver``."""
     public = {name for name in dir(Gate) if not name.startswith("_")}
-    assert public == {"from_config", "reply", "aclose"}
+    assert public == {"from_config", "reply", "decisions", "aclose"}
     assert {"open_reply", "close_reply", "tool", "after_turn", "model_call"} <= set(dir(Driver))
 
 

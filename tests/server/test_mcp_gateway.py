@@ -315,19 +315,6 @@ def test_a_stdio_server_that_exits_is_a_clear_error(
     assert "'weather' exited (status 3)" in answer.json()["error"]["message"]
 
 
-async def test_a_call_that_needs_a_human_is_refused_not_run_unapproved(
-    make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path
-) -> None:
-    guard = "  - tool_guard: {approval: pause, approve: [send_email]}\n"
-    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", guard)
-    async with session(f"{base}/mcp/crm", new_key(base)) as client:
-        refused = await client.call_tool("send_email", {"to": "a@b.c", "body": "x"})
-        assert refused.isError
-        assert "needs a human's approval" in refused.content[0].text  # type: ignore[union-attr]
-        assert not (await client.call_tool("get_weather", {"city": "Oslo"})).isError
-    assert [c["tool"] for c in mcp_server.calls()] == ["get_weather"]
-
-
 @pytest.mark.parametrize("header", ["x-hookgate-session-id", "session-id"])
 async def test_a_session_limit_counts_across_mcp_sessions_of_one_conversation(
     make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer, tmp_path: Path,

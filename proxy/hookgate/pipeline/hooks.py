@@ -234,9 +234,28 @@ class Policy(Generic[ConfigT]):
         ``interrupt``, AgentScope's ``RequireUserConfirmEvent``), the reply's state goes to
         the store, and the run resumes — in any process — with a
         :class:`~hookgate.pipeline.agent.Decision`: approve, edit or reject. A call a human
-        decided on is not asked about again.
+        decided on is not asked about again. In the MCP gateway the ``tools/call`` waits
+        for a person's decision (:mod:`hookgate.server.mcp`).
         """
         return None
+
+    async def shown_to_approver(
+        self, arguments: Mapping[str, Any], ctx: ReplyContext
+    ) -> Mapping[str, Any]:
+        """A paused call's arguments as the person deciding it may see them (the ``pii``
+        policy's placeholders instead of values, kept in ``ctx`` to restore an edit's).
+
+        Chained in listed order; what the last returns is stored and shown. Raising
+        fails the pause (nothing is shown or stored)."""
+        return arguments
+
+    async def from_approver(
+        self, arguments: Mapping[str, Any], ctx: ReplyContext
+    ) -> Mapping[str, Any]:
+        """An approver's edited arguments as the tool must get them (placeholders that
+        :meth:`shown_to_approver` made restored to their values). Chained in reverse
+        listed order."""
+        return arguments
 
     async def should_stop_after_turn(self, ctx: ReplyContext) -> bool:
         """After each model call of a reply (SDK only): True ends the reply now.
@@ -295,6 +314,8 @@ HOOKS: Mapping[str, tuple[bool, int]] = {
     "on_reply": (True, 3),
     "on_tool_call": (True, 3),
     "needs_approval": (True, 2),
+    "shown_to_approver": (True, 2),
+    "from_approver": (True, 2),
     "should_stop_after_turn": (True, 1),
     "tool_offered": (False, 1),
     "tools": (False, 0),

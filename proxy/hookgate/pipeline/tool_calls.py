@@ -10,7 +10,7 @@ answered without running it, else ``allow``. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from hookgate.errors import HookgateError
@@ -43,6 +43,28 @@ async def approval_needed(
                 observation.decide(policy.slot, "block")
                 return reason
     return None
+
+
+async def shown_arguments(
+    policies: Sequence[Policy[Any]], arguments: Mapping[str, Any], ctx: ReplyContext
+) -> dict[str, Any]:
+    """A paused call's arguments as its approver sees them: every policy's
+    ``shown_to_approver`` in listed order (``pii``: placeholders, not values)."""
+    for policy in policies:
+        if implements(policy, "shown_to_approver"):
+            arguments = await policy.shown_to_approver(arguments, ctx)
+    return dict(arguments)
+
+
+async def restored_arguments(
+    policies: Sequence[Policy[Any]], arguments: Mapping[str, Any], ctx: ReplyContext
+) -> dict[str, Any]:
+    """An approver's edited arguments as the tool gets them: every policy's
+    ``from_approver`` in reverse listed order (``pii``: its placeholders restored)."""
+    for policy in reversed(policies):
+        if implements(policy, "from_approver"):
+            arguments = await policy.from_approver(arguments, ctx)
+    return dict(arguments)
 
 
 def _decided(policy: Policy[Any], observation: Observation) -> ToolLayer:

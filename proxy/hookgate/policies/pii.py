@@ -254,6 +254,43 @@ class PiiPolicy(Policy[PiiConfig]):
             return result
         return result.with_content(redaction.text)
 
+    # approvals: what a person deciding a paused call sees ------------------------------
+
+    async def shown_to_approver(
+        self, arguments: Mapping[str, Any], ctx: ReplyContext
+    ) -> Mapping[str, Any]:
+        """The arguments with every entity found replaced as for a model (a ``block``
+        entity's whole text withheld); the placeholders made are kept in the session's
+        state, as tool results' are, so an edit's come back as values
+        (:meth:`from_approver`). An analyzer failure raises: nothing unredacted is shown."""
+        wanted = _analyzable(_visited(lambda fn: texts.map_leaves(arguments, fn)))
+        if not wanted:
+            return arguments
+        try:
+            done, _ = await self._analyze(await self._get_redactor(), wanted)
+        except Exception as exc:  # fails closed: nothing unchecked is shown or stored
+            raise GuardrailUnavailable(
+                f"the arguments of the paused call could not be checked for personal data "
+                f"({_reason(exc)})"
+            ) from None
+        values: dict[str, str] = ctx.session.setdefault(self.slot, {})
+        shown: dict[str, str] = {}
+        for text, redaction in done.items():
+            if redaction.blocked:
+                shown[text] = f"[withheld: {', '.join(sorted(redaction.blocked))}]"
+            elif redaction.counts:
+                values.update(redaction.values)
+                shown[text] = redaction.text
+        return texts.map_leaves(arguments, lambda text: shown.get(text, text))  # type: ignore[no-any-return]
+
+    async def from_approver(
+        self, arguments: Mapping[str, Any], ctx: ReplyContext
+    ) -> Mapping[str, Any]:
+        values = ctx.session.get(self.slot)
+        if not values:
+            return arguments
+        return texts.map_leaves(arguments, Restorer(dict(values)).text)  # type: ignore[no-any-return]
+
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 

@@ -13,6 +13,8 @@ YAML (every key optional)::
                                            #   function `mypkg.hitl:ask` called as
                                            #   fn(call, ctx) -> bool | str (a refusal reason)
                                            #   | awaitable
+        approval_timeout_s: 300            # MCP gateway: how long a paused tools/call
+                                           #   waits for a person's decision
         max_per_reply: 10                  # tool calls per reply
         max_per_session: 100               # tool calls per session (x-hookgate-session-id)
         on_limit: continue                 # continue | end | error
@@ -23,6 +25,12 @@ With ``approval: pause`` the run pauses through the framework's own mechanism (L
 ``interrupt``; AgentScope's ``RequireUserConfirmEvent``) and resumes, in any process, with
 approve, edit or reject (see :meth:`~hookgate.pipeline.hooks.Policy.needs_approval`). A call
 waiting for a human is not counted against the limits until it runs.
+
+In the MCP gateway a paused ``tools/call`` waits for a person's decision in the admin API
+or the web UI (``/admin/approvals``), up to ``approval_timeout_s``, then is refused with a
+JSON-RPC error; approved it runs, edited it runs with the approver's arguments, rejected
+the client reads the approver's message (see :mod:`hookgate.server.mcp.approval`). What
+the approver sees of the arguments is what the set's ``pii`` policy lets a model see.
 
 In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
 its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
@@ -115,6 +123,8 @@ class ToolGuardConfig(PolicyConfig):
     docstring)."""
     approve: tuple[str, ...] = ("*",)
     """The tools (globs) ``approval`` asks about."""
+    approval_timeout_s: float = Field(300.0, gt=0)
+    """MCP gateway: how long a paused ``tools/call`` waits for a person's decision."""
     max_per_reply: int | None = Field(None, ge=0)
     """Tool calls per agent reply."""
     max_per_session: int | None = Field(None, ge=0)

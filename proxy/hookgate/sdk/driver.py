@@ -71,6 +71,7 @@ from hookgate.pipeline.observe import Outcome
 from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.runner import ObservedCall, finish
 from hookgate.pipeline.types import Api, Context, JsonBody, ModelCall, ModelResponse, Target
+from hookgate.sdk.approvals import PausedApprovals
 from hookgate.sdk.bridge import LoopThread
 from hookgate.store.base import Store, display_url
 from hookgate.store.state import STATE_TTL_S, json_safe, shared
@@ -185,6 +186,9 @@ class Driver:
         """Open replies waiting for a human with no store to keep them (resumable here)."""
         self.sync = LoopThread()
         """Runs the policies for frameworks' synchronous hooks (:mod:`hookgate.sdk.bridge`)."""
+        self.approvals = None if store is None else PausedApprovals(store, listed, paused_ttl_s)
+        """The paused calls in the approvals list (:mod:`hookgate.sdk.approvals`); None
+        without a store."""
 
     # replies ------------------------------------------------------------------------
 
@@ -315,7 +319,12 @@ class Driver:
         return None
 
     async def pause(
-        self, ctx: ReplyContext, key: str | None = None, *, keep_open: bool = False
+        self,
+        ctx: ReplyContext,
+        key: str | None = None,
+        *,
+        keep_open: bool = False,
+        calls: Sequence[tuple[ToolCall, str]] = (),
     ) -> None:
         """The reply's run has stopped to wait for a human: keep the reply's state in the
         store under ``key`` (default: its id) for :attr:`paused_ttl_s` — the counters,
@@ -326,13 +335,17 @@ class Driver:
         ``keep_open`` keeps it open here as well, for a run that left work in flight in this
         process (AgentScope's external tool calls, whose ``on_tool_call`` onions wait for
         their results): a resume here continues it, one elsewhere rebuilds it from the
-        store, and this process's copy ends as paused when the gate closes."""
+        store, and this process's copy ends as paused when the gate closes. ``calls`` (each
+        waiting call with its reason) are listed for a person to decide
+        (:meth:`PausedApprovals.save <hookgate.sdk.approvals.PausedApprovals.save>`)."""
         if self._store is None:
             log.warning(
                 "hookgate: no store; reply %s can resume in this process only", ctx.reply_id
             )
             self._paused.add(ctx.reply_id)
             return
+        if self.approvals is not None:  # first: the session keeps what pii showed them as
+            await self.approvals.save(ctx, key or ctx.reply_id, calls)
         await self._save_paused(ctx, key)
         handle = None if keep_open else self._open.pop(ctx.reply_id, None)
         if handle is not None:  # its layers save the session as they end

@@ -116,6 +116,16 @@ class Gate:
             else:
                 await driver.close_reply(ctx.reply_id)
 
+    async def decisions(self, key: str) -> dict[str, Any] | None:
+        """What a person decided for the reply paused under ``key`` (its reply id, or its
+        session: LangGraph's ``thread_id``), in LangChain's resume shape, for
+        ``agent.invoke(Command(resume=await gate.decisions(thread_id)), config)``; None
+        while a call still waits (see :mod:`hookgate.sdk.approvals`). Raises
+        ``LookupError`` when nothing is kept under ``key`` (or the gate has no store)."""
+        if self.driver.approvals is None:
+            raise LookupError("hookgate: this gate has no store, so it keeps no approvals")
+        return await self.driver.approvals.decisions(key)
+
     async def aclose(self) -> None:
         """End the replies still open (as an error, or as paused: see
         :meth:`Driver.end_replies <hookgate.sdk.driver.Driver.end_replies>`) while the

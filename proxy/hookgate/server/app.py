@@ -34,7 +34,7 @@ from hookgate.errors import (
 )
 from hookgate.ids import UniqueIds
 from hookgate.providers.upstream_events import MALFORMED_EVENTS
-from hookgate.server import exposure, gemini, routes, ui
+from hookgate.server import approvals, exposure, gemini, routes, ui
 from hookgate.server.appkeys import (
     GRANTS,
     HOLDER,
@@ -46,6 +46,7 @@ from hookgate.server.appkeys import (
     REQUEST_ID,
     SESSION,
     STORE,
+    WAKEUPS,
     WATCHER,
 )
 from hookgate.server.auth import speaks_google
@@ -55,6 +56,7 @@ from hookgate.server.mcp import routes as mcp_routes
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
+from hookgate.server.wakeups import Wakeups
 from hookgate.store.base import display_url
 from hookgate.store.open import open_budgets, open_store
 from hookgate.telemetry.metrics import Metrics
@@ -116,6 +118,7 @@ def create_app(
     app[GRANTS] = GrantsCache(store)
     app[MCP_SESSIONS] = StdioSessions()
     app[LIVE] = LiveTraffic()
+    app[WAKEUPS] = Wakeups()
     ledger, rates = open_budgets(store)
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)
@@ -148,6 +151,7 @@ def create_app(
     gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
     mcp_routes.add_routes(app)
+    approvals.add_routes(app)
     if loaded.config.server.ui and loaded.config.server.ops is None:
         ui.add_routes(app)
     return app

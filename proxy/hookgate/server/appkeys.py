@@ -10,6 +10,7 @@ from hookgate.server.live import LiveTraffic
 from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import RuntimeHolder
+from hookgate.server.wakeups import Wakeups
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
 
@@ -30,6 +31,9 @@ MCP_SESSIONS = web.AppKey("hookgate.mcp_sessions", StdioSessions)
 
 LIVE = web.AppKey("hookgate.live", LiveTraffic)
 """The requests this process is serving and has just served (the admin UI's Live page)."""
+
+WAKEUPS = web.AppKey("hookgate.wakeups", Wakeups)
+"""The approvals this process's tool calls wait on (see :mod:`hookgate.server.wakeups`)."""
 
 METRICS = web.AppKey("hookgate.metrics", Metrics)
 """The app's metric families (on the registry given to ``create_app``)."""

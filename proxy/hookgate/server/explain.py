@@ -17,7 +17,6 @@ from hookgate.server.auth import Caller
 from hookgate.store.base import Store
 from hookgate.store.grants import NO_GRANTS
 
-
 SECRET_NAME = re.compile(r"(?i)(authorization|token|secret|password|passwd|api[-_]?key|cookie)")
 """A setting named like a credential: its value is never shown."""
 HIDDEN = "**********"
@@ -91,7 +90,7 @@ async def explain(
             p.name,
             "+".join(sorted(p.runs_in)),
             shown_settings(p.config.model_dump(mode="json", exclude_defaults=True)),
-        )  # fmt: skip
+        )
         for p in sets[chosen.name]
     ]
     granted = {

@@ -7,11 +7,15 @@ is durable state); the ledgers and rate limiters that fit a store are built besi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from hookgate.budgets.ledger import UsageRow
+from hookgate.store.approvals import Approval, ApprovalDecision
 from hookgate.store.audit_query import AuditPage, AuditQuery
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
@@ -51,6 +55,8 @@ class AuditRecord:
     entity types and counts only, never a value."""
     policy_set: str | None = None
     """The policy set whose pipeline served the request."""
+    actor: str | None = None
+    """Who made the decision a record is of (api ``approval``: the approver)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +196,31 @@ class Store(Protocol):
         """
         ...
 
+    # approvals (:mod:`hookgate.store.approvals`) -------------------------------------
+
+    async def add_approval(self, approval: Approval) -> None:
+        """Keep a new approval (durable when this returns)."""
+        ...
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        """The approval with that id, its status effective now (pending past its
+        deadline: ``expired``), or None."""
+        ...
+
+    async def approvals(self, status: str | None = None, limit: int = 200) -> list[Approval]:
+        """Approvals, newest first, with their effective status; only those of
+        ``status`` when given."""
+        ...
+
+    async def decide_approval(
+        self, approval_id: str, decision: ApprovalDecision, actor: str, at: float
+    ) -> Approval:
+        """Record ``actor``'s decision, atomically: only a pending, unexpired approval is
+        decided (:func:`~hookgate.store.approvals.decided`), so of two approvers on two
+        replicas one wins. Raises :class:`~hookgate.store.approvals.ApprovalNotFound`
+        or :class:`~hookgate.store.approvals.ApprovalClosed`."""
+        ...
+
 
 def display_url(url: str) -> str:
     """``url`` without credentials, for messages, logs and ``/readyz``: no user info
@@ -200,3 +231,18 @@ def display_url(url: str) -> str:
         return url
     authority, slash, path = rest.partition("/")
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
+
+
+def decision_record(approval: Approval) -> AuditRecord:
+    """The audit record of a decision: api ``approval``, the tool as model, target
+    ``mcp/{server}`` or ``sdk``, ``actor`` the approver, decisions ``{"approval":
+    <status>}``; never the arguments."""
+    target = f"mcp/{approval.server}" if approval.kind == "mcp" else "sdk"
+    return AuditRecord(
+        ts=approval.decided_at or time.time(), request_id=approval.id, api="approval",
+        model=approval.tool, status=200, latency_ms=0.0, target=target,
+        key_id=approval.key_id, team=approval.team, user=approval.user, agent=approval.agent,
+        session=approval.session, reply=approval.reply, policy_set=approval.policy_set,
+        decisions=orjson.dumps({"approval": approval.status}).decode(),
+        actor=approval.decided_by,
+    )  # fmt: skip

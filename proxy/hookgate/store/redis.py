@@ -1,6 +1,7 @@
 """The Redis store, for several proxy replicas sharing keys, spend and budgets.
 
-Keys, usage records (the stream ``hg:usage``) and the audit log (``hg:audit``). The
+Keys, usage records (the stream ``hg:usage``), the audit log (``hg:audit``) and
+approvals (``hg:approval:{id}``, newest first in the sorted set ``hg:approvals``). The
 budget counters and rates built on this store are in :mod:`hookgate.store.redis_budgets`.
 
 A command that fails on a lost connection (a Redis restart leaves every pooled
@@ -29,6 +30,7 @@ from redis.exceptions import ConnectionError, RedisError, WatchError
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
+from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound, decided
 from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse_cursor
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
@@ -279,6 +281,58 @@ class RedisStore:
             return bool(await self.call(self.client.ping()))
         except StoreUnavailable:
             return False
+
+    # approvals -------------------------------------------------------------------------
+
+    async def add_approval(self, approval: Approval) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(f"hg:approval:{approval.id}", approval.model_dump_json())
+        pipe.zadd("hg:approvals", {approval.id: approval.created_at})
+        await self.call(pipe.execute())
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        raw = await self.call(self.client.get(f"hg:approval:{approval_id}"))
+        return None if raw is None else Approval.model_validate_json(raw).at(time.time())
+
+    async def approvals(self, status: str | None = None, limit: int = 200) -> list[Approval]:
+        now, start = time.time(), 0
+        found: list[Approval] = []
+        while len(found) < limit:  # newest first, a page at a time until enough match
+            ids = await self.call(self.client.zrevrange("hg:approvals", start, start + limit - 1))
+            if not ids:
+                break
+            start += len(ids)
+            docs = await self.call(self.client.mget([f"hg:approval:{i}" for i in ids]))
+            for doc in docs:
+                if doc is not None:
+                    approval = Approval.model_validate_json(doc).at(now)
+                    if status is None or approval.status == status:
+                        found.append(approval)
+        return found[:limit]
+
+    async def decide_approval(
+        self, approval_id: str, decision: ApprovalDecision, actor: str, at: float
+    ) -> Approval:
+        key = f"hg:approval:{approval_id}"
+
+        async def attempt() -> Approval:
+            async with self.client.pipeline(transaction=True) as pipe:
+                while True:  # optimistic: redone when the record changed since the read
+                    try:
+                        await pipe.watch(key)
+                        raw = await pipe.get(key)
+                        if raw is None:
+                            raise ApprovalNotFound(approval_id)
+                        after = decided(Approval.model_validate_json(raw), decision, actor, at)
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.set(key, after.model_dump_json())
+                        await pipe.execute()
+                        return after
+                    except WatchError:
+                        continue
+
+        result: Approval = await self.call(attempt())
+        return result
 
 
 _SCOPE_FIELDS = {"key": "key_id", "team": "team", "user": "user", "agent": "agent",

@@ -25,6 +25,7 @@ import orjson
 
 from hookgate.budgets.ledger import UsageRow
 from hookgate.errors import StoreUnavailable
+from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound, decided
 from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse_cursor
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
@@ -67,7 +68,7 @@ CREATE TABLE IF NOT EXISTS audit (
     input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
     cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
     cost_usd REAL, attempts INTEGER NOT NULL, decisions TEXT NOT NULL,
-    findings TEXT NOT NULL DEFAULT '{}', policy_set TEXT
+    findings TEXT NOT NULL DEFAULT '{}', policy_set TEXT, actor TEXT
 );
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS states (
@@ -79,6 +80,11 @@ CREATE TABLE IF NOT EXISTS grants (
 CREATE TABLE IF NOT EXISTS admin_log (
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, change TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY, created_at REAL NOT NULL, expires_at REAL NOT NULL,
+    status TEXT NOT NULL, doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approvals_created ON approvals (created_at);
 CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts);
 CREATE INDEX IF NOT EXISTS audit_session ON audit (session, ts);
 CREATE INDEX IF NOT EXISTS audit_key ON audit (key_id, ts);
@@ -482,6 +488,64 @@ class SQLiteStore:
         except StoreUnavailable:
             return False
 
+    # approvals -------------------------------------------------------------------------
+
+    async def add_approval(self, approval: Approval) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO approvals (id, created_at, expires_at, status, doc)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (approval.id, approval.created_at, approval.expires_at, approval.status,
+                 approval.model_dump_json()),
+            )  # fmt: skip
+
+        await self._run(insert)
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        def select(db: sqlite3.Connection) -> Approval | None:
+            row = db.execute("SELECT doc FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+            return None if row is None else Approval.model_validate_json(row[0])
+
+        found = await self._run(select)
+        return None if found is None else found.at(time.time())
+
+    async def approvals(self, status: str | None = None, limit: int = 200) -> list[Approval]:
+        now = time.time()
+        where, args = _approvals_where(status, now)
+
+        def select(db: sqlite3.Connection) -> list[Approval]:
+            rows = db.execute(
+                f"SELECT doc FROM approvals {where} ORDER BY created_at DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+            return [Approval.model_validate_json(row[0]) for row in rows]
+
+        return [a.at(now) for a in await self._run(select)]
+
+    async def decide_approval(
+        self, approval_id: str, decision: ApprovalDecision, actor: str, at: float
+    ) -> Approval:
+        def write(db: sqlite3.Connection) -> Approval:
+            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
+            try:
+                row = db.execute(
+                    "SELECT doc FROM approvals WHERE id = ?", (approval_id,)
+                ).fetchone()
+                if row is None:
+                    raise ApprovalNotFound(approval_id)
+                after = decided(Approval.model_validate_json(row[0]), decision, actor, at)
+                db.execute(
+                    "UPDATE approvals SET status = ?, doc = ? WHERE id = ?",
+                    (after.status, after.model_dump_json(), approval_id),
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return after
+
+        return await self._run(write)
+
 
 CHECKPOINT_EVERY_S = 1.0
 """How often the WAL is checkpointed into the database file."""
@@ -496,7 +560,7 @@ _AUDIT_INSERT = (
 
 
 _ADDED_COLUMNS = {
-    "audit": {"findings": "TEXT NOT NULL DEFAULT '{}'", "policy_set": "TEXT"},
+    "audit": {"findings": "TEXT NOT NULL DEFAULT '{}'", "policy_set": "TEXT", "actor": "TEXT"},
     "usage": {"session": "TEXT"},
 }
 """Columns added after a table was first shipped: added in place to older files."""
@@ -523,9 +587,9 @@ def audit_where(query: AuditQuery) -> tuple[list[str], list[Any]]:
     elif query.status is not None:
         where.append("status = ?")
         args.append(int(query.status))
-    decided = query.decided()
-    if decided is not None:
-        policy, decision = decided
+    wanted = query.decided()
+    if wanted is not None:
+        policy, decision = wanted
         path = "$." + orjson.dumps(policy).decode()  # a quoted JSON path member
         where.append("json_extract(decisions, ?) " + ("IS NOT NULL" if decision is None else "= ?"))
         args.extend([path] if decision is None else [path, decision])
@@ -534,6 +598,17 @@ def audit_where(query: AuditQuery) -> tuple[list[str], list[Any]]:
         where.append("(ts, id) < (?, ?)")
         args.extend([ts, int(position.partition("-")[0])])
     return where, args
+
+
+def _approvals_where(status: str | None, now: float) -> tuple[str, tuple[Any, ...]]:
+    """The SQL filter of approvals by effective status (see ``Approval.status_at``)."""
+    if status == "pending":
+        return "WHERE status = 'pending' AND expires_at >= ?", (now,)
+    if status == "expired":
+        return "WHERE status = 'expired' OR (status = 'pending' AND expires_at < ?)", (now,)
+    if status is None:
+        return "", ()
+    return "WHERE status = ?", (status,)
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -67,7 +67,13 @@ Mapping (AgentScope's first middleware is outermost; list hookgate first):
   on with the counts it had. Several asked-about calls of one model turn pause once, as
   AgentScope batches them (a ``RequireUserConfirmEvent`` each for a turn's concurrency-safe
   calls; a sequential batch stops at its first), and one ``UserConfirmResultEvent`` with a
-  ``ConfirmResult`` per call answers them: each runs, edited or not, or is denied.
+  ``ConfirmResult`` per call answers them: each runs, edited or not, or is denied. With a
+  store the parked calls are listed in ``/admin/approvals`` (kind ``sdk``, grouped by the
+  parked reply id; :mod:`hookgate.sdk.approvals`); ``gate.decisions(reply_id)`` reads what
+  a person decided there (LangChain's shape, one decision per call in order), from which
+  the application builds its ``ConfirmResult``s; a resume the application confirmed
+  directly marks the listed calls decided by ``sdk`` (confirmed: approved, or edited when
+  the input differs; denied: rejected).
 """
 
 from __future__ import annotations
@@ -101,7 +107,7 @@ from agentscope.model import ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, ToolBase, ToolChoice, ToolChunk, ToolResponse
 
-from hookgate.pipeline.agent import PolicyTool, ReplyContext, ToolCall, ToolResult
+from hookgate.pipeline.agent import Decision, PolicyTool, ReplyContext, ToolCall, ToolResult
 from hookgate.sdk.client import govern
 from hookgate.sdk.driver import Driver, Split, current_reply, reply_now
 from hookgate.sdk.gate import Gate
@@ -117,6 +123,9 @@ class HookgateMiddleware(MiddlewareBase):
         self.driver = gate.driver
         self._handed_out: dict[str, _HandedOut] = {}
         """The external calls handed out and not yet answered, by tool call id."""
+        self._asked: dict[str, list[tuple[ToolCall, str]]] = {}
+        """The calls asked about in a reply's current run (listed as approvals when it
+        parks), by reply id."""
 
     async def get_middleware_key(self) -> str:
         return "hookgate"
@@ -134,6 +143,8 @@ class HookgateMiddleware(MiddlewareBase):
         ctx = None
         if isinstance(inputs, _RESUMING):  # a parked reply, maybe paused elsewhere
             ctx = await self.driver.resume_reply(inputs.reply_id, input=inputs)
+        if ctx is not None and isinstance(inputs, UserConfirmResultEvent):
+            await self._confirmed(ctx, inputs)
         if ctx is None:
             ctx = await self.driver.open_reply(
                 agent=getattr(agent, "name", None),
@@ -160,14 +171,38 @@ class HookgateMiddleware(MiddlewareBase):
                             final = item
                         yield item
             except BaseException as exc:  # the layers see it (a consumer that left, too)
+                self._asked.pop(ctx.reply_id, None)
                 await self.driver.close_reply(ctx.reply_id, error=exc)
                 raise
             else:
                 if parked is not None:  # waits for the user: resumable here or in any process
                     in_flight = any(h.split.ctx is ctx for h in self._handed_out.values())
-                    await self.driver.pause(ctx, key=parked, keep_open=in_flight)
+                    asked = self._asked.pop(ctx.reply_id, [])
+                    await self.driver.pause(ctx, key=parked, keep_open=in_flight, calls=asked)
                 else:
+                    self._asked.pop(ctx.reply_id, None)
                     await self.driver.close_reply(ctx.reply_id, final)
+
+    async def _confirmed(self, ctx: ReplyContext, event: UserConfirmResultEvent) -> None:
+        """The listed approvals of the parked reply, still pending, decided as the
+        application confirmed or denied each call (by ``sdk``; an edited input is an
+        edit)."""
+        if self.driver.approvals is None:
+            return
+        decisions: dict[str, Decision] = {}
+        for result in event.confirm_results:
+            if not result.confirmed:
+                decisions[result.tool_call.id] = Decision("reject")
+                continue
+            try:
+                arguments = json.loads(result.tool_call.input or "{}")
+            except ValueError:
+                arguments = None
+            if isinstance(arguments, dict):
+                decisions[result.tool_call.id] = Decision("edit", arguments=arguments)
+            else:
+                decisions[result.tool_call.id] = Decision("approve")
+        await self.driver.approvals.resumed(ctx, event.reply_id, decisions)
 
     async def on_check_permission(
         self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any
@@ -178,8 +213,10 @@ class HookgateMiddleware(MiddlewareBase):
         tool_call = input_kwargs["tool_call"]
         call = ToolCall(tool_call.name, dict(input_kwargs["tool_input"]), tool_call.id)
         if tool_call.state != ToolCallState.ALLOWED:
-            reason = await self.driver.approval(call, _reply())
+            reply = _reply()
+            reason = await self.driver.approval(call, reply)
             if reason is not None:
+                self._asked.setdefault(reply.reply_id, []).append((call, reason))
                 return PermissionDecision(behavior=PermissionBehavior.ASK, message=reason)
         decision: PermissionDecision = await next_handler(**input_kwargs)
         if decision.behavior == PermissionBehavior.ALLOW and input_kwargs["tool"].is_external_tool:

@@ -37,7 +37,11 @@ outermost wrapper):
   another one sharing the checkpointer and the store: approved calls run, edited ones run
   with the new arguments, rejected ones are not run and the model reads the rejection. The
   reply continues with the counts it had; a reply no longer kept (expired, another store)
-  is an error that says so;
+  is an error that says so. With a store, the paused calls are also listed for a person
+  (``/admin/approvals``, the web UI; kind ``sdk``, arguments as ``pii`` shows them):
+  ``agent.invoke(Command(resume=await gate.decisions(thread_id)), config)`` resumes with
+  what was decided there (None while a call waits); a run resumed with decisions given
+  directly marks the listed calls decided by ``sdk`` (:mod:`hookgate.sdk.approvals`);
 * ``wrap_model_call`` → the model-level hooks in-process (:meth:`Driver.model_call
   <hookgate.sdk.driver.Driver.model_call>`): the
   request becomes an OpenAI chat body (:mod:`.langchain_wire`) for ``on_system_prompt``,
@@ -256,9 +260,12 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             try:
                 answer = interrupt(_review(gated))
             except GraphInterrupt:  # the run stops here: the reply waits in the store
-                await self.driver.pause(ctx)
+                await self.driver.pause(ctx, calls=gated)
                 raise
-            return _decided(gated, answer)
+            update, decisions = _decided(gated, answer)
+            if self.driver.approvals is not None:
+                await self.driver.approvals.resumed(ctx, ctx.reply_id, decisions)
+            return update
 
     def after_model(self, state: HookgateState, runtime: Any) -> dict[str, Any] | None:
         calls = _turn_calls(state)
@@ -273,9 +280,12 @@ class HookgateMiddleware(AgentMiddleware[HookgateState]):
             try:
                 answer = interrupt(_review(gated))  # in LangChain's thread, with its context
             except GraphInterrupt:
-                sync.run(self.driver.pause(ctx))
+                sync.run(self.driver.pause(ctx, calls=gated))
                 raise
-            return _decided(gated, answer)
+            update, decisions = _decided(gated, answer)
+            if self.driver.approvals is not None:
+                sync.run(self.driver.approvals.resumed(ctx, ctx.reply_id, decisions))
+            return update
 
     # tools ------------------------------------------------------------------------------
 
@@ -396,11 +406,13 @@ def _review(gated: Sequence[tuple[ToolCall, str]]) -> dict[str, Any]:
     }
 
 
-def _decided(gated: Sequence[tuple[ToolCall, str]], answer: Any) -> dict[str, Any]:
+def _decided(
+    gated: Sequence[tuple[ToolCall, str]], answer: Any
+) -> tuple[dict[str, Any], list[Decision]]:
     """The state update of the human's ``{"decisions": [...]}``, one per call in the order
     asked: an approved call runs as the model asked, an edited one with the new arguments
     (kept under ``hookgate_edits`` for ``wrap_tool_call``), a rejected one is answered by a
-    ``ToolMessage`` the model reads, so LangChain does not run it."""
+    ``ToolMessage`` the model reads, so LangChain does not run it; and the decisions."""
     decisions = answer.get("decisions") if isinstance(answer, dict) else None
     if not isinstance(decisions, list) or len(decisions) != len(gated):
         raise ValueError(
@@ -409,13 +421,14 @@ def _decided(gated: Sequence[tuple[ToolCall, str]], answer: Any) -> dict[str, An
         )
     edits: dict[str, dict[str, Any]] = {}
     answered: list[ToolMessage] = []
-    for (call, _), value in zip(gated, decisions, strict=True):
-        decided = Decision.parse(value).applied(call)
+    parsed = [Decision.parse(value) for value in decisions]
+    for (call, _), decision in zip(gated, parsed, strict=True):
+        decided = decision.applied(call)
         if isinstance(decided, ToolResult):
             answered.append(_message(decided, {"name": call.name, "id": call.call_id}))
         elif decided is not call and call.call_id:
             edits[call.call_id] = dict(decided.arguments)
-    return {"messages": answered, EDITS_KEY: edits}
+    return {"messages": answered, EDITS_KEY: edits}, parsed
 
 
 def _edits_cleared(state: Any) -> dict[str, Any] | None:

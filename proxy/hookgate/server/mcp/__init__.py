@@ -19,10 +19,11 @@ Two methods run through the policies of that set:
   W3C context in the request's ``params._meta`` (``traceparent``) or headers, which the
   reply context carries (``ReplyContext.parent_trace``: the gateway never touches
   OpenTelemetry); ``rate_limit``'s ``tool_limits`` refuse calls over a rate. A call that
-  needs a human's approval (``tool_guard``'s ``approval: pause``) is refused: there is
-  nobody to ask here (an approval function, ``approval: mypkg.hitl:ask``, is asked as in
-  the SDK). A refused call is answered with a tool result whose ``isError`` is true and
-  whose text says why, so the model can adapt.
+  needs a person's approval (``tool_guard``'s ``approval: pause``) waits, up to
+  ``approval_timeout_s``, while a person approves, edits or rejects it through
+  ``/admin/approvals`` or the web UI (:mod:`.approval`; an approval function,
+  ``approval: mypkg.hitl:ask``, is asked as in the SDK). A refused call is answered with
+  a tool result whose ``isError`` is true and whose text says why, so the model can adapt.
 
 Messages other than those two (``initialize``, notifications, ``resources/*``,
 ``prompts/*``, answers to the server's own requests) and ``GET``/``DELETE`` are relayed
@@ -43,6 +44,9 @@ One job per module:
   numbered and replayed messages, reaped).
 * :mod:`.tools` — the tool policies: which tools are listed, and one call through the
   ``on_tool_call`` onion, transport-free.
+* :mod:`.approval` — a call that waits for a person: its approval stored (arguments as
+  ``pii`` shows them), the client told (progress, logging, elicitation), the decision
+  awaited (store polled, woken in-process), timed out, or withdrawn by the client.
 * :mod:`.state` — the reply a call belongs to, and its reply's and session's policy state
   read from and written back to the store (:mod:`hookgate.store.state`: the SDK's own
   ``session:{id}`` record, merged, so parallel calls and the SDK keep each other's

@@ -28,6 +28,7 @@ from hookgate.pipeline.observe import Observation
 from hookgate.server.appkeys import HOLDER, JSONRPC_ID, STORE
 from hookgate.server.auth import Caller
 from hookgate.server.calls import label_header, select_set
+from hookgate.server.mcp.approval import Waiter, elicitation_answered
 from hookgate.server.mcp.audit import record_tool_call
 from hookgate.server.mcp.errors import McpError
 from hookgate.server.mcp.state import reply_context
@@ -60,6 +61,8 @@ class Gateway(abc.ABC):
         except JsonRpcError as exc:
             return json_response(exc.to_message(), status=400)
         self.request[JSONRPC_ID] = message.get("id")  # for an error response
+        if await elicitation_answered(self.request.app, message):  # ours, not the server's
+            return web.Response(status=202)
         return await self.forward(message, raw)
 
     @abc.abstractmethod
@@ -78,6 +81,17 @@ class Gateway(abc.ABC):
     @abc.abstractmethod
     async def respond(self, message: Mapping[str, Any]) -> web.StreamResponse:
         """Answer the client with ``message``."""
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the answer's event stream has begun (an error then goes on it)."""
+        return False
+
+    async def notify(self, message: Mapping[str, Any]) -> bool:
+        """Send ``message`` (a notification or request of the gateway's own) to the
+        client ahead of a ``tools/call``'s answer; False when the client is gone. A
+        transport that answers with JSON only sends nothing (True)."""
+        return True
 
     def offered(self, answer: dict[str, Any]) -> dict[str, Any]:
         """A ``tools/list`` answer without the tools a policy of the caller's set hides."""
@@ -113,17 +127,25 @@ class Gateway(abc.ABC):
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
         observation = Observation()
         try:
+            waiter = Waiter(
+                self.request, self.name, self.caller, self.policy_set, policies, self.notify,
+                message,
+            )  # fmt: skip
             answered = await call_tool(
                 message, name, arguments, policies, reply, self.exchange, self.label,
-                observation,
+                observation, waiter,
             )  # fmt: skip
         except McpError as exc:
-            self._record(name, reply, started, 502, exc.code, observation)
+            self._record(name, reply, started, exc.status, exc.code, observation)
             return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         except HookgateError as exc:
             error = exc.code or type(exc).__name__
             self._record(name, reply, started, exc.status, error, observation)
-            raise
+            if not self.streaming:
+                raise
+            # the answer's stream has begun (the client was told the call waits): the
+            # error goes on it, as the error layer would have written it
+            return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         finally:
             await kept.save(reply)
         self._record(name, reply, started, 200, answered.error, observation)

@@ -27,7 +27,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from hookgate.server.appkeys import SESSION
+from hookgate.server.appkeys import SESSION, STORE
+from hookgate.server.mcp.approval import ELICITS_KEY, ELICITS_TTL_S
 from hookgate.server.mcp.errors import McpBadAnswer, McpError, McpUnreachable, session_gone
 from hookgate.server.mcp.gateway import Gateway, json_response
 from hookgate.wire import jsonrpc, sse
@@ -57,6 +58,8 @@ class HttpGateway(Gateway):
     """The answer, once started (a stream the server's events are relayed on)."""
     answer: aiohttp.ClientResponse | None = None
     """The server's answer to a ``tools/call``, whose headers the reply takes."""
+    elicits: bool = False
+    """An ``initialize`` whose client declares ``elicitation`` (kept with its session)."""
 
     async def forward(self, message: dict[str, Any], raw: bytes) -> web.StreamResponse:
         method = message.get("method")
@@ -64,7 +67,39 @@ class HttpGateway(Gateway):
             return await self.tool_call(message)
         if method == "tools/list" and jsonrpc.is_request(message):
             return await self.relay(raw, message.get("id"))
+        self.elicits = method == "initialize" and _elicits(message)
         return await self.relay(raw)
+
+    async def _remember_elicitation(self, session: str | None) -> None:
+        """Keep, for the session's later calls (on any replica), that its client
+        declared ``elicitation`` (:mod:`.approval` tells it what waits)."""
+        if session:
+            key = ELICITS_KEY.format(server=self.name, session=session)
+            await self.request.app[STORE].save_state(key, b"1", ELICITS_TTL_S)
+
+    @property
+    def streaming(self) -> bool:
+        return self.response is not None
+
+    async def notify(self, message: Mapping[str, Any]) -> bool:
+        """Send ``message`` on the call's event stream, started here when the server has
+        not started it (a client that accepts only JSON is sent nothing)."""
+        if self.response is None:
+            if "text/event-stream" not in self.request.headers.get("accept", ""):
+                return True
+            headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+            if session := self.request.headers.get("mcp-session-id"):
+                headers["mcp-session-id"] = session
+            self.response = web.StreamResponse(headers=headers)
+            try:
+                await self.response.prepare(self.request)
+            except (ConnectionError, RuntimeError):
+                return False
+        try:
+            await self.response.write(sse.encode(message, event="message"))
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
 
     @contextlib.asynccontextmanager
     async def upstream(
@@ -119,6 +154,8 @@ class HttpGateway(Gateway):
     async def _start(self, answer: aiohttp.ClientResponse) -> web.StreamResponse:
         if self.response is None:
             headers = {k: v for k in RETURNED if (v := answer.headers.get(k)) is not None}
+            if self.elicits and answer.status < 300:
+                await self._remember_elicitation(headers.get("mcp-session-id"))
             self.response = web.StreamResponse(status=answer.status, headers=headers)
             await self.response.prepare(self.request)
         return self.response
@@ -234,6 +271,13 @@ async def _blocks(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     async for chunk in answer.content.iter_any():
         for block in decoder.feed(chunk):
             yield block
+
+
+def _elicits(message: Mapping[str, Any]) -> bool:
+    """Whether an ``initialize`` declares the client's ``elicitation`` capability."""
+    params = message.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, Mapping) else None
+    return isinstance(capabilities, Mapping) and "elicitation" in capabilities
 
 
 def _message(block: bytes) -> dict[str, Any] | None:

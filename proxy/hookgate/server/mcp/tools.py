@@ -19,6 +19,9 @@ from hookgate.wire import jsonrpc
 
 Exchange = Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]
 """Send a request to the server; its response."""
+Ask = Callable[[ToolCall, str, ReplyContext], Awaitable[ToolCall | ToolResult]]
+"""Wait for a person's decision on a paused call (given the pausing reason): the call to
+run, or the refusal the client reads."""
 
 STRUCTURED = "\n\u241e hookgate: structuredContent \u241e\n"
 """Between a result's text and the JSON of its ``structuredContent`` in what the policies
@@ -57,18 +60,33 @@ class Answered:
 async def call_tool(
     message: dict[str, Any], name: str, arguments: Mapping[str, Any],
     policies: tuple[Policy, ...], reply: ReplyContext, exchange: Exchange, label: str,
-    observation: Observation,
+    observation: Observation, ask: Ask,
 ) -> Answered:  # fmt: skip
     """Run the ``tools/call`` ``message`` through ``policies`` (``label`` names the server
     in errors), each policy's decision recorded in ``observation`` (``allow``, ``modify``
-    or ``block``: :mod:`hookgate.pipeline.tool_calls`). A call that needs a human's
-    approval is refused (there is nobody to ask here); what a policy raises is raised."""
+    or ``block``: :mod:`hookgate.pipeline.tool_calls`). A call that needs a person's
+    approval is first decided by ``ask`` (:mod:`.approval`): rejected (or not decided),
+    it is answered with the refusal and never run, the pausing policy's decision
+    ``block``; approved or edited, it runs as decided through the ``on_tool_call`` onion,
+    the pausing policy's decision ``allow`` or ``modify``. What a policy or ``ask``
+    raises is raised."""
     id = message.get("id")
     call = ToolCall(name, arguments, call_id=None if id is None else str(id))
-    waiting = await approval_needed(policies, call, reply, observation)
-    if waiting is not None:  # never run unapproved
-        refusal = f"Tool call refused: {waiting}, which the MCP gateway cannot ask for"
-        return Answered(jsonrpc.result(id, jsonrpc.refused_tool_result(refusal)), "needs_approval")
+    pausing = Observation()  # the pausing policy blocked the call only if it never runs
+    waiting = await approval_needed(policies, call, reply, pausing)
+    if waiting is not None:  # never run unapproved: a person decides first
+        try:
+            decided = await ask(call, waiting, reply)
+        except BaseException:
+            observation.decisions.update(pausing.decisions)
+            raise
+        if isinstance(decided, ToolResult):
+            observation.decisions.update(pausing.decisions)
+            refusal = jsonrpc.refused_tool_result(decided.content)
+            return Answered(jsonrpc.result(id, refusal), "rejected")
+        for slot in pausing.decisions:
+            observation.decide(slot, "allow" if decided is call else "modify")
+        call = decided
     answered: dict[str, Any] = {}
 
     async def terminal(call: ToolCall, ctx: ReplyContext) -> ToolResult:

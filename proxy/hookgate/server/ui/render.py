@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import datetime
 import secrets
-from urllib.parse import quote
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from aiohttp import web

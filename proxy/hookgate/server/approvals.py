@@ -1,0 +1,102 @@
+"""Approvals in the admin API: the tool calls that wait for a person, and their decisions.
+
+``GET /admin/approvals?status=pending&limit=200`` lists them, newest first (``status``:
+``pending``, ``approved``, ``edited``, ``rejected`` or ``expired``; none: all);
+``GET /admin/approvals/{id}`` shows one; ``POST /admin/approvals/{id}`` with an
+:class:`~hookgate.store.approvals.ApprovalDecision` body (``{"decision": "approve"}``,
+``{"decision": "edit", "arguments": {...}}``, ``{"decision": "reject", "message":
+"..."}``) decides it, as the ``x-hookgate-actor`` header's actor (else ``admin``).
+Errors: 404 unknown id, 409 decided already or expired, 400 a bad body.
+
+:func:`decide` and :func:`pending` are the same operations for code in the server (the
+web UI calls them): one decision is one compare-and-set in the store (of two approvers,
+on two replicas, one wins), one audit record (api ``approval``, model = the tool, target
+``mcp/{server}`` or ``sdk``, ``actor`` = the approver, decisions ``{"approval":
+<status>}``), and a wake-up of the call waiting in this process (one on another
+replica sees the decision at its next poll of the store).
+
+What an approval shows is never a raw secret: see :mod:`hookgate.store.approvals`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from hookgate.errors import InvalidRequest
+from hookgate.server.admin import request_actor
+from hookgate.server.appkeys import HOLDER, STORE, WAKEUPS
+from hookgate.server.auth import check_admin
+from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound
+from hookgate.store.base import decision_record
+
+STATUSES = frozenset({"pending", "approved", "edited", "rejected", "expired"})
+MAX_LIMIT = 1000
+
+
+def add_routes(app: web.Application) -> None:
+    """Register ``/admin/approvals``."""
+    app.router.add_get("/admin/approvals", list_approvals)
+    app.router.add_get("/admin/approvals/{id}", get_approval)
+    app.router.add_post("/admin/approvals/{id}", decide_approval)
+
+
+async def pending(app: web.Application) -> list[Approval]:
+    """The approvals still waiting for a decision, newest first."""
+    return await app[STORE].approvals("pending")
+
+
+async def decide(
+    app: web.Application, approval_id: str, decision: ApprovalDecision, actor: str
+) -> Approval:
+    """Decide an approval as ``actor``: stored (compare-and-set), audited, and the call
+    waiting for it in this process woken. Raises
+    :class:`~hookgate.store.approvals.ApprovalNotFound` (404) or
+    :class:`~hookgate.store.approvals.ApprovalClosed` (409)."""
+    made = await app[STORE].decide_approval(approval_id, decision, actor, time.time())
+    app[WAKEUPS].wake(approval_id)
+    if app[HOLDER].current.config.audit.enabled:
+        await app[STORE].write_audit(decision_record(made))
+    return made
+
+
+async def list_approvals(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    status = request.query.get("status") or None
+    if status is not None and status not in STATUSES:
+        raise InvalidRequest(f"status must be one of {', '.join(sorted(STATUSES))}", param="status")
+    try:
+        limit = int(request.query.get("limit", "200"))
+    except ValueError:
+        limit = 0
+    if not 0 < limit <= MAX_LIMIT:
+        raise InvalidRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}", param="limit")
+    found = await request.app[STORE].approvals(status, limit)
+    return _json({"object": "list", "data": [a.model_dump() for a in found]})
+
+
+async def get_approval(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    approval_id = request.match_info["id"]
+    found = await request.app[STORE].approval(approval_id)
+    if found is None:
+        raise ApprovalNotFound(approval_id)
+    return _json(found.model_dump())
+
+
+async def decide_approval(request: web.Request) -> web.Response:
+    check_admin(request, request.app[HOLDER].current)
+    try:
+        decision = ApprovalDecision.model_validate_json(await request.read() or b"{}")
+    except ValidationError as exc:
+        raise InvalidRequest(f"invalid decision: {exc.errors()[0]['msg']}") from None
+    made = await decide(request.app, request.match_info["id"], decision, request_actor(request))
+    return _json(made.model_dump())
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(data), content_type="application/json")
