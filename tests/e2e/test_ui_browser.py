@@ -6,20 +6,26 @@ page is checked for labels, contrast and browser errors (:mod:`tests.e2e.browser
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from mcp import types
 from playwright.sync_api import Browser, expect
 
 from hookgate.config.loader import load_text
 from hookgate.server.app import create_app
-from tests.conftest import config_text
+from tests.conftest import ProxyFactory, config_text
 from tests.e2e.browser import OVERFLOW, Watched, browser, check_page, screenshots
 from tests.fakes import FakeUpstream, LoopThread, RunningApp
+from tests.mcp_servers import McpServer
+from tests.server.test_mcp_gateway import ADMIN as GATEWAY_ADMIN
+from tests.server.test_mcp_gateway import gateway, new_key, session
 from tests.ui_client import ADMIN_KEY, ui_config
 
 __all__ = ["browser"]  # the fixture
@@ -36,12 +42,12 @@ def base(loop_thread: LoopThread, upstream: FakeUpstream, tmp_path: Path) -> Ite
     loop_thread.run(server.stop())
 
 
-def log_in(watched: Watched, base: str, actor: str = "alice") -> None:
+def log_in(watched: Watched, base: str, actor: str = "alice", key: str = ADMIN_KEY) -> None:
     page = watched.page
     page.goto(f"{base}/ui/keys")
     expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui%2Fkeys$"))
     page.get_by_label("Your name").fill(actor)
-    page.get_by_label("Admin key").fill(ADMIN_KEY)
+    page.get_by_label("Admin key").fill(key)
     page.get_by_label("Admin key").press("Enter")
     expect(page).to_have_url(f"{base}/ui/keys")  # back where the admin was going
 
@@ -163,4 +169,77 @@ def test_keyboard_focus_and_a_narrow_window(browser: Browser, base: str, tmp_pat
     watched.shot("09-narrow-keys")
     page.goto(f"{base}/ui/audit")
     expect(page.locator(".empty")).to_contain_text("requests appear here")  # says what to do
+    watched.close()
+
+
+@pytest.fixture
+def mcp_server(tmp_path: Path) -> Iterator[McpServer]:
+    server = McpServer(tmp_path)
+    yield server
+    server.stop()
+
+
+def test_a_person_approves_one_paused_mcp_call_and_rejects_another(
+    browser: Browser, make_proxy: ProxyFactory, upstream: FakeUpstream, mcp_server: McpServer,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    pause = "  - tool_guard: {approval: pause, approve: [send_email], approval_timeout_s: 120}\n"
+    base = gateway(make_proxy, upstream, mcp_server, tmp_path / "g.db", pause)
+    key = new_key(base)
+    asked = [{"to": "ann@example.com", "body": "the quarterly report"},
+             {"to": "all@example.com", "body": "everyone's salaries"}]  # fmt: skip
+    results: list[types.CallToolResult] = []
+
+    async def agent() -> None:  # the real mcp client, its two calls waiting at once
+        async with session(f"{base}/mcp/crm", key) as client:
+            calls = [client.call_tool("send_email", args) for args in asked]
+            results.extend(await asyncio.gather(*calls))
+
+    caller = threading.Thread(target=asyncio.run, args=(agent(),))
+    caller.start()
+    shots = screenshots(tmp_path)
+    watched = Watched(browser, shots, viewport={"width": 1280, "height": 800})
+    page = watched.page
+    log_in(watched, base, key=GATEWAY_ADMIN)
+    page.get_by_role("link", name="Approvals").click()
+    waiting = page.locator("#waiting-table tbody tr")
+    expect(waiting).to_have_count(2, timeout=15_000)  # shown as they arrive (refreshed)
+    watched.shot("10-approvals-waiting")
+    check_page(watched)
+    assert mcp_server.calls() == []  # nothing ran yet
+
+    def review(body: str) -> None:
+        page.goto(f"{base}/ui/approvals")
+        page.locator("#waiting-table tbody tr", has_text="send_email").first.wait_for()
+        links = page.get_by_role("link", name="Review send_email")
+        for i in range(links.count()):
+            links.nth(i).click()
+            if body in page.locator("#shown-arguments").inner_text():
+                return
+            page.go_back()
+        raise AssertionError(f"no waiting call with {body!r}")
+
+    review("the quarterly report")
+    watched.shot("11-approval")
+    check_page(watched)
+    page.get_by_role("button", name="Approve as asked").click()
+    expect(page.get_by_role("status")).to_contain_text("Decided")
+    review("everyone's salaries")
+    page.get_by_label("What the agent reads").fill("Not to the whole company.")
+    page.get_by_role("button", name="Reject").click()
+    expect(page.get_by_role("status")).to_contain_text("Decided")
+    caller.join(30)
+    assert not caller.is_alive() and len(results) == 2
+    sent, refused = results
+    assert not sent.isError
+    assert refused.isError and "Not to the whole company." in str(refused.content)
+    assert [(c["tool"], c["arguments"]) for c in mcp_server.calls()] == [("send_email", asked[0])]
+    decided = page.locator("#decided-table tbody tr")
+    expect(decided).to_have_count(2)
+    expect(decided.filter(has_text="rejected")).to_contain_text("ui:alice")
+    expect(decided.filter(has_text="approved")).to_contain_text("ui:alice")
+    watched.shot("12-approvals-decided")
+    page.goto(f"{base}/ui/audit?api=approval")
+    expect(page.locator("#audit-table tbody tr")).to_have_count(2)
+    check_page(watched)
     watched.close()

@@ -19,6 +19,8 @@ from aiohttp import web
 
 from hookgate.config.loader import load_text
 from hookgate.server.app import create_app
+from hookgate.server.appkeys import STORE
+from hookgate.store.approvals import Approval
 from tests.conftest import ProxyFactory, config_text
 from tests.fakes import Events, FakeUpstream, LoopThread, RunningApp
 from tests.ui_client import ADMIN_KEY, Admin, hidden, ui_config
@@ -359,4 +361,36 @@ def test_the_policy_sets_page_says_what_hookgate_explain_says(
     assert "Policy set <strong>default</strong>" in other.text and "no set matched" in other.text
     unknown = admin.get("/ui/policies", key="hgk_nobody")
     assert "no key with id" in unknown.text
+    admin.close()
+
+
+def test_an_approval_decided_in_the_ui_is_stored_with_its_actor_and_only_once(
+    served: tuple[str, web.Application], loop_thread: LoopThread
+) -> None:
+    base, app = served
+    now = time.time()
+    waiting = Approval(kind="sdk", created_at=now, expires_at=now + 600, tool="refund",
+                       reason="the call of 'refund' needs a human's approval",
+                       arguments={"order": "A-17", "amount": 40}, group="reply-1")  # fmt: skip
+    loop_thread.run(app[STORE].add_approval(waiting))
+    admin = Admin(base, actor="carol")
+    listed = admin.get("/ui/approvals")
+    assert "refund" in listed.text and f"/ui/approvals/{waiting.id}" in listed.text
+    page = admin.get(f"/ui/approvals/{waiting.id}")
+    assert "A-17" in page.text and "paused by the SDK" in page.text
+    bad = admin.post(f"/ui/approvals/{waiting.id}", {"decision": "edit", "arguments": "{order"})
+    assert bad.status_code == 400 and "not JSON" in bad.text
+    not_object = admin.post(f"/ui/approvals/{waiting.id}", {"decision": "edit", "arguments": "[1]"})
+    assert not_object.status_code == 400 and "JSON object" in not_object.text
+    edited = admin.post(
+        f"/ui/approvals/{waiting.id}",
+        {"decision": "edit", "arguments": '{"order": "A-17", "amount": 20}'},
+    )
+    assert edited.status_code == 303
+    stored = loop_thread.run(app[STORE].approval(waiting.id))
+    assert stored is not None and stored.status == "edited" and stored.decided_by == "ui:carol"
+    assert stored.decided_arguments == {"order": "A-17", "amount": 20}
+    again = admin.post(f"/ui/approvals/{waiting.id}", {"decision": "reject", "message": "no"})
+    assert again.status_code == 409 and "already edited by ui:carol" in again.text
+    assert "Decided" in admin.get("/ui/approvals", decided=waiting.id).text
     admin.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hookgate.server.ui import auth, manage, pages, sessions
+from hookgate.server.ui import approvals, auth, manage, pages, sessions
 
 
 def add_routes(app: web.Application) -> None:
@@ -43,3 +43,6 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/ui/teams/{team}", manage.team_page)
     router.add_post("/ui/teams/{team}/grants", manage.change_team)
     router.add_post("/ui/teams/{team}/delete", manage.drop_team)
+    router.add_get("/ui/approvals", approvals.approvals_page)
+    router.add_get("/ui/approvals/{id}", approvals.approval_page)
+    router.add_post("/ui/approvals/{id}", approvals.decide)
