@@ -207,6 +207,9 @@ def test_a_person_approves_one_paused_mcp_call_and_rejects_another(
     watched.shot("10-approvals-waiting")
     check_page(watched)
     assert mcp_server.calls() == []  # nothing ran yet
+    page.get_by_role("link", name="Live").click()
+    expect(page.locator("#live h2", has_text="In flight")).to_contain_text("(2)")
+    expect(page.locator("#live table").first).to_contain_text("send_email")
 
     def review(body: str) -> None:
         page.goto(f"{base}/ui/approvals")

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from hookgate.config.loader import load_text
-from hookgate.server.app import create_app
+from hookgate.server.app import create_app, create_ops_app
 from hookgate.server.appkeys import STORE
 from hookgate.store.approvals import Approval
 from tests.conftest import ProxyFactory, config_text
@@ -205,12 +205,17 @@ def test_keys_and_grants_made_in_the_ui_are_the_admin_apis_with_the_ui_user_as_a
     question = [{"role": "user", "content": "Hello there"}]
     assert client.chat.completions.create(model="m-allowed", messages=question).choices  # type: ignore[arg-type]
     grants = {"team": "search", "models": "m-allowed, m-other", "rpm": "60",
-              "budget_day_usd": "0.5", "budget_total_tokens": "100000"}  # fmt: skip
+              "budget_day_usd": "0.5", "budget_total_tokens": "100000",
+              "metadata": '{"cost_center": "R7"}'}  # fmt: skip
     assert admin.post("/ui/teams", grants).status_code == 303
     with pytest.raises(openai.PermissionDeniedError):
         client.chat.completions.create(model="m-forbidden", messages=question)  # type: ignore[arg-type]
     bad = admin.post(f"/ui/keys/{kid}/grants", {"rpm": "fast"})
     assert bad.status_code == 400 and "requests per minute must be a whole number" in bad.text
+    huge = admin.post(f"/ui/keys/{kid}/grants", {"tpm": "9" * 40})
+    assert huge.status_code == 400 and "tpm" in huge.text
+    odd = admin.post(f"/ui/keys/{kid}/grants", {"metadata": "[1, 2]"})
+    assert odd.status_code == 400 and "metadata must be a JSON object" in odd.text
     unknown = admin.post(f"/ui/keys/{kid}/grants", {"policy_set": "no-such-set"})
     assert unknown.status_code == 400 and "unknown policy set" in unknown.text
     team = httpx.get(f"{base}/admin/teams/search", headers=ADMIN).json()["grants"]
@@ -218,7 +223,7 @@ def test_keys_and_grants_made_in_the_ui_are_the_admin_apis_with_the_ui_user_as_a
     assert team == {
         "models": ["m-allowed", "m-other"],
         "rpm": 60,
-        "metadata": {},
+        "metadata": {"cost_center": "R7"},
         "budgets": budgets,
     }
     changes = httpx.get(f"{base}/admin/changes", headers=ADMIN).json()["data"]
@@ -394,3 +399,28 @@ def test_an_approval_decided_in_the_ui_is_stored_with_its_actor_and_only_once(
     assert again.status_code == 409 and "already edited by ui:carol" in again.text
     assert "Decided" in admin.get("/ui/approvals", decided=waiting.id).text
     admin.close()
+
+
+def test_with_an_ops_listener_the_ui_is_there_and_not_on_the_main_one(
+    loop_thread: LoopThread, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    extra = ui_config(tmp_path / "ops.db", "server: {ops: {port: 0}}\n")
+    app = create_app(load_text(config_text(upstream.base_url, extra)))
+    main = loop_thread.run(RunningApp(app).start())
+    ops = loop_thread.run(RunningApp(create_ops_app(app)).start())
+    try:
+        assert httpx.get(f"{main.url}/ui/login").status_code == 404
+        admin = Admin(ops.url)
+        now = time.time()
+        waiting = Approval(kind="sdk", created_at=now, expires_at=now + 60, tool="refund")
+        loop_thread.run(app[STORE].add_approval(waiting))
+        made = admin.post(f"/ui/approvals/{waiting.id}", {"decision": "approve"})
+        assert made.status_code == 303
+        created = admin.post("/ui/keys", {"team": "ops-team"})
+        assert created.status_code == 201
+        keys = httpx.get(f"{main.url}/admin/keys", headers=ADMIN).json()["data"]
+        assert [k["team"] for k in keys] == ["ops-team"]  # one state behind both listeners
+        admin.close()
+    finally:
+        loop_thread.run(ops.stop())
+        loop_thread.run(main.stop())

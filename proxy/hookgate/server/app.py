@@ -164,6 +164,7 @@ def create_ops_app(app: web.Application) -> web.Application:
     ops = web.Application(middlewares=[_errors])
     ops[HOLDER], ops[STORE], ops[GRANTS] = app[HOLDER], app[STORE], app[GRANTS]
     ops[METRICS], ops[LISTEN_HOST], ops[LIVE] = app[METRICS], app[LISTEN_HOST], app[LIVE]
+    ops[WAKEUPS] = app[WAKEUPS]  # a decision taken on the UI wakes the waiting call
     if WATCHER in app:
         ops[WATCHER] = app[WATCHER]
     routes.add_ops_routes(ops)

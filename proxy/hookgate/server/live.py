@@ -4,8 +4,9 @@ served, for the admin UI's Live page.
 A model call is :meth:`LiveTraffic.begin` at its start (route, request id) and filled in
 as it learns who called and which set serves it; :meth:`LiveTraffic.end` moves it to the
 recent list with its audit record (the same redacted record the audit log keeps: never
-content, never a key). An MCP ``tools/call`` is added when it ends. In memory only and
-per process: the audit log is the durable history.
+content, never a key); a call that ends without one (its client went away) is dropped.
+An MCP ``tools/call`` is shown the same way, waiting for an approval included. In memory
+only and per process: the audit log is the durable history.
 """
 
 from __future__ import annotations
@@ -73,10 +74,9 @@ class LiveTraffic:
         call.agent, call.session = record.agent, record.session
         self._recent.append(call)
 
-    def finished(self, record: AuditRecord) -> None:
-        """A request that was never shown in flight (an MCP tool call) ended."""
-        started = record.ts - record.latency_ms / 1000
-        self.end(LiveCall(record.request_id, record.api, started=started), record)
+    def drop(self, call: LiveCall) -> None:
+        """``call`` is no longer in flight, however it ended (a no-op once ended)."""
+        self._flying.pop(id(call), None)
 
     def in_flight(self) -> list[LiveCall]:
         """The requests being served, oldest first."""

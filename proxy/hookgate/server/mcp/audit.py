@@ -18,23 +18,25 @@ from aiohttp import web
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.server.appkeys import HOLDER, LIVE, METRICS, REQUEST_ID, STORE
 from hookgate.server.auth import Caller
+from hookgate.server.live import LiveCall
+from hookgate.store.audit_query import MCP_API
 from hookgate.store.base import AuditRecord
 
 
 def record_tool_call(
     request: web.Request, server: str, tool: str, caller: Caller, reply: ReplyContext,
     started: float, status: int, error: str | None, policy_set: str,
-    decisions: Mapping[str, str],
+    decisions: Mapping[str, str], live: LiveCall,
 ) -> None:  # fmt: skip
-    """Measure one tool call (``started``: its ``perf_counter``), show it on the Live page
-    and, when the audit log is on, queue its record."""
+    """Measure one tool call (``started``: its ``perf_counter``), end it on the Live page
+    (``live``) and, when the audit log is on, queue its record."""
     seconds = time.perf_counter() - started
     request.app[METRICS].observe_tool(server, tool, error, seconds)
     record = tool_call_record(
         request[REQUEST_ID], server, tool, caller, reply, seconds, status, error,
         policy_set, decisions,
     )  # fmt: skip
-    request.app[LIVE].finished(record)
+    request.app[LIVE].end(live, record)
     if request.app[HOLDER].current.config.audit.enabled:
         request.app[STORE].submit_audit(record)
 
@@ -47,7 +49,7 @@ def tool_call_record(
     """The audit record of one tool call."""
     identity = caller.identity
     return AuditRecord(
-        ts=time.time(), request_id=request_id, api="mcp.tools/call", model=tool,
+        ts=time.time(), request_id=request_id, api=MCP_API, model=tool,
         status=status, latency_ms=round(seconds * 1000, 3), target=f"mcp/{server}",
         error=error, key_id=identity.key_id, team=identity.team, user=identity.user,
         agent=reply.agent, session=reply.session_id, reply=reply.reply_id, attempts=1,

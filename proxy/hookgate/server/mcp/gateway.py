@@ -25,15 +25,17 @@ from hookgate.errors import HookgateError
 from hookgate.pipeline.agent import ReplyContext
 from hookgate.pipeline.hooks import Policy
 from hookgate.pipeline.observe import Observation
-from hookgate.server.appkeys import HOLDER, JSONRPC_ID, STORE
+from hookgate.server.appkeys import HOLDER, JSONRPC_ID, LIVE, REQUEST_ID, STORE
 from hookgate.server.auth import Caller
 from hookgate.server.calls import label_header, select_set
+from hookgate.server.live import LiveCall
 from hookgate.server.mcp.approval import Waiter, elicitation_answered
 from hookgate.server.mcp.audit import record_tool_call
 from hookgate.server.mcp.errors import McpError
 from hookgate.server.mcp.state import reply_context
 from hookgate.server.mcp.tools import call_tool, listed, stateful
 from hookgate.server.routes import read_body
+from hookgate.store.audit_query import MCP_API
 from hookgate.wire import jsonrpc
 from hookgate.wire.jsonrpc import JsonRpcError
 
@@ -126,6 +128,15 @@ class Gateway(abc.ABC):
         )
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
         observation = Observation()
+        live = self.request.app[LIVE].begin(self.request[REQUEST_ID], MCP_API)
+        identity = self.caller.identity
+        live.model, live.policy_set, live.key_id, live.team = (
+            name,
+            self.policy_set,
+            identity.key_id,
+            identity.team,
+        )
+        live.agent, live.session = reply.agent, reply.session_id
         try:
             waiter = Waiter(
                 self.request, self.name, self.caller, self.policy_set, policies, self.notify,
@@ -136,28 +147,29 @@ class Gateway(abc.ABC):
                 observation, waiter,
             )  # fmt: skip
         except McpError as exc:
-            self._record(name, reply, started, exc.status, exc.code, observation)
+            self._record(name, reply, started, exc.status, exc.code, observation, live)
             return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         except HookgateError as exc:
             error = exc.code or type(exc).__name__
-            self._record(name, reply, started, exc.status, error, observation)
+            self._record(name, reply, started, exc.status, error, observation, live)
             if not self.streaming:
                 raise
             # the answer's stream has begun (the client was told the call waits): the
             # error goes on it, as the error layer would have written it
             return await self.respond(jsonrpc.error(id, jsonrpc.SERVER_ERROR, exc.message))
         finally:
+            self.request.app[LIVE].drop(live)  # ended above, or gone with its client
             await kept.save(reply)
-        self._record(name, reply, started, 200, answered.error, observation)
+        self._record(name, reply, started, 200, answered.error, observation, live)
         return await self.respond(answered.message)
 
     def _record(
         self, tool: str, reply: ReplyContext, started: float, status: int, error: str | None,
-        observation: Observation,
+        observation: Observation, live: LiveCall,
     ) -> None:  # fmt: skip
         record_tool_call(
             self.request, self.name, tool, self.caller, reply, started, status, error,
-            self.policy_set, observation.decisions,
+            self.policy_set, observation.decisions, live,
         )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, get_args
 from urllib.parse import quote
 
+import orjson
 from aiohttp import web
 from multidict import MultiDictProxy
 from pydantic import ValidationError
@@ -211,7 +212,7 @@ async def _change(request: web.Request, session: UiSession, kind: Kind, subject:
 
 def grants_patch(form: Form) -> dict[str, Any]:
     """The grants form as an admin API patch: every field it shows is set (an empty one
-    clears it); ``metadata``, which it does not show, is left as it is."""
+    clears it)."""
     budgets = []
     for window in WINDOWS:
         usd, tokens = _text(form, f"budget_{window}_usd"), _text(form, f"budget_{window}_tokens")
@@ -222,12 +223,25 @@ def grants_patch(form: Form) -> dict[str, Any]:
                 "tokens": _number(tokens, f"the {window} budget's tokens", int),
             })  # fmt: skip
     return {
+        "metadata": _metadata(_text(form, "metadata")),
         "models": _list(_text(form, "models")),
         "budgets": budgets,
         "rpm": _number(_text(form, "rpm"), "requests per minute", int),
         "tpm": _number(_text(form, "tpm"), "tokens per minute", int),
         "policy_set": _text(form, "policy_set") or None,
     }
+
+
+def _metadata(text: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise FormProblem("metadata must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise FormProblem("metadata must be a JSON object")
+    return value
 
 
 def _number(text: str, what: str, kind: type[int] | type[float]) -> Any:
