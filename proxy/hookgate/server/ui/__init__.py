@@ -26,6 +26,7 @@ def add_routes(app: web.Application) -> None:
     router.add_post("/ui/logout", auth.logout)
     router.add_get("/ui/static/{name}", auth.static)
     router.add_get("/ui", pages.overview)
+    router.add_get("/ui/", pages.home)
     router.add_get("/ui/live", pages.live)
     router.add_get("/ui/audit", pages.audit)
     router.add_get("/ui/audit/{request_id}", pages.audit_record)

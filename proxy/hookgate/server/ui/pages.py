@@ -24,7 +24,7 @@ from hookgate.server.appkeys import HOLDER, LISTEN_HOST, LIVE, STORE, WATCHER
 from hookgate.server.explain import explain
 from hookgate.server.ui.auth import page
 from hookgate.server.ui.charts import bars
-from hookgate.server.ui.render import render, secure_headers
+from hookgate.server.ui.render import render, secure_headers, see_other
 from hookgate.server.ui.sessions import UiSession
 from hookgate.store.audit_query import AuditQuery
 from hookgate.store.base import display_url
@@ -95,6 +95,12 @@ def _warnings(app: web.Application) -> list[str]:
     if watcher is not None and watcher.failure is not None:
         warnings.append(watcher.failure)
     return warnings
+
+
+@page
+async def home(request: web.Request, session: UiSession) -> web.Response:
+    """``/ui/`` is the overview's address with a slash too many."""
+    return see_other("/ui")
 
 
 @page
