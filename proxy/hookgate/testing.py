@@ -221,7 +221,7 @@ class Harness:
         :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` as the proxy would) and
         attach ``services`` — by default a fresh SQLite store and in-memory budgets, with
         ``prices`` per model for the budget policy."""
-        self.pipeline = Pipeline(policies, self._upstream)
+        self.pipeline = Pipeline(policies, self._upstream, checks_returned_calls=True)
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         if services is None:
             self._folder = tempfile.TemporaryDirectory(prefix="hookgate-testing-")

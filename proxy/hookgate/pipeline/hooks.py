@@ -19,13 +19,17 @@ needs_approval (SDK)   predicate    before a tool call; any reason pauses it for
 should_stop_after_turn predicate    after every model call of a reply; any True stops
 tools (SDK)            declaration  every policy's tools offered to the agent, listed order
 tool_offered (MCP)     predicate    a tool an MCP server lists; any False hides it
+returned_tool_call     predicate    proxy: each tool call in a model's answer, listed
+                                    order; the first reason removes the call
 =====================  ===========  ==================================================
 
 The first six run in the proxy and, in-process, in the SDK (:mod:`hookgate.sdk`); the next
 five only in the SDK, which sees what a proxy cannot: a whole reply, each tool call, turn
 boundaries, the agent's tool list — except ``on_tool_call``, which the proxy's MCP
 gateway also runs around the tool calls it relays (:mod:`hookgate.server.mcp`), with
-``tool_offered`` on the tools an MCP server lists. ``runs_in`` says where a policy
+``tool_offered`` on the tools an MCP server lists. ``returned_tool_call`` runs only in
+the proxy, on the tool calls of every chat, Responses and Messages answer before its
+client gets them (:mod:`hookgate.wire.returned_calls`). ``runs_in`` says where a policy
 applies; a policy listed in a YAML file is skipped, with a log line, where it does not.
 
 Reverse order for the response hooks makes a policy's pre- and post-steps pair up: with
@@ -57,6 +61,7 @@ from hookgate.pipeline.agent import (
 )
 from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
+from hookgate.wire.conversation import Conversation
 from hookgate.wire.deltas import StreamTransform
 
 if TYPE_CHECKING:
@@ -271,6 +276,23 @@ class Policy(Generic[ConfigT]):
         refused if called by name: that is :meth:`on_tool_call`'s to enforce."""
         return True
 
+    async def returned_tool_call(
+        self, call: ToolCall, conversation: Conversation, ctx: Context
+    ) -> str | None:
+        """Proxy: a reason to remove ``call`` — a tool call the model returned — from the
+        answer before the client gets it, or None to let it through.
+
+        Asked for every tool call of a chat, Responses or Anthropic Messages answer,
+        streamed or not, once the call is complete (its arguments whole, after
+        ``on_response``/``on_response_stream``, so ``pii`` placeholders are already
+        restored); policies in listed order, the first reason wins and the later ones are
+        not asked. ``conversation`` is the client's request as evidence
+        (:class:`~hookgate.wire.conversation.Conversation`: trusted texts, tool results
+        by tool and call id, the tools offered). The client gets, for a refused call, a
+        note the model reads on its next turn (see :mod:`hookgate.wire.returned_calls`).
+        Raising a HookgateError refuses the whole answer (a stream ends with it)."""
+        return None
+
     def tools(self) -> Sequence[PolicyTool]:
         """The tools this policy gives the agent (SDK only): a planning tool, a tool to ask
         a human. AgentScope's ``list_tools``, LangChain's middleware ``tools``.
@@ -318,6 +340,7 @@ HOOKS: Mapping[str, tuple[bool, int]] = {
     "from_approver": (True, 2),
     "should_stop_after_turn": (True, 1),
     "tool_offered": (False, 1),
+    "returned_tool_call": (True, 3),
     "tools": (False, 0),
     "attach": (False, 1),
     "status": (False, 0),

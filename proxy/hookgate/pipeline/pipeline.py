@@ -10,6 +10,13 @@ Each wired hook is wrapped once, at build time, to record the policy's decision 
 request in ``ctx.observation`` (metrics): ``block`` when the hook raised a
 :class:`~hookgate.errors.HookgateError` of its own (not an upstream failure passing
 through), ``modify`` when a transformer returned something new, else ``allow``.
+
+In the proxy (``checks_returned_calls``) every tool call of a chat, Responses or Messages
+answer is put to the policies' ``returned_tool_call`` (:meth:`Pipeline.returned_check`):
+a non-streamed answer after ``on_response``, a stream after the policies' transform
+(:class:`~hookgate.pipeline.runner.ObservedCall`). A refusal is the policy's ``block``,
+a ``hookgate.tool_call.refused`` span event (policy and tool name, never arguments) and
+one count of :data:`REFUSED_CALLS`.
 """
 
 from __future__ import annotations
@@ -19,16 +26,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from hookgate.errors import HookgateError, UpstreamError
+from hookgate.pipeline.agent import ToolCall
 from hookgate.pipeline.compose import chain_stream_transforms, compose_chain, compose_onion
 from hookgate.pipeline.hooks import Next, Policy, check, implements
+from hookgate.pipeline.observe import Metric
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import prompts
+from hookgate.wire.conversation import Conversation, conversation_of
 from hookgate.wire.deltas import StreamTransform
+from hookgate.wire.returned_calls import CHECKED_APIS, Check, ReturnedCall, checked_body
 from hookgate.wire.usage import StreamFacts, observed
 
 T = TypeVar("T")
 
 _PROMPT_APIS = frozenset({"chat.completions", "responses", "messages", "messages.count_tokens"})
+
+REFUSED_CALLS = Metric(
+    "hookgate_tool_calls_refused",
+    "Tool calls a model returned that a policy removed from the answer, by policy",
+    ("policy",),
+)
 
 
 class Pipeline:
@@ -38,9 +55,17 @@ class Pipeline:
     model-call onion with the first policy outermost, response hooks in reverse.
     """
 
-    def __init__(self, policies: Sequence[Policy[Any]], terminal: Next) -> None:
-        """Raises :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` when a policy
-        cannot run (see :func:`~hookgate.pipeline.hooks.check`)."""
+    def __init__(
+        self,
+        policies: Sequence[Policy[Any]],
+        terminal: Next,
+        *,
+        checks_returned_calls: bool = False,
+    ) -> None:
+        """``checks_returned_calls``: run ``returned_tool_call`` (the proxy; the SDK runs
+        ``on_tool_call`` where its tools execute instead). Raises
+        :class:`~hookgate.pipeline.hooks.PolicyDefinitionError` when a policy cannot run
+        (see :func:`~hookgate.pipeline.hooks.check`)."""
         check(policies)
         self.policies = tuple(policies)
         listed = list(self.policies)
@@ -66,6 +91,11 @@ class Pipeline:
             [_observed(p.slot, p.on_response) for p in backwards if implements(p, "on_response")]
         )
         self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
+        self._returned = (
+            tuple(p for p in listed if implements(p, "returned_tool_call"))
+            if checks_returned_calls
+            else ()
+        )
         self.needs_usage = any(p.needs_usage for p in listed)
         """Whether a policy reads a stream's usage (:attr:`Policy.needs_usage`)."""
 
@@ -73,12 +103,50 @@ class Pipeline:
         """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
         for observer in self._observers:
             await observer(call, ctx)
+        client_call = call
         if call.api in _PROMPT_APIS:
             call = await self._prepare(call, ctx)
         response = await self._call(call, ctx)
         if self._response is not None and response.payload is not None and response.status < 300:
             response = await self._response(response, ctx)
+        check = self.returned_check(client_call, ctx)
+        if check is not None and response.payload is not None and response.status < 300:
+            body = await checked_body(call.api, response.body, check)
+            if body is not response.body:
+                response = response.with_body(body)
         return response
+
+    def returned_check(self, call: ModelCall, ctx: Context) -> Check | None:
+        """The check of the tool calls answering ``call`` (the client's request, its
+        conversation the evidence), or None when no policy asks or the API has none."""
+        if not self._returned or call.api not in CHECKED_APIS:
+            return None
+        policies = self._returned
+        read: list[Conversation] = []
+
+        async def check(returned: ReturnedCall) -> str | None:
+            if not read:
+                read.append(conversation_of(call.api, call.body))
+            tool = ToolCall(returned.name, returned.arguments, returned.call_id)
+            observation = ctx.observation
+            for policy in policies:
+                try:
+                    reason = await policy.returned_tool_call(tool, read[0], ctx)
+                except HookgateError as exc:
+                    _blocked(policy.slot, exc, ctx)
+                    raise
+                if reason:
+                    observation.decide(policy.slot, "block")
+                    observation.count(REFUSED_CALLS, policy.slot)
+                    observation.event(
+                        "hookgate.tool_call.refused",
+                        {"hookgate.policy": policy.slot, "gen_ai.tool.name": returned.name},
+                    )
+                    return reason
+                observation.decide(policy.slot, "allow")
+            return None
+
+        return check
 
     async def system_prompt(self, prompt: str, ctx: Context) -> str:
         """Only the ``on_system_prompt`` chain (the SDK's adapters use it)."""

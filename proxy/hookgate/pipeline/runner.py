@@ -15,7 +15,9 @@ stream that fails after its first event or that its consumer leaves):
   wraps its terminal), so the hidden chunk still counts;
 * **the stream**: the response policies' transform is applied to its events (placeholders
   restored in text and tool-call argument deltas), the time spent waiting on the events is
-  upstream time, the time to the first event the consumer took is ``ttft_s``, a failure is
+  upstream time, then, in the proxy, the tool calls it returns are checked
+  (:func:`~hookgate.wire.returned_calls.gate_for`: each call held back until complete,
+  then sent or replaced), the time to the first event the consumer took is ``ttft_s``, a failure is
   the call's error, a consumer that closes it before its end went away
   (``client_disconnected``);
 * **the outcome**: status, target, error, usage and the response's facts; where a budget
@@ -52,9 +54,9 @@ from hookgate.pipeline.pipeline import Pipeline
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.store.base import AuditRecord
 from hookgate.wire import sse
-from hookgate.wire.deltas import StreamTransform
+from hookgate.wire.returned_calls import gate_for
 from hookgate.wire.sse import EventStream
-from hookgate.wire.stream_rewrite import rewriter_for
+from hookgate.wire.stream_rewrite import EventRewriter, rewriter_for
 from hookgate.wire.usage import ResponseFacts, Usage, facts_of, is_usage_chunk, usage_requested
 
 log = logging.getLogger("hookgate")
@@ -115,8 +117,15 @@ class ObservedCall:
                          collect_text=collect)  # fmt: skip
             return response
         self._streaming = True
+        rewriters: list[EventRewriter] = []
         transform = pipeline.stream_transform(ctx)
-        stream = ObservedStream(self, response.stream, call.api, transform, hide_usage)
+        if transform is not None:
+            rewriters.append(rewriter_for(call.api, transform))
+        check = pipeline.returned_check(call, ctx)
+        gate = gate_for(call.api, check) if check is not None else None
+        if gate is not None:
+            rewriters.append(gate)
+        stream = ObservedStream(self, response.stream, rewriters, hide_usage)
         return dataclasses.replace(response, stream=stream)
 
     def failed(self, exc: BaseException) -> None:
@@ -174,13 +183,14 @@ class ObservedStream:
         self,
         call: ObservedCall,
         stream: EventStream,
-        api: str,
-        transform: StreamTransform | None,
+        rewriters: list[EventRewriter],
         hide_usage: bool,
     ) -> None:
+        """``rewriters`` apply in order: the policies' transform, then the check of
+        returned tool calls."""
         self._call = call
         self._stream = stream
-        self._rewriter = rewriter_for(api, transform) if transform is not None else None
+        self._rewriters = tuple(rewriters)
         self._hide_usage = hide_usage
         self._iterator = aiter(stream)
         self._first: bytes | None = None
@@ -230,7 +240,7 @@ class ObservedStream:
         call = self._call
         outcome = call.outcome
         observation = call.ctx.observation
-        rewriter = self._rewriter
+        rewriters = self._rewriters
         ended = False
         try:
             if not self._started:
@@ -239,12 +249,12 @@ class ObservedStream:
             while events is not None:
                 if self._hide_usage and (b'"choices":[]' in events or b'"choices": []' in events):
                     events = b"".join(b for b in sse.split(events) if not is_usage_chunk(b))
-                if rewriter is None:
+                if not rewriters:
                     if events:
                         yield events
                         self._taken()
                 else:  # what was rewritten before a refusal goes out first
-                    async for rewritten in rewriter.rewrite(events):
+                    async for rewritten in _through(rewriters, events):
                         if rewritten:
                             yield rewritten
                             self._taken()
@@ -270,6 +280,18 @@ class ObservedStream:
         outcome = self._call.outcome
         if outcome.ttft_s is None:
             outcome.ttft_s = time.perf_counter() - self._call.started
+
+
+async def _through(rewriters: tuple[EventRewriter, ...], events: bytes) -> AsyncGenerator[bytes]:
+    """``events`` through each rewriter in turn; what one gave before it raised still
+    goes through the rest and out."""
+    first, rest = rewriters[0], rewriters[1:]
+    async for piece in first.rewrite(events):
+        if not rest:
+            yield piece
+        elif piece:
+            async for out in _through(rest, piece):
+                yield out
 
 
 def cost(outcome: Outcome, ctx: Context, pricing: Pricing) -> float | None:

@@ -33,7 +33,14 @@ the client reads the approver's message (see :mod:`hookgate.server.mcp.approval`
 the approver sees of the arguments is what the set's ``pii`` policy lets a model see.
 
 In the SDK a refused call does not run: the model reads ``Tool call refused: <reason>`` as
-its result and can adapt. In the proxy the policy works on tool *definitions*: tools that
+its result and can adapt. In the proxy the policy works on tool *definitions* and on the
+tool calls a model *returns*. Returned calls (:meth:`ToolGuardPolicy.returned_tool_call`,
+chat, Responses and Messages, streamed or not): a call of a tool ``allow``/``deny``
+exclude, of a tool the request did not offer, or whose arguments an ``arguments`` rule
+matches never reaches the agent as a call — it is removed from the answer and the
+agent reads ``hookgate refused a call of <tool>: <reason>`` in the assistant's text
+instead (see :mod:`hookgate.wire.returned_calls`); limits and approvals act where tools
+run (the SDK, the MCP gateway). Definitions: tools that
 ``allow``/``deny`` exclude are removed from each request — function and custom tools by
 name, built-in tools by type (``web_search_preview``, ``code_interpreter``), legacy
 ``functions`` too — and a ``tool_choice``/``function_call`` naming one is dropped (an
@@ -66,6 +73,7 @@ from hookgate.pipeline.agent import NextTool, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Next, Policy, PolicyConfig
 from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.policies.globs import listed
+from hookgate.wire.conversation import Conversation, tool_names
 
 Approver = Callable[[ToolCall, ReplyContext], Any]
 
@@ -204,7 +212,7 @@ class ToolGuardPolicy(Policy[ToolGuardConfig]):
         Responses tool with a decoy ``function.name`` is judged by both); an MCP server's
         ``allowed_tools`` is narrowed to the tools that pass, and a server left with none
         is dropped."""
-        if any(self._name_refusal(name) is not None for name in _tool_names(tool)):
+        if any(self._name_refusal(name) is not None for name in tool_names(tool)):
             return None
         if not isinstance(tool, dict) or tool.get("type") != "mcp":
             return tool
@@ -219,6 +227,16 @@ class ToolGuardPolicy(Policy[ToolGuardConfig]):
             return None
         narrowed = {**listed, "tool_names": kept} if isinstance(listed, dict) else kept
         return {**tool, "allowed_tools": narrowed}
+
+    async def returned_tool_call(
+        self, call: ToolCall, conversation: Conversation, ctx: Context
+    ) -> str | None:
+        """Proxy: refuse a returned call of a tool the policy denies, of a tool the request
+        did not offer, or whose arguments an ``arguments`` rule matches."""
+        reason = self._name_refusal(call.name)
+        if reason is None and call.name not in conversation.offered:
+            reason = f"the tool {call.name!r} was not offered"
+        return reason or self._argument_refusal(call)
 
     def tool_offered(self, name: str) -> bool:
         """MCP ``tools/list``: a tool ``allow``/``deny`` exclude is not shown."""
@@ -331,24 +349,6 @@ def _narrowed(choice: Any, names: set[str]) -> Any:
         return {**choice, "allowed_tools": {**holder, "tools": kept}}
     name = _tool_name(choice)
     return None if name and name not in names else choice
-
-
-def _tool_names(tool: Any) -> list[str]:
-    """Every name a tool definition carries (``function.name``, ``custom.name``, ``name``,
-    a built-in tool's ``type``), so none can stand in for another."""
-    if not isinstance(tool, dict):
-        return []
-    names = [
-        inner["name"]
-        for key in ("function", "custom")
-        if isinstance(inner := tool.get(key), dict) and isinstance(inner.get("name"), str)
-    ]
-    if isinstance(tool.get("name"), str):
-        names.append(tool["name"])
-    kind = tool.get("type")
-    if isinstance(kind, str) and kind not in ("function", "custom"):
-        names.append(kind)
-    return names
 
 
 def _bump(counts: dict[str, int], key: str) -> int:

@@ -101,7 +101,9 @@ def build_runtime(
     return Runtime(
         config=config,
         pipelines={
-            name: Pipeline([p for p in listed if "proxy" in p.runs_in], terminal)
+            name: Pipeline(
+                [p for p in listed if "proxy" in p.runs_in], terminal, checks_returned_calls=True
+            )
             for name, listed in loaded.sets.items()
         },
         selector=Selector(config.policy_sets, loaded.sets),

@@ -38,11 +38,8 @@ def rewriter_for(api: str, transform: StreamTransform) -> StreamRewriter:
     return ChoicesRewriter(transform, text_field="content" if api == "chat.completions" else "text")
 
 
-class StreamRewriter:
+class EventRewriter:
     """Feed event blocks in order, get the blocks to send in their place."""
-
-    def __init__(self, transform: StreamTransform) -> None:
-        self.transform = transform
 
     async def rewrite(self, events: bytes) -> AsyncIterator[bytes]:
         """The bytes to send for ``events`` (whole event blocks as they arrived), in one
@@ -59,8 +56,16 @@ class StreamRewriter:
         yield b"".join(out)
 
     async def feed(self, block: bytes) -> list[bytes]:
-        """The blocks to send for ``block`` (possibly more than one, never none for data)."""
+        """The blocks to send for ``block`` (possibly more or fewer than one)."""
         raise NotImplementedError
+
+
+class StreamRewriter(EventRewriter):
+    """An :class:`EventRewriter` applying a :class:`StreamTransform` (never drops a data
+    block)."""
+
+    def __init__(self, transform: StreamTransform) -> None:
+        self.transform = transform
 
 
 class ChoicesRewriter(StreamRewriter):

@@ -1,0 +1,214 @@
+"""Tool calls a model returns are checked in the proxy (``tool_guard``'s
+``returned_tool_call``): the real ``openai`` and ``anthropic`` clients, streamed and not,
+chat, Responses and Messages, against the real proxy and a scripted upstream whose model
+calls an allowed tool, a denied one, one it was not offered and one with forbidden
+arguments, beside its text. The refused calls never reach the client as calls, the
+client reads why, indices stay whole, the stop reason no longer waits for a result, and
+the audit record and metrics say ``tool_guard`` blocked."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hookgate.wire import synth
+from tests.conftest import ProxyFactory, anthropic_client, openai_client
+from tests.fakes import FakeUpstream
+from tests.waits import eventually
+
+GUARD = """
+store: 'sqlite:///{db}'
+policies:
+  - tool_guard:
+      deny: [send_money]
+      arguments: [{{tool: run_shell, pattern: "rm\\\\s+-rf"}}]
+"""
+
+OFFERED = ("get_balance", "send_money", "run_shell")
+
+CALLS = (
+    synth.ToolCall("call_1", "send_money", '{"recipient": "DE89", "amount": 100}'),
+    synth.ToolCall("call_2", "get_balance", '{"account": "main"}'),
+    synth.ToolCall("call_3", "delete_file", '{"path": "/etc/passwd"}'),
+    synth.ToolCall("call_4", "run_shell", '{"command": "rm -rf /"}'),
+)
+
+REFUSED = (
+    "hookgate refused a call of send_money: the tool 'send_money' is not allowed",
+    "hookgate refused a call of delete_file: the tool 'delete_file' was not offered",
+    "hookgate refused a call of run_shell: these arguments are not allowed for 'run_shell'",
+)
+
+
+def _schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {"x": {"type": "string"}}}
+
+
+def _proxy(make_proxy: ProxyFactory, tmp_path: Path) -> str:
+    return make_proxy(GUARD.format(db=tmp_path / "audit.db"))
+
+
+def _audited(tmp_path: Path, tmp_count: int) -> list[dict[str, str]]:
+    def rows() -> list[Any]:
+        with sqlite3.connect(tmp_path / "audit.db") as db:
+            try:
+                return db.execute("SELECT decisions FROM audit ORDER BY ts").fetchall()
+            except sqlite3.OperationalError:
+                return []
+
+    eventually(lambda: len(rows()) == tmp_count)
+    return [json.loads(r[0]) for r in rows()]
+
+
+def _refused_metric(url: str) -> float:
+    text = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    for line in text.splitlines():
+        if line.startswith('hookgate_tool_calls_refused_total{policy="tool_guard"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_keeps_only_the_allowed_call(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(text="Let me do that.", tool_calls=CALLS))
+    client = openai_client(url)
+    tools: Any = [
+        {"type": "function", "function": {"name": n, "parameters": _schema()}} for n in OFFERED
+    ]
+    messages: Any = [{"role": "user", "content": "pay the bill"}]
+    if stream:
+        with client.chat.completions.stream(model="m", messages=messages, tools=tools) as events:
+            for _ in events:
+                pass
+            completion = events.get_final_completion()
+    else:
+        completion = client.chat.completions.create(model="m", messages=messages, tools=tools)
+    choice = completion.choices[0]
+    calls = choice.message.tool_calls or []
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [
+        ("call_2", "get_balance", '{"account": "main"}')
+    ]
+    assert choice.finish_reason == "tool_calls"
+    content = choice.message.content or ""
+    assert content.startswith("Let me do that.")
+    assert all(r in content for r in REFUSED)
+    assert _audited(tmp_path, 1) == [{"tool_guard": "block"}]
+    assert _refused_metric(url) == 3
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_with_every_call_refused_stops(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(tool_calls=CALLS[:1]))
+    client = openai_client(url)
+    tools: Any = [{"type": "function", "function": {"name": "send_money"}}]
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if stream:
+        with client.chat.completions.stream(model="m", messages=messages, tools=tools) as events:
+            completion = events.get_final_completion()
+    else:
+        completion = client.chat.completions.create(model="m", messages=messages, tools=tools)
+    choice = completion.choices[0]
+    assert not choice.message.tool_calls
+    assert choice.finish_reason == "stop"
+    assert REFUSED[0] in (choice.message.content or "")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_replaces_refused_calls_in_place(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(text="Let me do that.", tool_calls=CALLS))
+    client = openai_client(url)
+    tools: Any = [{"type": "function", "name": n, "parameters": _schema()} for n in OFFERED]
+    if stream:
+        with client.responses.stream(model="m", input="pay the bill", tools=tools) as events:
+            seen = [e for e in events]
+            response = events.get_final_response()
+        added = [e.item.type for e in seen if e.type == "response.output_item.added"]
+        assert added == ["message", "message", "function_call", "message", "message"]
+        indices = [e.output_index for e in seen if e.type == "response.output_item.done"]
+        assert indices == [0, 1, 2, 3, 4]
+        sent = "".join(e.delta for e in seen if e.type == "response.output_text.delta")
+        assert all(r in sent for r in REFUSED)
+    else:
+        response = client.responses.create(model="m", input="pay the bill", tools=tools)
+    calls = [i for i in response.output if i.type == "function_call"]
+    assert [(c.call_id, c.name) for c in calls] == [("call_2", "get_balance")]
+    assert response.output_text.startswith("Let me do that.")
+    assert all(r in response.output_text for r in REFUSED)
+    assert _audited(tmp_path, 1) == [{"tool_guard": "block"}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_replaces_refused_tool_use_blocks(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(text="Let me do that.", tool_calls=CALLS))
+    client = anthropic_client(url)
+    tools: Any = [{"name": n, "input_schema": _schema()} for n in OFFERED]
+    messages: Any = [{"role": "user", "content": "pay the bill"}]
+    if stream:
+        with client.messages.stream(
+            model="claude", max_tokens=100, messages=messages, tools=tools
+        ) as events:
+            message = events.get_final_message()
+    else:
+        message = client.messages.create(
+            model="claude", max_tokens=100, messages=messages, tools=tools
+        )
+    uses = [b for b in message.content if b.type == "tool_use"]
+    assert [(u.id, u.name, u.input) for u in uses] == [
+        ("call_2", "get_balance", {"account": "main"})
+    ]
+    texts = [b.text for b in message.content if b.type == "text"]
+    assert texts == ["Let me do that.", *REFUSED]
+    assert message.stop_reason == "tool_use"
+    assert _audited(tmp_path, 1) == [{"tool_guard": "block"}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_with_every_call_refused_ends_the_turn(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(tool_calls=CALLS[:1]))
+    client = anthropic_client(url)
+    tools: Any = [{"name": "send_money", "input_schema": _schema()}]
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if stream:
+        with client.messages.stream(
+            model="claude", max_tokens=100, messages=messages, tools=tools
+        ) as events:
+            message = events.get_final_message()
+    else:
+        message = client.messages.create(
+            model="claude", max_tokens=100, messages=messages, tools=tools
+        )
+    assert [b.type for b in message.content] == ["text"]
+    assert message.stop_reason == "end_turn"
+
+
+def test_an_allowed_answer_is_untouched(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    upstream.push(synth.Reply(text="ok", tool_calls=CALLS[1:2]))
+    tools: Any = [{"type": "function", "function": {"name": "get_balance"}}]
+    completion = openai_client(url).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=tools
+    )
+    assert completion.choices[0].message.content == "ok"
+    assert _audited(tmp_path, 1) == [{"tool_guard": "allow"}]
