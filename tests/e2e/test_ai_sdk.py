@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from hookgate.config.loader import load_text
+from hookgate.wire import synth
 from tests.conftest import ProxyFactory
 from tests.fakes import Echo, FakeUpstream
 from tests.services import clients
@@ -127,3 +128,37 @@ def test_an_ai_sdk_agent_completes_its_tool_round_trip_with_pii_on(
     if mode == "stream":
         times = [at for at, _ in through["deltas"]]
         assert len(times) >= 3 and times[-1] - times[0] >= DELAY * 1000  # in pieces
+
+
+@pytest.mark.parametrize("mode", ["generate", "stream"])
+@pytest.mark.parametrize("provider", ["responses", "chat", "anthropic"])
+def test_a_call_of_a_tool_the_agent_was_not_offered_never_reaches_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, provider: str, mode: str
+) -> None:
+    """A hijacked model calls a tool beside the agent's own: hookgate removes that call,
+    the agent runs its own tool, and the model reads on the next turn why the other was
+    refused."""
+    config = (
+        "providers:\n"
+        f"  up: {{base_url: '{upstream.base_url}', api_key: '{UPSTREAM_KEY}'}}\n"
+        f"  claude: {{type: anthropic, base_url: '{upstream.anthropic_base_url}',"
+        f" api_key: '{UPSTREAM_KEY}'}}\n"
+        "models:\n"
+        f"  {MODELS['anthropic']}: [{{provider: claude}}]\n"
+        f"  {MODELS['chat']}: [{{provider: up}}]\n"
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        "policies:\n  - tool_guard: {deny: [transfer_*]}\n"
+    )
+    url = make_proxy(loaded=load_text(config))
+    looked_up = json.dumps({"text": PROMPT})
+    upstream.push(synth.Reply(text="Looking.", tool_calls=[
+        synth.ToolCall("toolu_1", "transfer_funds", '{"to": "attacker", "amount": 900}'),
+        synth.ToolCall("toolu_2", "lookup_customer", looked_up),
+    ]))  # fmt: skip
+    through = run_agent(tmp_path, provider, mode, url)
+
+    assert through["received"] == [PROMPT]  # its own tool ran
+    assert "found the customer" in through["text"]  # the default reply quotes its result
+    second = upstream.requests[-1].body.decode()
+    assert "hookgate refused a call of transfer_funds" in second  # the model reads why
+    assert "toolu_1" not in second  # the refused call is nowhere in the history

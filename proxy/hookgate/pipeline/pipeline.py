@@ -34,7 +34,13 @@ from hookgate.pipeline.types import Context, ModelCall, ModelResponse
 from hookgate.wire import prompts
 from hookgate.wire.conversation import Conversation, conversation_of
 from hookgate.wire.deltas import StreamTransform
-from hookgate.wire.returned_calls import CHECKED_APIS, Check, ReturnedCall, checked_body
+from hookgate.wire.returned_calls import (
+    CHECKED_APIS,
+    Check,
+    ReturnedCall,
+    checked_body,
+    expanded_references,
+)
 from hookgate.wire.usage import StreamFacts, observed
 
 T = TypeVar("T")
@@ -91,6 +97,7 @@ class Pipeline:
             [_observed(p.slot, p.on_response) for p in backwards if implements(p, "on_response")]
         )
         self._stream_policies = tuple(p for p in backwards if implements(p, "on_response_stream"))
+        self._checks_returned_calls = checks_returned_calls
         self._returned = (
             tuple(p for p in listed if implements(p, "returned_tool_call"))
             if checks_returned_calls
@@ -101,6 +108,9 @@ class Pipeline:
 
     async def run(self, call: ModelCall, ctx: Context) -> ModelResponse:
         """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
+        if self._checks_returned_calls and call.api == "responses":
+            body = expanded_references(call.body)  # notes that replaced refused calls
+            call = call if body is call.body else call.with_body(body)
         for observer in self._observers:
             await observer(call, ctx)
         client_call = call

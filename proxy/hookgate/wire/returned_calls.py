@@ -11,7 +11,13 @@ result that never comes, and the model reads why on its next turn):
   left) and the note (:func:`note`) is added to the message's ``content``; a
   ``finish_reason`` of ``tool_calls`` becomes ``stop`` when no call is left;
 * **Responses**: the ``function_call`` / ``custom_tool_call`` item is replaced, at the same
-  place, by an assistant ``message`` item whose text is the note;
+  place, by an assistant ``message`` item whose text is the note. Its id carries the note
+  (:data:`NOTE_PREFIX` and the note in URL-safe base64), because a client of a stored
+  conversation (the Vercel AI SDK) sends it back as an ``item_reference`` the upstream
+  never stored: :func:`expanded_references` turns such a reference in a later request into
+  the message it stands for, so no state is kept. An upstream conversation continued with
+  ``previous_response_id`` still holds the refused call, and the upstream refuses the next
+  request for lacking its output: send the history (or ``store: false``) instead;
 * **Messages**: the ``tool_use`` block is replaced, at the same index, by a ``text`` block
   with the note; a ``stop_reason`` of ``tool_use`` becomes ``end_turn`` when no
   ``tool_use`` block is left.
@@ -33,7 +39,8 @@ JSON object, and a custom tool's free-form input, arrive as ``{"input": <text>}`
 
 from __future__ import annotations
 
-import uuid
+import base64
+import binascii
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +54,9 @@ CHECKED_APIS = frozenset({"chat.completions", "responses", "messages"})
 """The APIs whose returned tool calls are checked."""
 
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+
+NOTE_PREFIX = "msg_hookgate_"
+"""The id prefix of a Responses message item that replaced a refused call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +163,46 @@ async def _responses_item(item: Any, check: Check) -> Any:
 
 
 def _note_item(text: str) -> dict[str, Any]:
+    encoded = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
     return {
         "type": "message",
-        "id": f"msg_hookgate_{uuid.uuid4().hex}",
+        "id": NOTE_PREFIX + encoded,
         "status": "completed",
         "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
     }
+
+
+def expanded_references(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Responses request ``body`` whose ``item_reference`` items naming a note item
+    (:data:`NOTE_PREFIX`) are the assistant messages they stand for; ``body`` itself when
+    it has none."""
+    items = body.get("input")
+    if not isinstance(items, list) or not any(_note_reference(i) is not None for i in items):
+        return body
+    out: list[Any] = []
+    for item in items:
+        text = _note_reference(item)
+        if text is None:
+            out.append(item)
+        else:
+            content = [{"type": "output_text", "text": text, "annotations": []}]
+            out.append({"type": "message", "role": "assistant", "content": content})
+    return {**body, "input": out}
+
+
+def _note_reference(item: Any) -> str | None:
+    """The note an ``item_reference`` to a note item carries, else None."""
+    if not isinstance(item, dict) or item.get("type") != "item_reference":
+        return None
+    ident = item.get("id")
+    if not isinstance(ident, str) or not ident.startswith(NOTE_PREFIX):
+        return None
+    encoded = ident.removeprefix(NOTE_PREFIX)
+    try:
+        return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 async def _messages_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]:
