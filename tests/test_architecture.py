@@ -17,14 +17,16 @@ from hookgate.pipeline.hooks import HOOKS
 PACKAGE = Path(hookgate.__file__).parent
 
 PUBLIC = {
-    "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Decision", "DeltaKey",
+    "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Conversation", "Decision",
+    "DeltaKey",
     "EventStream", "GeminiRequest", "GuardrailUnavailable", "HookgateError", "Identity",
     "InvalidRequest", "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse",
     "Next", "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",
     "PermissionDenied", "Policy", "PolicyBlocked", "PolicyConfig", "PolicyDefinitionError",
     "PolicyTool", "Pricing", "RateLimited", "RateLimiter", "Reply", "ReplyAbandoned",
     "ReplyContext", "ReplyPaused", "Services",
-    "Span", "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolResult",
+    "Span", "Store", "StreamTransform", "Target", "ToolCall", "ToolInputError", "ToolOutput",
+    "ToolResult",
     "UpstreamError", "Usage", "__version__", "map_messages", "texts_of",
 }  # fmt: skip
 

@@ -63,6 +63,7 @@ from hookgate.pipeline.types import (
 from hookgate.policies.vocabulary import OnFailure
 from hookgate.store.base import Store
 from hookgate.version import __version__
+from hookgate.wire.conversation import Conversation, ToolOutput
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 from hookgate.wire.sse import EventStream
 from hookgate.wire.texts import map_messages, texts_of
@@ -74,6 +75,7 @@ __all__ = [
     "AuthenticationFailed",
     "BudgetExceeded",
     "Context",
+    "Conversation",
     "Decision",
     "DeltaKey",
     "EventStream",
@@ -115,6 +117,7 @@ __all__ = [
     "Target",
     "ToolCall",
     "ToolInputError",
+    "ToolOutput",
     "ToolResult",
     "UpstreamError",
     "Usage",

@@ -18,7 +18,7 @@ import pytest
 
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, anthropic_client, openai_client
-from tests.fakes import FakeUpstream
+from tests.fakes import FakeUpstream, Status
 from tests.waits import eventually
 
 GUARD = """
@@ -212,3 +212,19 @@ def test_an_allowed_answer_is_untouched(
     )
     assert completion.choices[0].message.content == "ok"
     assert _audited(tmp_path, 1) == [{"tool_guard": "allow"}]
+
+
+def test_a_responses_call_of_a_built_in_client_tool_is_judged_by_its_type(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    url = make_proxy(GUARD.format(db=tmp_path / "audit.db") + "      allow: [get_balance]\n")
+    shell = {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_9", "status": "completed",
+             "action": {"type": "exec", "command": ["rm", "-rf", "/"], "env": {}}}  # fmt: skip
+    answer = synth.response_object("m", synth.Reply(text="Cleaning up."))
+    upstream.push(Status(200, {**answer, "output": [*answer["output"], shell]}))
+    tools: Any = [{"type": "local_shell"}, {"type": "function", "name": "get_balance"}]
+    response = openai_client(url).responses.create(model="m", input="tidy", tools=tools)
+    assert [i.type for i in response.output] == ["message", "message"]
+    assert response.output_text == (
+        "Cleaning up.hookgate refused a call of local_shell: the tool 'local_shell' is not allowed"
+    )

@@ -10,7 +10,10 @@ result that never comes, and the model reads why on its next turn):
 * **chat**: the call is removed from ``message.tool_calls`` (the key removed when none is
   left) and the note (:func:`note`) is added to the message's ``content``; a
   ``finish_reason`` of ``tool_calls`` becomes ``stop`` when no call is left;
-* **Responses**: the ``function_call`` / ``custom_tool_call`` item is replaced, at the same
+* **Responses**: the ``function_call`` / ``custom_tool_call`` item (or the call of a
+  built-in tool the client runs: ``local_shell_call``, ``shell_call``,
+  ``apply_patch_call``, ``computer_call``, named by the tool's type — ``local_shell`` —
+  its action the arguments) is replaced, at the same
   place, by an assistant ``message`` item whose text is the note. Its id carries the note
   (:data:`NOTE_PREFIX` and the note in URL-safe base64), because a client of a stored
   conversation (the Vercel AI SDK) sends it back as an ``item_reference`` the upstream
@@ -53,7 +56,15 @@ from hookgate.wire.stream_rewrite import EventRewriter
 CHECKED_APIS = frozenset({"chat.completions", "responses", "messages"})
 """The APIs whose returned tool calls are checked."""
 
-_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+_CLIENT_TOOLS = {
+    "local_shell_call": ("local_shell", "action"),
+    "shell_call": ("shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+    "computer_call": ("computer_use_preview", "action"),
+}
+"""Responses items of built-in tools the client runs: the tool's type (its name as
+offered) and the field its arguments are in."""
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call", *_CLIENT_TOOLS})
 
 NOTE_PREFIX = "msg_hookgate_"
 """The id prefix of a Responses message item that replaced a refused call."""
@@ -156,10 +167,24 @@ async def _responses_item(item: Any, check: Check) -> Any:
     """``item``, or the note message in its place when it is a call ``check`` refuses."""
     if not isinstance(item, dict) or item.get("type") not in _CALL_ITEMS:
         return item
-    name = str(item.get("name", ""))
-    raw = item.get("arguments") if item.get("type") == "function_call" else item.get("input")
-    reason = await check(ReturnedCall(name, arguments_of(raw), item.get("call_id")))
-    return item if reason is None else _note_item(note(name, reason))
+    returned = _responses_call(item)
+    reason = await check(returned)
+    return item if reason is None else _note_item(note(returned.name, reason))
+
+
+def _responses_call(item: dict[str, Any]) -> ReturnedCall:
+    """A Responses call item as a returned call: a function's JSON ``arguments``, a custom
+    tool's ``input``, a client-run built-in tool's action (named by the tool's type)."""
+    kind = item.get("type")
+    if kind in _CLIENT_TOOLS:
+        name, field = _CLIENT_TOOLS[kind]
+        action = item.get(field)
+        arguments: Mapping[str, Any] = action if isinstance(action, dict) else {}
+    else:
+        name = str(item.get("name", ""))
+        raw = item.get("arguments") if kind == "function_call" else item.get("input")
+        arguments = arguments_of(raw)
+    return ReturnedCall(name, arguments, item.get("call_id"))
 
 
 def _note_item(text: str) -> dict[str, Any]:
@@ -386,12 +411,11 @@ class ResponsesGate(EventRewriter):
     async def _complete(self, index: int, item: dict[str, Any]) -> list[bytes]:
         held = self._held.pop(index)
         numbers = self._sequence.pop(index)
-        name = str(item.get("name", ""))
-        raw = item.get("arguments") if item.get("type") == "function_call" else item.get("input")
-        reason = await self._check(ReturnedCall(name, arguments_of(raw), item.get("call_id")))
+        returned = _responses_call(item)
+        reason = await self._check(returned)
         if reason is None:
             return held
-        replacement = _note_item(note(name, reason))
+        replacement = _note_item(note(returned.name, reason))
         self._notes[item.get("id")] = replacement
         return _note_events(index, replacement, numbers)
 
