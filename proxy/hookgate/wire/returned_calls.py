@@ -56,6 +56,9 @@ from hookgate.wire.stream_rewrite import EventRewriter
 CHECKED_APIS = frozenset({"chat.completions", "responses", "messages"})
 """The APIs whose returned tool calls are checked."""
 
+_CHAT_CALL_KINDS = (("function", "arguments"), ("custom", "input"))
+"""A chat tool call's kinds and the field of each holding its arguments."""
+
 _CLIENT_TOOLS = {
     "local_shell_call": ("local_shell", "action"),
     "shell_call": ("shell", "action"),
@@ -127,12 +130,11 @@ async def _chat_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]
         kept: list[Any] = []
         notes: list[str] = []
         for call in calls:
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
+            returned = _chat_call(call)
+            if returned is None:
                 kept.append(call)
                 continue
-            name = str(function.get("name", ""))
-            returned = ReturnedCall(name, arguments_of(function.get("arguments")), call.get("id"))
+            name = returned.name
             reason = await check(returned)
             if reason is None:
                 kept.append(call)
@@ -151,6 +153,18 @@ async def _chat_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]
             choice["finish_reason"] = "stop"
         out.append(choice)
     return body if out == choices else {**body, "choices": out}
+
+
+def _chat_call(call: Any) -> ReturnedCall | None:
+    """A chat ``tool_calls`` entry (a function's or a custom tool's) as a returned call."""
+    if not isinstance(call, dict):
+        return None
+    for key, text in _CHAT_CALL_KINDS:
+        inner = call.get(key)
+        if isinstance(inner, dict):
+            name = str(inner.get("name", ""))
+            return ReturnedCall(name, arguments_of(inner.get(text)), call.get("id"))
+    return None
 
 
 async def _responses_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]:
@@ -288,6 +302,8 @@ class ChatGate(EventRewriter):
         self._check = check
         self._held: dict[int, dict[int, _HeldCall]] = {}
         """Choice index → the tool-call index the upstream gave → the call so far."""
+        self._texted: set[int] = set()
+        """The choices that sent text (a note then starts on a new paragraph)."""
 
     async def feed(self, block: bytes) -> list[bytes]:
         data = sse.json_of(block)
@@ -303,6 +319,8 @@ class ChatGate(EventRewriter):
             index = choice.get("index", 0)
             index = index if isinstance(index, int) else 0
             delta = choice.get("delta")
+            if isinstance(delta, dict) and delta.get("content"):
+                self._texted.add(index)
             if isinstance(delta, dict) and "tool_calls" in delta:
                 self._hold(index, delta["tool_calls"])
                 choice = {**choice, "delta": {k: v for k, v in delta.items() if k != "tool_calls"}}
@@ -329,12 +347,14 @@ class ChatGate(EventRewriter):
                 entry.id = call["id"]
             if call.get("type") is not None:
                 entry.type = call["type"]
-            function = call.get("function")
-            if isinstance(function, dict):
-                if isinstance(function.get("name"), str):
-                    entry.name += function["name"]
-                if isinstance(function.get("arguments"), str):
-                    entry.arguments.append(function["arguments"])
+            for key, text in _CHAT_CALL_KINDS:
+                inner = call.get(key)
+                if isinstance(inner, dict):
+                    entry.type = key
+                    if isinstance(inner.get("name"), str):
+                        entry.name += inner["name"]
+                    if isinstance(inner.get(text), str):
+                        entry.arguments.append(inner[text])
 
     async def _release(self, data: dict[str, Any], choice: int) -> tuple[list[bytes], int]:
         """The chunks that deliver the choice's calls kept (renumbered) and the notes of
@@ -348,13 +368,14 @@ class ChatGate(EventRewriter):
             if reason is not None:
                 notes.append(note(call.name, reason))
                 continue
+            text = "input" if call.type == "custom" else "arguments"
             whole = {"index": len(out), "id": call.id, "type": call.type,
-                     "function": {"name": call.name, "arguments": arguments}}  # fmt: skip
+                     call.type: {"name": call.name, text: arguments}}  # fmt: skip
             delta = {"tool_calls": [whole]}
             out.append(sse.encode({**head, "choices": [_chunk_choice(choice, delta)]}))
         kept = len(out)
         if notes:
-            said = {"content": "\n\n" + "\n".join(notes)}
+            said = {"content": ("\n\n" if choice in self._texted else "") + "\n".join(notes)}
             out.append(sse.encode({**head, "choices": [_chunk_choice(choice, said)]}))
         return out, kept
 
