@@ -204,3 +204,30 @@ def test_codex_through_hookgate_completes_a_tool_round_trip_with_pii_on(
     assert [(s, status) for _, s, status in audited] == [(session, 200)] * 2
     over_socket = [request_id.rsplit(".", 1)[-1] for request_id, _, _ in audited]
     assert (over_socket == ["2", "3"]) == (transport == "websocket")  # frames 2, 3 of a socket
+
+
+@pytest.mark.parametrize(
+    ("transport", "config"),
+    [("websocket", websocket_config), ("http", http_config)],
+    ids=["websocket", "http"],
+)
+def test_a_shell_call_tool_guard_denies_never_reaches_codex(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+    transport: str,
+    config: Callable[[str], str],
+) -> None:
+    """The model asks for a shell command of a tool ``tool_guard`` denies: Codex never sees
+    the call (nothing runs), its turn ends, and the user reads why."""
+    text = proxy_config(upstream, tmp_path).replace(
+        "policies:\n", "policies:\n  - tool_guard: {deny: [exec_command]}\n"
+    )
+    url = make_proxy(loaded=load_text(text))
+    script(upstream, EMAIL)
+
+    run = run_codex(config(url), tmp_path / "home")
+
+    assert run.printed == ""  # the command never ran
+    assert "hookgate refused a call of exec_command" in run.answer
+    assert [(r.method, r.path) for r in upstream.requests] == [("POST", "/v1/responses")]
