@@ -306,6 +306,8 @@ class ChatGate(EventRewriter):
         """The choices that sent text (a note then starts on a new paragraph)."""
 
     async def feed(self, block: bytes) -> list[bytes]:
+        if self._texted and not self._held and b"tool_calls" not in block:
+            return [block]  # nothing to hold or release: not even parsed
         data = sse.json_of(block)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
             return [block]
@@ -396,6 +398,8 @@ class ResponsesGate(EventRewriter):
         """Item id of a refused call → the note item that replaced it."""
 
     async def feed(self, block: bytes) -> list[bytes]:
+        if not self._held and not self._notes and b"_call" not in block:
+            return [block]  # no call item in it, none arriving, none replaced
         data = sse.json_of(block)
         if not isinstance(data, dict):
             return [block]
@@ -476,6 +480,8 @@ class MessagesGate(EventRewriter):
         self._refused = 0
 
     async def feed(self, block: bytes) -> list[bytes]:
+        if not self._held and not self._refused and b"tool_use" not in block:
+            return [block]  # no tool_use block in it, none arriving, none refused
         data = sse.json_of(block)
         if not isinstance(data, dict):
             return [block]
