@@ -76,12 +76,14 @@ def fields(tool: str, content: str) -> Iterator[tuple[str, str]]:
 
 
 def _parsed(content: str) -> Any:
-    """A result's JSON object or list, or its YAML one whose keys are all names (free
-    text such as ``Note: pay now`` parses as YAML too, and is free text); None for free
-    text."""
+    """A result's JSON object or list, or its YAML one of several lines whose keys are
+    all names (free text such as ``Note: pay now`` parses as YAML too, and is free text);
+    None for free text."""
     try:
         value = orjson.loads(content)
     except orjson.JSONDecodeError:
+        if "\n" not in content.strip():
+            return None  # one line (``Ann: ann@example.com``) is free text, not YAML
         try:
             value = yaml.safe_load(content)
         except yaml.YAMLError:

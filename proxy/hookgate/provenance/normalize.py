@@ -155,9 +155,9 @@ def tokens(text: str) -> set[str]:
     its own: each e-mail address, URL and whitespace-separated word (and their
     decodings). A short sink value is looked for among these, exactly."""
     out: set[str] = set()
-    folded = fold(text)
+    plain = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)  # base64 keeps its case
     for pattern in (EMAIL, URL, _WORD):
-        for match in pattern.finditer(folded):
+        for match in pattern.finditer(plain):
             out |= canonical(match.group().strip(".,;:!?"))
     return out
 
