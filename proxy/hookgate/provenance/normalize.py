@@ -15,7 +15,7 @@ value itself:
 * :func:`decodings` — the value itself, percent-decoded, and base64-decoded when the whole
   value is base64 of text.
 
-:func:`forms` gives the compact forms of all of these together; :func:`tokens` the
+:func:`canonical` gives the compact forms of all of these together; :func:`tokens` the
 e-mail addresses, URLs and words found inside a longer text, each canonical, so a short
 value (an e-mail address, an IBAN) is matched exactly rather than by substring. Pure.
 """
