@@ -327,9 +327,7 @@ class Harness:
             return ToolResult(made) if isinstance(made, str) else made
 
         done = await tool_onion(policies, tool, observation)(call, ctx)
-        return ToolCallResult(
-            done, ran, ctx, observation.decisions, findings=observation.findings
-        )
+        return ToolCallResult(done, ran, ctx, observation.decisions, findings=observation.findings)
 
     async def aclose(self) -> None:
         """Close every policy and the default services' store."""

@@ -1,6 +1,8 @@
 """Canonical forms: a value and its case, whitespace, look-alike, URL-encoded and base64
 variants all match; unrelated values do not."""
 
+# ruff: noqa: RUF001, RUF003  (look-alike letters are what these tests are about)
+
 from __future__ import annotations
 
 import base64

@@ -18,8 +18,8 @@ import pytest
 from httpx_sse import aconnect_sse
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
 
 from hookgate.config.loader import load_text
 from hookgate.pipeline import registry

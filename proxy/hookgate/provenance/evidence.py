@@ -40,6 +40,8 @@ MAX_TRUSTED_HASHES = 65_536
 """Hashes kept of trusted text (past it, trusted text clears no more values)."""
 MAX_HASHES = 131_072
 """Hashes kept in all; past it the oldest untrusted sources are forgotten."""
+MAX_SEEN = 256
+"""Trusted texts remembered as recorded (their hashes), so a resent one is not redone."""
 MAX_LEAVES = 2_048
 """Leaves of one tool result that are recorded (the rest are not)."""
 _EXACT = "="
@@ -128,7 +130,8 @@ class Evidence:
     """Hashes of what a conversation holds, by source (see the module docstring).
 
     ``data`` is the JSON kept between calls (a policy's state; changed in place):
-    ``{"prompt": [hash, ...], "sources": {"tool.field.path": [hash, ...], ...}}``.
+    ``{"prompt": [hash, ...], "sources": {"tool.field.path": [hash, ...], ...},
+    "seen": [hash of a trusted text recorded, ...]}``.
     Placeholders of the ``pii`` policy are replaced by the values they stand for
     (``placeholders``) before anything is hashed, so a value and its placeholder match.
     """
@@ -155,7 +158,14 @@ class Evidence:
         return text
 
     def add_trusted(self, text: str) -> None:
-        """Record text the user or the system wrote (or a trusted tool returned)."""
+        """Record text the user or the system wrote (or a trusted tool returned); a text
+        recorded before (a system prompt every model call resends) is skipped."""
+        seen: list[int] = self.data.setdefault("seen", [])
+        marker = digest("\0" + text)
+        if marker in seen:
+            return
+        seen.append(marker)
+        del seen[:-MAX_SEEN]
         found = hashes(self.resolved(text), self.gram_length)
         self._add(TRUSTED, self.data, TRUSTED, found, MAX_TRUSTED_HASHES)
 
