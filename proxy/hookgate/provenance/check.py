@@ -101,8 +101,9 @@ def origin(value: str, evidence: Evidence, rule: Rule) -> str | None:
     for path, found in untrusted:
         if exacts & found:
             return path
+        needed = 1 if evidence.sparse(path) else max(rule.min_length, length) - length + 1
         for grams in long:
-            if _run(grams, found, cleared) + length - 1 >= max(rule.min_length, length):
+            if _run(grams, found, cleared) >= needed:
                 return path
     return None
 

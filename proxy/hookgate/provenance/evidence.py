@@ -15,13 +15,16 @@ it (marked exact), and every substring of ``gram_length`` characters of the leaf
 Its :attr:`~Evidence.data` is JSON (a policy's state, which the store keeps): no value
 and no text is in it, and it is bounded (:data:`MAX_SOURCE_HASHES` per source,
 :data:`MAX_HASHES` in all, the oldest sources forgotten first). A leaf longer than a
-source's share is matched on its first part only. Pure.
+source's share is winnowed (:func:`hashes`), so a value planted after any amount of
+padding is still found when it is at least ``gram_length + 31`` characters long (an
+e-mail address or URL of its own is found at any length, exactly). Pure.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -40,6 +43,8 @@ MAX_TRUSTED_HASHES = 65_536
 """Hashes kept of trusted text (past it, trusted text clears no more values)."""
 MAX_HASHES = 131_072
 """Hashes kept in all; past it the oldest untrusted sources are forgotten."""
+MAX_WINDOW = 32
+"""The widest winnowing window (see :func:`hashes`)."""
 MAX_SEEN = 256
 """Trusted texts remembered as recorded (their hashes), so a resent one is not redone."""
 MAX_LEAVES = 2_048
@@ -58,14 +63,47 @@ def exact(form: str) -> int:
     return digest(_EXACT + form)
 
 
-def hashes(text: str, gram_length: int) -> list[int]:
+def hashes(text: str, gram_length: int, budget: int | None = None) -> tuple[list[int], bool]:
     """What is recorded of one leaf, in this order: its and its tokens' exact forms, then
-    its grams from its start (so a capped source keeps its first part whole)."""
+    its grams from its start; and whether the grams were *winnowed*.
+
+    A leaf with more hashes than ``budget`` keeps, of each window of ``w`` consecutive
+    grams, the smallest (winnowing, ``w`` the smallest power of two up to
+    :data:`MAX_WINDOW` that fits): any substring of ``gram_length + w - 1`` characters it
+    shares with a value still shares a kept gram, so padding a field cannot push a
+    planted value out of reach. Past even that, the first part is kept."""
     forms = sorted(normalize.canonical(text))
     found = dict.fromkeys(exact(f) for f in [*forms, *sorted(normalize.tokens(text))])
-    for form in forms:
-        found.update(dict.fromkeys(digest(g) for g in normalize.gram_list(form, gram_length)))
-    return list(found)
+    grams = [[digest(g) for g in normalize.gram_list(f, gram_length)] for f in forms]
+    total = sum(map(len, grams))
+    if budget is None or len(found) + total <= budget:
+        for each in grams:
+            found.update(dict.fromkeys(each))
+        return list(found), False
+    window = 2
+    while window < MAX_WINDOW and len(found) + 2 * total / (window + 1) > budget:
+        window *= 2
+    for each in grams:
+        found.update(dict.fromkeys(winnowed(each, window)))
+    return list(found), True
+
+
+def winnowed(grams: list[int], window: int) -> list[int]:
+    """The smallest hash of each ``window`` consecutive ones (the rightmost on a tie),
+    each kept once, in order."""
+    kept: list[int] = []
+    queue: deque[int] = deque()  # positions of a rising run of hashes
+    for i, value in enumerate(grams):
+        while queue and grams[queue[-1]] >= value:
+            queue.pop()
+        queue.append(i)
+        if queue[0] <= i - window:
+            queue.popleft()
+        if i >= window - 1 or i == len(grams) - 1:
+            pick = queue[0]
+            if not kept or kept[-1] != grams[pick]:
+                kept.append(grams[pick])
+    return kept
 
 
 def fields(tool: str, content: str) -> Iterator[tuple[str, str]]:
@@ -131,7 +169,7 @@ class Evidence:
 
     ``data`` is the JSON kept between calls (a policy's state; changed in place):
     ``{"prompt": [hash, ...], "sources": {"tool.field.path": [hash, ...], ...},
-    "seen": [hash of a trusted text recorded, ...]}``.
+    "seen": [hash of a trusted text recorded, ...], "sparse": [winnowed source path, ...]}``.
     Placeholders of the ``pii`` policy are replaced by the values they stand for
     (``placeholders``) before anything is hashed, so a value and its placeholder match.
     """
@@ -166,8 +204,8 @@ class Evidence:
             return
         seen.append(marker)
         del seen[:-MAX_SEEN]
-        found = hashes(self.resolved(text), self.gram_length)
-        self._add(TRUSTED, self.data, TRUSTED, found, MAX_TRUSTED_HASHES)
+        found, _ = hashes(self.resolved(text), self.gram_length)  # never winnowed: a
+        self._add(TRUSTED, self.data, TRUSTED, found, MAX_TRUSTED_HASHES)  # gap only refuses
 
     def add_result(self, tool: str, content: str) -> list[str]:
         """Record an untrusted tool's result, field by field; the paths recorded."""
@@ -176,7 +214,11 @@ class Evidence:
         for n, (path, text) in enumerate(fields(tool, self.resolved(content))):
             if n >= MAX_LEAVES:
                 break
-            self._add(path, sources, path, hashes(text, self.gram_length), MAX_SOURCE_HASHES)
+            budget = MAX_SOURCE_HASHES - len(sources.get(path) or [])
+            found, sparse = hashes(text, self.gram_length, budget)
+            if sparse and path not in self.data.setdefault("sparse", []):
+                self.data["sparse"].append(path)
+            self._add(path, sources, path, found, MAX_SOURCE_HASHES)
             if path not in paths:
                 paths.append(path)
         self._bound()
@@ -198,6 +240,11 @@ class Evidence:
             oldest = next(iter(sources))
             total -= len(sources.pop(oldest))
             self._sets.pop(oldest, None)
+
+    def sparse(self, path: str) -> bool:
+        """Whether a source's grams were winnowed (see :func:`hashes`): one shared gram
+        then counts, as consecutive ones may not have been kept."""
+        return path in self.data.get("sparse", ())
 
     def trusted(self) -> frozenset[int]:
         """The hashes of trusted text."""
