@@ -130,14 +130,30 @@ class ProvenanceConfig(PolicyConfig):
         )
 
 
+def new_evidence(
+    config: ProvenanceConfig, placeholders: Mapping[str, str] | None = None
+) -> Evidence:
+    """Empty evidence that ``config``'s sinks can be checked against (``placeholders``:
+    a ``pii`` policy's, placeholder → value)."""
+    return Evidence(gram_length=config.min_length, placeholders=placeholders)
+
+
+def record_result(evidence: Evidence, config: ProvenanceConfig, tool: str, content: str) -> None:
+    """Record one tool result: a trusted tool's as trusted text, any other's by field."""
+    if listed(tool, config.trusted_tools):
+        evidence.add_trusted(content)
+    else:
+        evidence.add_result(tool, content)
+
+
 def check_tool_call(
     name: str, arguments: Mapping[str, Any], evidence: Evidence, config: ProvenanceConfig
 ) -> Finding | None:
     """The finding of a tool call against ``config``'s sinks, given what the conversation
-    held (``evidence``, built with ``gram_length=config.min_length``); None when the call
-    may go as it is. For the proxy, which builds the evidence from the request's
-    messages: ``add_trusted`` for user and system text, ``add_result`` for each tool
-    result (trusted tools' results as trusted text)."""
+    held (``evidence``, from :func:`new_evidence`); None when the call may go as it is.
+    For the proxy, which builds the evidence from the request's messages:
+    ``evidence.add_trusted`` for user and system text, :func:`record_result` for each
+    tool result."""
     return check_call(name, arguments, evidence, config.rules())
 
 
@@ -192,11 +208,7 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
                 )
         result = await next(call, ctx)
         if not result.blocked:
-            evidence = self.evidence(ctx)
-            if listed(call.name, self.config.trusted_tools):
-                evidence.add_trusted(result.content)
-            else:
-                evidence.add_result(call.name, result.content)
+            record_result(self.evidence(ctx), self.config, call.name, result.content)
         return result
 
     def _finding(
