@@ -519,3 +519,26 @@ async def test_a_value_an_earlier_call_read_is_denied_paused_or_audited_at_a_sin
         f'hookgate_provenance_findings_total{{action="{action}",rule="send_email.to",'
         'sink="send_email.to",source_tool="lookup_contact"} 1.0'
     ) in metrics
+
+
+async def test_a_refused_call_s_span_names_the_source_and_the_sink_never_the_value(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+) -> None:
+    tracing = f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
+    base = gateway(
+        make_proxy, upstream, mcp_server, tmp_path / "g.db", tracing + provenance_sink("deny")
+    )
+    key = new_key(base)
+    async with session(f"{base}/mcp/crm", key) as client:
+        await client.call_tool("lookup_contact", {"name": "Ann"})
+        refused = await client.call_tool("send_email", {"to": EMAIL, "body": "code"})
+        assert refused.isError
+    spans = receiver.wait_until(lambda s: any(x.name == "execute_tool send_email" for x in s))
+    send = next(s for s in spans if s.name == "execute_tool send_email")
+    (found,) = send.attributes["hookgate.findings"]
+    assert found.startswith("provenance:lookup_contact.") and found.endswith(">send_email.to:deny")
+    assert "ann" not in str(send.attributes).casefold()
