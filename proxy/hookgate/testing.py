@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.budgets.pricing import Price, Pricing
@@ -206,6 +206,9 @@ class ToolCallResult:
     """Each tool-call policy's decision by slot: ``allow``, ``modify`` or ``block``."""
     needs_approval: str | None = None
     """The reason a policy gave to wait for a human; the call did not run."""
+    findings: Mapping[str, int] = field(default_factory=dict)
+    """What the policies found, as the MCP gateway's audit record has it (counts by
+    name, never values)."""
 
 
 class Harness:
@@ -309,11 +312,14 @@ class Harness:
         ctx = reply or ReplyContext(agent="agent", reply_id=f"reply_test_{next(self._ids)}")
         call = ToolCall(name, arguments, call_id=f"call_test_{next(self._ids)}")
         observation = Observation()
+        ctx.observation = observation
         ran: list[ToolCall] = []
         ctx.tool_calls += 1
         policies = self.pipeline.policies
         if reason := await approval_needed(policies, call, ctx, observation):
-            return ToolCallResult(None, ran, ctx, observation.decisions, reason)
+            return ToolCallResult(
+                None, ran, ctx, observation.decisions, reason, observation.findings
+            )
 
         async def tool(asked: ToolCall, ctx: ReplyContext) -> ToolResult:
             ran.append(asked)
@@ -321,7 +327,7 @@ class Harness:
             return ToolResult(made) if isinstance(made, str) else made
 
         done = await tool_onion(policies, tool, observation)(call, ctx)
-        return ToolCallResult(done, ran, ctx, observation.decisions)
+        return ToolCallResult(done, ran, ctx, observation.decisions, findings=observation.findings)
 
     async def aclose(self) -> None:
         """Close every policy and the default services' store."""

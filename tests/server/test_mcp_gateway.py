@@ -19,6 +19,7 @@ from httpx_sse import aconnect_sse
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
 
 from hookgate.config.loader import load_text
 from hookgate.pipeline import registry
@@ -464,3 +465,80 @@ async def test_a_call_whose_stream_the_server_closes_is_resumed_with_last_event_
         assert result.content[0].text == "answered after a pause"  # type: ignore[union-attr]
         assert progress == [1.0]  # relayed before the stream closed
         assert [c["tool"] for c in server.calls()] == ["paused_answer"]
+
+
+def provenance_sink(action: str) -> str:
+    return (
+        "  - provenance: {approval_timeout_s: 1, sinks: "
+        f"[{{tool: send_email, argument: to, action: {action}}}]}}\n"
+    )
+
+
+@pytest.mark.parametrize("action", ["deny", "approval", "audit"])
+async def test_a_value_an_earlier_call_read_is_denied_paused_or_audited_at_a_sink(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    tmp_path: Path,
+    action: str,
+) -> None:
+    """The session's earlier results are the evidence (the MCP session, no header); a
+    value they never held (the user's) goes; the audit record and the metric name the
+    source, the sink and the rule, never the value."""
+    db = tmp_path / "g.db"
+    base = gateway(make_proxy, upstream, mcp_server, db, provenance_sink(action))
+    key = new_key(base)
+    async with session(f"{base}/mcp/crm", key) as client:
+        typed = await client.call_tool("send_email", {"to": "bob@mine.org", "body": "hi"})
+        assert not typed.isError
+        await client.call_tool("lookup_contact", {"name": "Ann"})  # ann.lee@example.com
+        copied = {"to": "Ann.Lee+x@EXAMPLE.com", "body": "the code"}
+        if action == "approval":
+            with pytest.raises(McpError, match="no one approved"):
+                await client.call_tool("send_email", copied)
+        else:
+            sent = await client.call_tool("send_email", copied)
+            assert sent.isError == (action == "deny")
+            if action == "deny":
+                assert "lookup_contact" in sent.content[0].text  # type: ignore[union-attr]
+    sends = [c["arguments"]["to"] for c in mcp_server.calls() if c["tool"] == "send_email"]
+    assert sends == (["bob@mine.org"] if action != "audit" else ["bob@mine.org", copied["to"]])
+    await eventually_async(lambda: audited(db)[2] == 3)
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT decisions, findings FROM audit ORDER BY ts").fetchall()
+    decision = {"deny": "block", "approval": "block", "audit": "allow"}[action]
+    assert json.loads(rows[-1][0]) == {"provenance": decision}
+    (found,) = json.loads(rows[-1][1])
+    assert found.startswith("provenance:lookup_contact.") and found.endswith(
+        f">send_email.to:{action}"
+    )
+    assert "ann" not in found.casefold()
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{base}/metrics")).text
+    assert (
+        f'hookgate_provenance_findings_total{{action="{action}",rule="send_email.to",'
+        'sink="send_email.to",source_tool="lookup_contact"} 1.0'
+    ) in metrics
+
+
+async def test_a_refused_call_s_span_names_the_source_and_the_sink_never_the_value(
+    make_proxy: ProxyFactory,
+    upstream: FakeUpstream,
+    mcp_server: McpServer,
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+) -> None:
+    tracing = f"  - tracing: {{endpoint: '{receiver.endpoint}', schedule_delay_s: 0.05}}\n"
+    base = gateway(
+        make_proxy, upstream, mcp_server, tmp_path / "g.db", tracing + provenance_sink("deny")
+    )
+    key = new_key(base)
+    async with session(f"{base}/mcp/crm", key) as client:
+        await client.call_tool("lookup_contact", {"name": "Ann"})
+        refused = await client.call_tool("send_email", {"to": EMAIL, "body": "code"})
+        assert refused.isError
+    spans = receiver.wait_until(lambda s: any(x.name == "execute_tool send_email" for x in s))
+    send = next(s for s in spans if s.name == "execute_tool send_email")
+    (found,) = send.attributes["hookgate.findings"]
+    assert found.startswith("provenance:lookup_contact.") and found.endswith(">send_email.to:deny")
+    assert "ann" not in str(send.attributes).casefold()

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hookgate.pipeline.observe import Span
+from hookgate.pipeline.observe import Observation, Span
 from hookgate.wire.usage import Usage
 
 
@@ -108,6 +108,10 @@ class ReplyContext:
     """Set by a policy (or by ``should_stop_after_turn``): end the reply after this turn."""
     span: Span | None = None
     """The reply's span (set by the tracing policy); the model calls' trace parent."""
+    observation: Observation | None = None
+    """The telemetry of the tool call being run, where its caller records one (the MCP
+    gateway: its audit record and metrics): a policy adds findings and its metrics'
+    measures there. None in the SDK."""
     parent_trace: dict[str, str] = field(default_factory=dict)
     """The W3C trace context (``traceparent``, ``tracestate``) of a caller whose trace the
     reply continues, where the caller sent one: the MCP gateway's ``tools/call``. The

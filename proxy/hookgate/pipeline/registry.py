@@ -28,6 +28,7 @@ BUILTIN: Mapping[str, str] = {
     "model_call_limit": "hookgate.policies.model_call_limit:ModelCallLimitPolicy",
     "output_check": "hookgate.policies.output_check:OutputCheckPolicy",
     "pii": "hookgate.policies.pii:PiiPolicy",
+    "provenance": "hookgate.policies.provenance:ProvenancePolicy",
     "rate_limit": "hookgate.policies.rate_limit:RateLimitPolicy",
     "reply_budget": "hookgate.policies.reply_budget:ReplyBudgetPolicy",
     "system_prompt": "hookgate.policies.system_prompt:SystemPromptPolicy",

@@ -225,7 +225,10 @@ class TracingPolicy(Policy[TracingConfig]):
         the MCP gateway, of the trace the caller sent (``ctx.parent_trace``).
 
         With ``capture_content`` the arguments and result are recorded as the model wrote
-        and will read them (after any redaction by policies listed after this one).
+        and will read them (after any redaction by policies listed after this one). What
+        the policies listed after this one found (``provenance``: source, sink, rule and
+        action, never a value) is ``hookgate.findings``, where the caller records findings
+        (the MCP gateway).
         """
         attributes: dict[str, AttributeValue] = {
             semconv.OPERATION_NAME: "execute_tool",
@@ -256,6 +259,8 @@ class TracingPolicy(Policy[TracingConfig]):
             raise
         if result.blocked:
             span.set_attribute("hookgate.tool.blocked", True)
+        if ctx.observation is not None and ctx.observation.findings:  # the MCP gateway's
+            span.set_attribute("hookgate.findings", sorted(ctx.observation.findings))
         if result.error:
             OtelSpan(span).record_error("tool_error", "the tool call failed or was refused")
         if self.config.capture_content:

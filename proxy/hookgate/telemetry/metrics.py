@@ -233,8 +233,7 @@ class Metrics:
             self._child(self.decisions, policy, decision).inc()
         for attempt in observation.attempts:
             self._child(self.attempts, self.target_label(attempt.target), attempt.outcome).inc()
-        for measure in observation.measures:
-            self._measure(measure)
+        self.observe_measures(observation.measures)
         if outcome.stream and outcome.ttft_s is not None and outcome.error_type is not None:
             self._child(self.stream_errors, target_label, outcome.error_type).inc()
 
@@ -262,6 +261,12 @@ class Metrics:
             family = kind(metric.name, metric.help, metric.labels, registry=self.registry)
             self._policy_families[metric.name] = family
         return family
+
+    def observe_measures(self, measures: Iterable[Measure]) -> None:
+        """Record what policies reported for their own metrics (a model call's, or an
+        MCP tool call's)."""
+        for measure in measures:
+            self._measure(measure)
 
     def _measure(self, measure: Measure) -> None:
         metric = measure.metric

@@ -128,6 +128,7 @@ class Gateway(abc.ABC):
         )
         reply.tool_calls += 1  # counted when it starts, refused or not (as the SDK counts)
         observation = Observation()
+        reply.observation = observation  # a policy's findings and measures
         live = self.request.app[LIVE].begin(self.request[REQUEST_ID], MCP_API)
         identity = self.caller.identity
         live.model, live.policy_set, live.key_id, live.team = (
@@ -169,7 +170,7 @@ class Gateway(abc.ABC):
     ) -> None:  # fmt: skip
         record_tool_call(
             self.request, self.name, tool, self.caller, reply, started, status, error,
-            self.policy_set, observation.decisions, live,
+            self.policy_set, observation, live,
         )  # fmt: skip
 
 
