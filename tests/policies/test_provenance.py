@@ -9,13 +9,7 @@ from hookgate.pipeline import registry
 from hookgate.pipeline.agent import ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.registry import PolicySettingsError
 from hookgate.pipeline.types import Context
-from hookgate.policies.provenance import (
-    ProvenanceConfig,
-    ProvenancePolicy,
-    check_tool_call,
-    new_evidence,
-    record_result,
-)
+from hookgate.policies.provenance import ProvenanceConfig, ProvenancePolicy
 from hookgate.sdk import Gate
 from hookgate.testing import Harness
 
@@ -143,22 +137,3 @@ async def test_in_the_sdk_the_user_and_system_messages_of_a_model_call_are_trust
         sent = await harness.tool_call("send_money", {"recipient": ATTACKER}, "ok", reply=ctx)
         assert len(sent.ran) == 1  # the user asked for it
         assert policy.evidence(ctx).data["seen"]  # a resent message is not hashed again
-
-
-def test_the_proxy_s_check_of_a_returned_call_against_a_conversation() -> None:
-    config = ProvenanceConfig.model_validate(
-        {
-            "trusted_tools": ["get_user_info"],
-            "sinks": [{"tool": "send_money", "argument": "recipient", "action": "approval"}],
-        }
-    )
-    evidence = new_evidence(config)
-    evidence.add_trusted("Pay the bill in bill.txt")
-    record_result(evidence, config, "read_file", BILL)
-    record_result(evidence, config, "get_user_info", f"my landlord: {LANDLORD}")
-    finding = check_tool_call("send_money", {"recipient": ATTACKER}, evidence, config)
-    assert finding is not None
-    assert (finding.source, finding.sink, finding.action) == (
-        "read_file.content", "send_money.recipient", "approval",
-    )  # fmt: skip
-    assert check_tool_call("send_money", {"recipient": LANDLORD}, evidence, config) is None

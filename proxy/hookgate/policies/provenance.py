@@ -27,8 +27,10 @@ reads ``Tool call refused: ...`` naming the source and the sink, never the value
 ``approval`` pauses it for a person (as ``tool_guard``'s ``approval: pause``: the SDK's
 framework pause, the MCP gateway's approvals), ``audit`` lets it run and records it.
 
-Where it runs: the SDK's ``on_tool_call`` and the MCP gateway's ``tools/call``; the
-proxy checks the tool calls a model returns with :func:`check_tool_call`. Evidence is
+Where it runs: the SDK's ``on_tool_call`` and the MCP gateway's ``tools/call``; in the
+proxy, ``returned_tool_call`` checks each tool call a model returns against the request's
+own conversation (the evidence is the request: no state), removing a ``deny`` or
+``approval`` finding's call from the answer (the proxy cannot ask a person). Evidence is
 kept in the session's state when the call names a session (the store keeps it: the MCP
 gateway's earlier calls of a session are its evidence), else in the reply's. Trusted
 text: in the SDK the reply's input (its text) and the user and system messages of every
@@ -51,12 +53,13 @@ from pydantic import Field, model_validator
 
 from hookgate.pipeline.agent import NextReply, NextTool, Reply, ReplyContext, ToolCall, ToolResult
 from hookgate.pipeline.hooks import Messages, Policy, PolicyConfig
-from hookgate.pipeline.observe import Metric
+from hookgate.pipeline.observe import Metric, Observation
 from hookgate.pipeline.types import Context
 from hookgate.policies.globs import listed
 from hookgate.provenance import TRUSTED, Evidence, Finding, Rule, check_call
 from hookgate.provenance.check import Action
 from hookgate.redaction.placeholders import PATTERN
+from hookgate.wire.conversation import Conversation
 
 FINDINGS = Metric(
     "hookgate_provenance_findings",
@@ -146,21 +149,11 @@ def record_result(evidence: Evidence, config: ProvenanceConfig, tool: str, conte
         evidence.add_result(tool, content)
 
 
-def check_tool_call(
-    name: str, arguments: Mapping[str, Any], evidence: Evidence, config: ProvenanceConfig
-) -> Finding | None:
-    """The finding of a tool call against ``config``'s sinks, given what the conversation
-    held (``evidence``, from :func:`new_evidence`); None when the call may go as it is.
-    For the proxy, which builds the evidence from the request's messages:
-    ``evidence.add_trusted`` for user and system text, :func:`record_result` for each
-    tool result."""
-    return check_call(name, arguments, evidence, config.rules())
-
-
 class ProvenancePolicy(Policy[ProvenanceConfig]):
     """See the module docstring."""
 
     name: ClassVar[str] = "provenance"
+    metrics = (FINDINGS,)
 
     def __init__(self, config: ProvenanceConfig) -> None:
         super().__init__(config)
@@ -183,8 +176,8 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
         return await next(reply, ctx)
 
     async def convert_to_llm(self, messages: Messages, ctx: Context) -> Messages:
-        """SDK: the user's and system's messages of a reply's model call are trusted (the
-        proxy's requests are checked by :func:`check_tool_call`, not here)."""
+        """SDK: the user's and system's messages of a reply's model call are trusted (in
+        the proxy a request's conversation is read whole by :meth:`returned_tool_call`)."""
         if ctx.reply is not None:
             evidence = self.evidence(ctx.reply)
             for text in _trusted_texts(messages):
@@ -211,6 +204,30 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
             record_result(self.evidence(ctx), self.config, call.name, result.content)
         return result
 
+    async def returned_tool_call(
+        self, call: ToolCall, conversation: Conversation, ctx: Context
+    ) -> str | None:
+        """Proxy: a tool call the model returned, checked against the request's own
+        conversation — its user, system and developer text trusted, each tool result by
+        field. ``deny`` and ``approval`` remove the call (the proxy has no one to ask:
+        route the tool through the MCP gateway, or govern it with the SDK, for an
+        approval), ``audit`` lets it through; each finding is recorded."""
+        evidence = new_evidence(self.config)
+        for text in conversation.trusted:
+            evidence.add_trusted(text)
+        for output in conversation.tool_results:
+            record_result(evidence, self.config, output.tool, output.text)
+        finding = check_call(call.name, call.arguments, evidence, self._rules)
+        if finding is None:
+            return None
+        _count(finding, ctx.observation)
+        if finding.action == "audit":
+            return None
+        needs = "; it needs a person's approval, which the proxy cannot ask for" if (
+            finding.action == "approval"
+        ) else ""  # fmt: skip
+        return f"{_what(finding)}, and {finding.rule!r} does not take values from there{needs}"
+
     def _finding(
         self, call: ToolCall, ctx: ReplyContext, actions: tuple[Action, ...]
     ) -> Finding | None:
@@ -223,11 +240,8 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
         return finding
 
     def _observe(self, finding: Finding, ctx: ReplyContext) -> None:
-        labels = (finding.source_tool, finding.sink, finding.rule, finding.action)
         if ctx.observation is not None:
-            ctx.observation.count(FINDINGS, *labels)
-            key = f"provenance:{finding.source}>{finding.sink}:{finding.action}"
-            ctx.observation.findings[key] = ctx.observation.findings.get(key, 0) + 1
+            _count(finding, ctx.observation)
         if ctx.span is not None:
             ctx.span.add_event(
                 "hookgate.provenance.finding",
@@ -238,6 +252,13 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
                     "hookgate.provenance.action": finding.action,
                 },
             )
+
+
+def _count(finding: Finding, observation: Observation) -> None:
+    """A finding in the metrics and the audit record's findings (never its value)."""
+    observation.count(FINDINGS, finding.source_tool, finding.sink, finding.rule, finding.action)
+    key = f"provenance:{finding.source}>{finding.sink}:{finding.action}"
+    observation.findings[key] = observation.findings.get(key, 0) + 1
 
 
 def _what(finding: Finding) -> str:
