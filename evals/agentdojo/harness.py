@@ -209,7 +209,10 @@ def attack_named(name: str, suite: TaskSuite[Any]) -> BaseAttack:
     if name not in ATTACKS:
         raise ValueError(f"unknown attack {name!r}; AgentDojo's: {', '.join(sorted(ATTACKS))}")
     named, _ = agent(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused"))
-    return load_attack(name, suite, named)
+    attack: BaseAttack = load_attack(name, suite, named)
+    if attack.is_dos_attack:
+        raise ValueError(f"{name} is a denial-of-service attack: it has no injection task to score")
+    return attack
 
 
 def run_pair(
