@@ -43,9 +43,10 @@ from evals.agentdojo.scripted import SCENARIO_HEADER, Call, Script, ScriptedMode
 
 Split = Literal["dev", "heldout"]
 SUITES = ("workspace", "travel", "banking", "slack")
-BENCHMARK_VERSION = "v1.2.2"
-"""AgentDojo's current benchmark (its default): 97 user tasks, 949 pairs (workspace has 14
-injection tasks; ``v1.1.2`` has 6, 629 pairs)."""
+BENCHMARK_VERSION = "v1.1.2"
+"""The AgentDojo benchmark version run by default: 97 user tasks, 629 pairs (the issue's table).
+``v1.2.2`` (AgentDojo's own default) adds eight workspace injection tasks (6-13) whose ground
+truth is empty: the scripted model cannot play them (they score as failed attacks)."""
 MODEL = "gpt-4o-2024-05-13"
 """The model name sent (and the one attacks that address the model by name use)."""
 MAX_TURNS = 40
