@@ -14,6 +14,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -126,6 +127,18 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     started = time.monotonic()
+    try:
+        tallies = _measure(args, split, suites, show)
+    except ValueError as error:  # an unknown attack or task id
+        print(error, file=sys.stderr)
+        return 2
+    return _report(args, split, tallies, time.monotonic() - started)
+
+
+def _measure(
+    args: argparse.Namespace, split: Split, suites: list[str], show: Callable[[Outcome], None]
+) -> dict[str, Tally]:
+    """Run the suites through a fresh gateway (or straight); the tallies per suite."""
     with (
         ScriptedModel(cast(Unoffered, args.unoffered)) as model,
         tempfile.TemporaryDirectory() as work,
@@ -134,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             None if args.straight else Gateway(args.config, model.base_url, Path(work)).start()
         )
         try:
-            tallies = run(
+            return run(
                 suites,
                 split,
                 args.attack,
@@ -148,13 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if gateway is not None:
                 gateway.stop()
+
+
+def _report(
+    args: argparse.Namespace, split: Split, tallies: dict[str, Tally], seconds: float
+) -> int:
     name = "straight" if args.straight else args.config.stem
     settings = {
         "config": "straight" if args.straight else str(args.config),
         "attack": args.attack,
         "unoffered": args.unoffered,
         "benchmark_version": args.benchmark_version,
-        "seconds": round(time.monotonic() - started, 1),
+        "seconds": round(seconds, 1),
     }
     print(
         f"{name}, {split}, {args.attack}, unoffered calls: {args.unoffered}, "
