@@ -108,3 +108,12 @@ def test_a_value_planted_after_much_padding_is_still_found() -> None:
     finding = check_call("send_money", {"recipient": f"{ATTACKER}"}, evidence, [rule])
     assert finding is not None and finding.source == "get_webpage.content"
     assert check_call("send_money", {"recipient": LANDLORD}, evidence, [rule]) is None
+
+
+def test_a_path_glob_s_list_brackets_are_literal() -> None:
+    from hookgate.provenance.check import Rule
+
+    rule = Rule("r", "send_*", allow_from=("search_calendar_events[].participants[]", "*s[].id"))
+    assert rule.admits("search_calendar_events[].participants[]")
+    assert rule.admits("list_files[].id")
+    assert not rule.admits("search_calendar_events[].description")

@@ -41,8 +41,9 @@ class Rule:
     min_length: int = 8
 
     def admits(self, source: str) -> bool:
-        """Whether ``source`` (``prompt`` or a field path) may supply this sink's values."""
-        return _matches(source, self.allow_from)
+        """Whether ``source`` (``prompt`` or a field path) may supply this sink's values
+        (a path's ``[]``, a list's items, is literal in its glob, not a character set)."""
+        return _matches(source, [glob.replace("[]", "[[]]") for glob in self.allow_from])
 
 
 @dataclass(frozen=True, slots=True)
