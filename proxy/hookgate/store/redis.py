@@ -19,11 +19,12 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import orjson
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError, RedisError, WatchError
@@ -37,6 +38,7 @@ from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
 log = logging.getLogger("hookgate")
+T = TypeVar("T")
 
 RETRIES = 2
 """Retries of a command whose connection was lost (see the module docstring)."""
@@ -68,6 +70,23 @@ class RedisStore:
             return await coro
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"store {display_url(self.url)}: {exc}") from exc
+
+    async def _optimistic(self, key: str, step: Callable[[Pipeline], Awaitable[T]]) -> T:
+        """``step`` (read ``key``, then MULTI, queue the writes, EXEC) in a WATCH
+        transaction on ``key``, run again from its read whenever another writer changed
+        ``key`` meanwhile; through :meth:`call`. What ``step`` raises is raised."""
+
+        async def attempt() -> T:
+            async with self.client.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(key)
+                        return await step(pipe)
+                    except WatchError:
+                        continue
+
+        result: T = await self.call(attempt())
+        return result
 
     async def open(self) -> None:
         await self.call(self.client.ping())
@@ -215,27 +234,20 @@ class RedisStore:
     ) -> AdminChange:
         key = f"hg:grants:{kind}"
 
-        async def attempt() -> AdminChange:
-            async with self.client.pipeline(transaction=True) as pipe:
-                while True:  # optimistic: redone when the hash changed since the read
-                    try:
-                        await pipe.watch(key)
-                        raw = await pipe.hget(key, subject)
-                        before = None if raw is None else Grants.model_validate_json(raw)
-                        change = AdminChange.made(kind, subject, before, edit(before), actor)
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        if change.after is None:
-                            pipe.hdel(key, subject)
-                        else:
-                            pipe.hset(key, subject, change.after.model_dump_json())
-                        pipe.xadd("hg:admin", {"change": change.model_dump_json()})
-                        await pipe.execute()
-                        return change
-                    except WatchError:
-                        continue
+        async def step(pipe: Pipeline) -> AdminChange:
+            raw = await pipe.hget(key, subject)
+            before = None if raw is None else Grants.model_validate_json(raw)
+            change = AdminChange.made(kind, subject, before, edit(before), actor)
+            pipe.multi()  # type: ignore[no-untyped-call]
+            if change.after is None:
+                pipe.hdel(key, subject)
+            else:
+                pipe.hset(key, subject, change.after.model_dump_json())
+            pipe.xadd("hg:admin", {"change": change.model_dump_json()})
+            await pipe.execute()
+            return change
 
-        result: AdminChange = await self.call(attempt())
-        return result
+        return await self._optimistic(key, step)
 
     async def admin_changes(self, since: float) -> list[AdminChange]:
         entries = await self.call(self.client.xrange("hg:admin", min=_stream_id(since)))
@@ -254,22 +266,15 @@ class RedisStore:
     ) -> bytes:
         name = f"hg:state:{key}"
 
-        async def attempt() -> bytes:
-            async with self.client.pipeline(transaction=True) as pipe:
-                while True:  # optimistic: redone when the key changed since the read
-                    try:
-                        await pipe.watch(name)
-                        now = await pipe.get(name)  # UTF-8 JSON, decoded
-                        value = change(now.encode() if isinstance(now, str) else now)
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        pipe.set(name, value, px=max(1, int(ttl_s * 1000)))
-                        await pipe.execute()
-                        return value
-                    except WatchError:
-                        continue
+        async def step(pipe: Pipeline) -> bytes:
+            now = await pipe.get(name)  # UTF-8 JSON, decoded
+            value = change(now.encode() if isinstance(now, str) else now)
+            pipe.multi()  # type: ignore[no-untyped-call]
+            pipe.set(name, value, px=max(1, int(ttl_s * 1000)))
+            await pipe.execute()
+            return value
 
-        result: bytes = await self.call(attempt())
-        return result
+        return await self._optimistic(name, step)
 
     async def secret(self, name: str) -> bytes:
         key = f"hg:secret:{name}"
@@ -315,24 +320,17 @@ class RedisStore:
     ) -> Approval:
         key = f"hg:approval:{approval_id}"
 
-        async def attempt() -> Approval:
-            async with self.client.pipeline(transaction=True) as pipe:
-                while True:  # optimistic: redone when the record changed since the read
-                    try:
-                        await pipe.watch(key)
-                        raw = await pipe.get(key)
-                        if raw is None:
-                            raise ApprovalNotFound(approval_id)
-                        after = decided(Approval.model_validate_json(raw), decision, actor, at)
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        pipe.set(key, after.model_dump_json())
-                        await pipe.execute()
-                        return after
-                    except WatchError:
-                        continue
+        async def step(pipe: Pipeline) -> Approval:
+            raw = await pipe.get(key)
+            if raw is None:
+                raise ApprovalNotFound(approval_id)
+            after = decided(Approval.model_validate_json(raw), decision, actor, at)
+            pipe.multi()  # type: ignore[no-untyped-call]
+            pipe.set(key, after.model_dump_json())
+            await pipe.execute()
+            return after
 
-        result: Approval = await self.call(attempt())
-        return result
+        return await self._optimistic(key, step)
 
 
 _SCOPE_FIELDS = {"key": "key_id", "team": "team", "user": "user", "agent": "agent",
