@@ -10,13 +10,14 @@ last ones. One process per database file: run Redis for several replicas.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -395,8 +396,7 @@ class SQLiteStore:
         self, kind: Kind, subject: str, edit: GrantsEdit, actor: str
     ) -> AdminChange:
         def write(db: sqlite3.Connection) -> AdminChange:
-            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
-            try:
+            with _transaction(db, "BEGIN IMMEDIATE"):  # the read is the write's: no one between
                 row = db.execute(
                     "SELECT doc FROM grants WHERE kind = ? AND name = ?", (kind, subject)
                 ).fetchone()
@@ -413,10 +413,6 @@ class SQLiteStore:
                     "INSERT INTO admin_log (ts, change) VALUES (?, ?)",
                     (change.ts, change.model_dump_json()),
                 )
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
             return change
 
         return await self._run(write)
@@ -452,8 +448,7 @@ class SQLiteStore:
         self, key: str, change: Callable[[bytes | None], bytes], ttl_s: float
     ) -> bytes:
         def update(db: sqlite3.Connection) -> bytes:
-            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
-            try:
+            with _transaction(db, "BEGIN IMMEDIATE"):  # the read is the write's: no one between
                 now = time.time()
                 row = db.execute(
                     "SELECT value FROM states WHERE key = ? AND expires >= ?", (key, now)
@@ -463,10 +458,6 @@ class SQLiteStore:
                     "INSERT OR REPLACE INTO states (key, value, expires) VALUES (?, ?, ?)",
                     (key, value, now + ttl_s),
                 )
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
             return value
 
         return await self._run(update)
@@ -526,8 +517,7 @@ class SQLiteStore:
         self, approval_id: str, decision: ApprovalDecision, actor: str, at: float
     ) -> Approval:
         def write(db: sqlite3.Connection) -> Approval:
-            db.execute("BEGIN IMMEDIATE")  # the read below is the write's: no one between
-            try:
+            with _transaction(db, "BEGIN IMMEDIATE"):  # the read is the write's: no one between
                 row = db.execute(
                     "SELECT doc FROM approvals WHERE id = ?", (approval_id,)
                 ).fetchone()
@@ -538,10 +528,6 @@ class SQLiteStore:
                     "UPDATE approvals SET status = ?, doc = ? WHERE id = ?",
                     (after.status, after.model_dump_json(), approval_id),
                 )
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
             return after
 
         return await self._run(write)
@@ -642,9 +628,17 @@ def _insert_usage(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
 
 
 def _insert_all(db: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
-    db.execute("BEGIN")  # one transaction (one commit) for the whole batch
-    try:
+    with _transaction(db, "BEGIN"):  # one transaction (one commit) for the whole batch
         db.executemany(sql, rows)
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection, begin: str) -> Iterator[None]:
+    """``begin`` (``BEGIN``, or ``BEGIN IMMEDIATE`` to take the write lock before a read),
+    then COMMIT, or ROLLBACK when the block raises (what it raised is raised)."""
+    db.execute(begin)
+    try:
+        yield
     except BaseException:
         db.execute("ROLLBACK")
         raise
