@@ -67,6 +67,11 @@ def test_urls_have_one_canonical_form() -> None:
     assert forms == {"evil.example/pay"}
     assert url_canonical("https://evil.example:8443/pay") == "evil.example:8443/pay"
     assert url_canonical("not a url") is None
+    assert url_canonical("http://[::1") is None  # urlsplit refuses it: text, not a URL
+    evidence = Evidence()
+    evidence.add_result("read_file", "see http://[::1 or http://[x.y/a: DE89370400440532013000")
+    rule = Rule("payee", "send_money", "recipient")
+    assert check_call("send_money", {"recipient": "DE89370400440532013000"}, evidence, [rule])
 
 
 def test_fold_and_canonical_forms() -> None:

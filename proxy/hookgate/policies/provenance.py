@@ -15,6 +15,10 @@ YAML::
               - "get_most_recent_transactions[].sender"   # a field of a tool's result
           - {tool: send_email, argument: recipients, action: approval}
           - {tool: "*", argument: url, action: audit}
+          - tool: delete_file              # an identifier: it must be found, whole,
+            argument: file_id              #   in an admitted source
+            require_source: true
+            allow_from: [prompt, "list_files[].id_"]
 
 Every tool result is evidence, split into fields (:mod:`hookgate.provenance.evidence`):
 ``tool.field.path`` for a JSON or YAML result's leaves, ``tool.content`` for free text.
@@ -57,7 +61,7 @@ from hookgate.pipeline.observe import Metric, Observation
 from hookgate.pipeline.types import Context
 from hookgate.policies.globs import listed
 from hookgate.provenance import TRUSTED, Evidence, Finding, Rule, check_call
-from hookgate.provenance.check import Action
+from hookgate.provenance.check import NOWHERE, Action
 from hookgate.redaction.placeholders import PATTERN
 from hookgate.wire.conversation import Conversation
 
@@ -88,6 +92,12 @@ class Sink(PolicyConfig):
     min_length: int | None = Field(None, ge=4)
     """The shortest copied substring (letters and digits) that counts for this sink;
     default: the policy's ``min_length`` (never less)."""
+    require_source: bool = False
+    """The value must be found whole in one of ``allow_from`` — what an identifier needs
+    (a file or event id the agent read in a listing, or the user typed): a value found
+    nowhere, or only in an unadmitted source, is a finding however short it is. Without
+    it a value is a finding only when it is found in an unadmitted source, and values
+    under three letters or digits never are."""
     name: str | None = None
     """The rule's name in telemetry; default ``tool.argument``."""
 
@@ -128,6 +138,7 @@ class ProvenanceConfig(PolicyConfig):
                 action=s.action,
                 allow_from=s.allow_from,
                 min_length=s.min_length or self.min_length,
+                require_source=s.require_source,
             )
             for s in self.sinks
         )
@@ -195,10 +206,7 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
         if finding is not None:
             self._observe(finding, ctx)
             if finding.action == "deny":
-                return ToolResult.refused(
-                    f"{_what(finding)}, and {finding.rule!r} does not take values from "
-                    f"there; use a value the user gave"
-                )
+                return ToolResult.refused(f"{_why(finding)}; use a value the user gave")
         result = await next(call, ctx)
         if not result.blocked:
             record_result(self.evidence(ctx), self.config, call.name, result.content)
@@ -226,7 +234,7 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
         needs = "; it needs a person's approval, which the proxy cannot ask for" if (
             finding.action == "approval"
         ) else ""  # fmt: skip
-        return f"{_what(finding)}, and {finding.rule!r} does not take values from there{needs}"
+        return f"{_why(finding)}{needs}"
 
     def _finding(
         self, call: ToolCall, ctx: ReplyContext, actions: tuple[Action, ...]
@@ -262,7 +270,17 @@ def _count(finding: Finding, observation: Observation) -> None:
 
 
 def _what(finding: Finding) -> str:
+    """Where a sink's value came from, in words (never the value)."""
+    if finding.source == NOWHERE:
+        return f"the value of {finding.sink} was found in no source {finding.rule!r} admits"
     return f"the value of {finding.sink} came from the result field {finding.source!r}"
+
+
+def _why(finding: Finding) -> str:
+    """Why a call is refused: where its value came from, and the rule."""
+    if finding.source == NOWHERE:
+        return _what(finding)
+    return f"{_what(finding)}, and {finding.rule!r} does not take values from there"
 
 
 def _placeholders(ctx: ReplyContext) -> dict[str, str]:

@@ -8,7 +8,11 @@ checked) — the action it takes, and ``allow_from``: the sources that may suppl
 :func:`origin` finds the untrusted source a value came from: one whose recorded forms
 (:mod:`.evidence`) hold the value's exact canonical form, or a substring of at least
 ``min_length`` compact characters of it — unless an admitted source holds the same
-(the value itself, or those characters). :func:`check_call` applies the rules to one
+(the value itself, or those characters: a substring counts only where it holds a character
+no admitted substring covers). A rule that ``require_source`` (an identifier:
+a file id, an event id) asks the opposite: its value must be found whole in an admitted
+source, however short; a value found nowhere else has the source :data:`NOWHERE`.
+:func:`check_call` applies the rules to one
 call and returns a :class:`Finding`: which source, which sink, which rule and action —
 never the value. Pure.
 """
@@ -26,7 +30,10 @@ from hookgate.provenance.evidence import TRUSTED, Evidence, digest, exact
 Action = Literal["deny", "approval", "audit"]
 
 MIN_EXACT = 3
-"""Shorter canonical forms are never matched (a digit, ``ok``)."""
+"""Shorter canonical forms are never matched (a digit, ``ok``), but by a rule that
+``require_source``."""
+NOWHERE = "(nowhere)"
+"""The source of a ``require_source`` sink's value found in no tool result at all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,7 @@ class Rule:
     action: Action = "deny"
     allow_from: tuple[str, ...] = (TRUSTED,)
     min_length: int = 8
+    require_source: bool = False
 
     def admits(self, source: str) -> bool:
         """Whether ``source`` (``prompt`` or a field path) may supply this sink's values
@@ -82,9 +90,11 @@ def check_call(
 
 
 def origin(value: str, evidence: Evidence, rule: Rule) -> str | None:
-    """The untrusted source path ``value`` came from that ``rule`` does not admit, or
-    None (see the module docstring)."""
-    forms = [f for f in normalize.canonical(evidence.resolved(value)) if len(f) >= MIN_EXACT]
+    """The untrusted source path ``value`` came from that ``rule`` does not admit
+    (:data:`NOWHERE` when a ``require_source`` value came from no source), or None (see
+    the module docstring)."""
+    least = 1 if rule.require_source else MIN_EXACT
+    forms = [f for f in normalize.canonical(evidence.resolved(value)) if len(f) >= least]
     if not forms:
         return None
     exacts = {exact(f) for f in forms}
@@ -97,23 +107,38 @@ def origin(value: str, evidence: Evidence, rule: Rule) -> str | None:
             untrusted.append((path, found))
     if exacts & cleared:
         return None  # the value itself is admitted
+    if rule.require_source:
+        return next((path for path, found in untrusted if exacts & found), NOWHERE)
     length = evidence.gram_length
     long = [[digest(g) for g in normalize.gram_list(f, length)] for f in forms]
+    fresh = [_fresh(grams, cleared, length) for grams in long]
     for path, found in untrusted:
         if exacts & found:
             return path
         needed = 1 if evidence.sparse(path) else max(rule.min_length, length) - length + 1
-        for grams in long:
-            if _run(grams, found, cleared) >= needed:
+        for grams, new in zip(long, fresh, strict=True):
+            if _run(grams, new, found) >= needed:
                 return path
     return None
 
 
-def _run(grams: list[int], found: frozenset[int], cleared: set[int]) -> int:
-    """The most consecutive grams of a value found in a source and not cleared."""
+def _fresh(grams: list[int], cleared: set[int], length: int) -> list[bool]:
+    """For each gram of a value, whether it holds a character no admitted gram covers (an
+    admitted gram's characters are admitted text: a gram made only of them — ``hotel``
+    and the first letters of an admitted hotel name — is not new text, wherever it is
+    found)."""
+    covered = [False] * (len(grams) + length - 1)
+    for i, gram in enumerate(grams):
+        if gram in cleared:
+            covered[i : i + length] = [True] * length
+    return [not all(covered[i : i + length]) for i in range(len(grams))]
+
+
+def _run(grams: list[int], fresh: list[bool], found: frozenset[int]) -> int:
+    """The most consecutive grams of a value found in a source and fresh."""
     best = run = 0
-    for gram in grams:
-        run = run + 1 if gram in found and gram not in cleared else 0
+    for gram, new in zip(grams, fresh, strict=True):
+        run = run + 1 if new and gram in found else 0
         best = max(best, run)
     return best
 

@@ -2,12 +2,13 @@
 fields — kept as hashes of canonical forms, never as text.
 
 A tool result is split into fields (:func:`fields`): parsed as JSON, else as YAML (a
-mapping or a list: AgentDojo's tools answer with YAML dumps of pydantic models), else
-taken as free text. Each leaf keeps its path — the tool's name, then its keys, ``[]``
-for a list's items (``get_most_recent_transactions[].sender``); a result that is a
-single text is ``<tool>.content`` (``read_file.content``) — so a rule can admit one
-field of a tool (a transaction's ``sender``) and not another (its ``subject``, which
-whoever sent the money wrote).
+mapping or a list whose keys are names or e-mail addresses: AgentDojo's tools answer
+with YAML dumps of pydantic models), else taken as free text. Each leaf keeps its path —
+the tool's name, then its keys, ``[]`` for a list's items
+(``get_most_recent_transactions[].sender``); a result that is a single text is
+``<tool>.content`` (``read_file.content``) — so a rule can admit one field of a tool (a
+transaction's ``sender``) and not another (its ``subject``, which whoever sent the
+money wrote).
 
 :class:`Evidence` keeps, per source path, 48-bit hashes of every compact canonical form
 of each leaf (:mod:`.normalize`): the whole leaf and each word, e-mail address and URL in
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -47,15 +49,23 @@ MAX_WINDOW = 32
 """The widest winnowing window (see :func:`hashes`)."""
 MAX_SEEN = 256
 """Trusted texts remembered as recorded (their hashes), so a resent one is not redone."""
+MEMO_HASHES = 524_288
+"""Hashes of recently hashed leaves remembered (about 20 MB at most; a tool result of
+1 KB has some 2,000)."""
 MAX_LEAVES = 2_048
 """Leaves of one tool result that are recorded (the rest are not)."""
 _EXACT = "="
 _PERSON = b"hookgate-prov"
 
 
+_BLAKE = hashlib.blake2b(digest_size=6, person=_PERSON)
+
+
 def digest(text: str) -> int:
-    """A 48-bit hash of one form (JSON carries it as an integer)."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6, person=_PERSON).digest())
+    """A 48-bit hash of one form (JSON carries it as an integer): BLAKE2b, personalised."""
+    state = _BLAKE.copy()  # a copy of a keyed state costs less than a new one
+    state.update(text.encode())
+    return int.from_bytes(state.digest())
 
 
 def exact(form: str) -> int:
@@ -71,7 +81,56 @@ def hashes(text: str, gram_length: int, budget: int | None = None) -> tuple[list
     grams, the smallest (winnowing, ``w`` the smallest power of two up to
     :data:`MAX_WINDOW` that fits): any substring of ``gram_length + w - 1`` characters it
     shares with a value still shares a kept gram, so padding a field cannot push a
-    planted value out of reach. Past even that, the first part is kept."""
+    planted value out of reach. Past even that, the first part is kept.
+
+    Remembered for the last :data:`MEMO_HASHES` hashes' worth of leaves (keyed by a
+    digest of the text): the proxy reads a request's whole conversation at each model
+    call, so a tool result is hashed once, not again at every turn that resends it."""
+    key = (hashlib.blake2b(text.encode(), digest_size=16).digest(), gram_length, budget)
+    known = _MEMO.get(key)
+    if known is not None:
+        return list(known[0]), known[1]
+    found, sparse = _hashes(text, gram_length, budget)
+    _MEMO.put(key, (tuple(found), sparse))
+    return found, sparse
+
+
+_Key = tuple[bytes, int, int | None]
+_Hashed = tuple[tuple[int, ...], bool]
+
+
+class _Memo:
+    """The hashes of the leaves hashed last, up to ``limit`` hashes in all (thread-safe:
+    the SDK may check tool calls from several threads)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.entries: OrderedDict[_Key, _Hashed] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: _Key) -> _Hashed | None:
+        with self.lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+            return found
+
+    def put(self, key: _Key, value: _Hashed) -> None:
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = value
+            self.size += len(value[0])
+            while self.size > self.limit and self.entries:
+                self.size -= len(self.entries.popitem(last=False)[1][0])
+
+
+_MEMO = _Memo(MEMO_HASHES)
+
+
+def _hashes(text: str, gram_length: int, budget: int | None) -> tuple[list[int], bool]:
+    """:func:`hashes`, computed."""
     forms = sorted(normalize.canonical(text))
     found = dict.fromkeys(exact(f) for f in [*forms, *sorted(normalize.tokens(text))])
     grams = [[digest(g) for g in normalize.gram_list(f, gram_length)] for f in forms]
@@ -117,13 +176,15 @@ def fields(tool: str, content: str) -> Iterator[tuple[str, str]]:
 
 def _parsed(content: str) -> Any:
     """A result's JSON object or list, or its YAML one of several lines whose keys are
-    all names (free text such as ``Note: pay now`` parses as YAML too, and is free text);
-    None for free text."""
+    all names or addresses (free text such as ``Note: pay now`` parses as YAML too, and
+    is free text); None for free text."""
     try:
         value = orjson.loads(content)
     except orjson.JSONDecodeError:
         if "\n" not in content.strip():
             return None  # one line (``Ann: ann@example.com``) is free text, not YAML
+        if not _YAML_START.match(content):
+            return None  # prose: not worth a YAML parser's time
         try:
             value = yaml.safe_load(content)
         except yaml.YAMLError:
@@ -133,12 +194,22 @@ def _parsed(content: str) -> Any:
     return value if isinstance(value, dict | list) else None
 
 
+_YAML_START = re.compile(r"\s*(?:-(?:\s|$)|[\w.+@-]+\s*:)")
+"""How a YAML list, or a mapping keyed by names or addresses, begins."""
+
+
 def _named(value: Any) -> bool:
+    """Whether every key is a name or an e-mail address (a file's ``shared_with``)."""
     if isinstance(value, dict):
-        return all(_key(k) != "*" and _named(v) for k, v in value.items())
+        return all(_keyed(k) and _named(v) for k, v in value.items())
     if isinstance(value, list):
         return all(_named(v) for v in value)
     return True
+
+
+def _keyed(key: Any) -> bool:
+    """Whether a key is one of a structured result: a name or an e-mail address."""
+    return _key(key) != "*" or normalize.EMAIL.fullmatch(str(key)) is not None
 
 
 def _key(key: Any) -> str:

@@ -93,7 +93,10 @@ def url_canonical(text: str) -> str | None:
     folded = fold(text)
     if " " in folded or not URL.fullmatch(folded):
         return None
-    parts = urlsplit(folded if "://" in folded else f"http://{folded}")
+    try:
+        parts = urlsplit(folded if "://" in folded else f"http://{folded}")
+    except ValueError:  # ``http://[x`` (an unclosed IPv6 host) is text, not a URL
+        return None
     host = (parts.hostname or "").removeprefix("www.")
     if not host:
         return None
@@ -142,9 +145,16 @@ def _decoded(text: str) -> list[str]:
 def canonical(text: str) -> set[str]:
     """The compact forms of ``text`` as a whole value: of its decodings, and of their
     e-mail and URL canonical forms. Empty forms are left out."""
+    if len(text) < 8 and text.isascii() and text.isalnum():
+        return {text.lower()}  # the common word: no decoding, address or URL, no folding
     out: set[str] = set()
     for value in decodings(text):
-        for form in (value, email_canonical(value), url_canonical(value)):
+        forms: list[str | None] = [value]
+        if "@" in value:
+            forms.append(email_canonical(value))
+        if "." in value:  # every URL the pattern takes has a dot (``www.`` or a host's)
+            forms.append(url_canonical(value))
+        for form in forms:
             if form is not None and (c := compact(form)):
                 out.add(c)
     return out
@@ -154,11 +164,11 @@ def tokens(text: str) -> set[str]:
     """The compact canonical forms of what a longer text holds that may be a value of
     its own: each e-mail address, URL and whitespace-separated word (and their
     decodings). A short sink value is looked for among these, exactly."""
-    out: set[str] = set()
     plain = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)  # base64 keeps its case
-    for pattern in (EMAIL, URL, _WORD):
-        for match in pattern.finditer(plain):
-            out |= canonical(match.group().strip(".,;:!?"))
+    found = {m.group().strip(".,;:!?") for p in (EMAIL, URL, _WORD) for m in p.finditer(plain)}
+    out: set[str] = set()
+    for token in found:  # each distinct one once: prose repeats its words
+        out |= canonical(token)
     return out
 
 
