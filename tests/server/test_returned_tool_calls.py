@@ -18,7 +18,7 @@ import pytest
 
 from hookgate.wire import synth
 from tests.conftest import ProxyFactory, anthropic_client, openai_client
-from tests.fakes import FakeUpstream, Status
+from tests.fakes import Events, FakeUpstream, Raw, Status
 from tests.waits import eventually
 
 GUARD = """
@@ -228,3 +228,70 @@ def test_a_responses_call_of_a_built_in_client_tool_is_judged_by_its_type(
     assert response.output_text == (
         "Cleaning up.hookgate refused a call of local_shell: the tool 'local_shell' is not allowed"
     )
+
+
+def _legacy_events(name: str, arguments: str) -> list[bytes]:
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return f"data: {json.dumps({**head, 'choices': [choice]})}\n\n".encode()
+
+    return [
+        chunk({"role": "assistant", "content": None,
+               "function_call": {"name": name, "arguments": ""}}),
+        chunk({"function_call": {"arguments": arguments[:10]}}),
+        chunk({"function_call": {"arguments": arguments[10:]}}),
+        chunk({}, "function_call"),
+        b"data: [DONE]\n\n",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("name", "refused"), [("send_money", True), ("get_balance", False)])
+def test_a_legacy_function_call_is_checked_too(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path, stream: bool,
+    name: str, refused: bool,
+) -> None:  # fmt: skip
+    """The deprecated ``functions`` parameter: the model answers ``message.function_call``
+    (streamed: ``delta.function_call``); a denied one never reaches the client."""
+    url = _proxy(make_proxy, tmp_path)
+    arguments = '{"recipient": "DE89", "amount": 100}'
+    if stream:
+        upstream.push(Events(_legacy_events(name, arguments)))
+    else:
+        message = {"role": "assistant", "content": None,
+                   "function_call": {"name": name, "arguments": arguments}}  # fmt: skip
+        upstream.push(Raw(json.dumps({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "function_call"}],
+        }).encode()))  # fmt: skip
+    client = openai_client(url)
+    functions: Any = [{"name": n, "parameters": _schema()} for n in OFFERED]
+    messages: Any = [{"role": "user", "content": "pay the bill"}]
+    if stream:
+        chunks = list(
+            client.chat.completions.create(
+                model="m", messages=messages, functions=functions, stream=True
+            )
+        )
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        called = "".join(d.function_call.arguments or "" for d in deltas if d.function_call)
+        names = [d.function_call.name for d in deltas if d.function_call and d.function_call.name]
+        content = "".join(d.content or "" for d in deltas)
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices][-1]
+    else:
+        choice = client.chat.completions.create(
+            model="m", messages=messages, functions=functions
+        ).choices[0]
+        call = choice.message.function_call
+        called, names = (call.arguments, [call.name]) if call else ("", [])
+        content, finish = choice.message.content or "", choice.finish_reason
+    if refused:
+        assert (called, names, finish) == ("", [], "stop")
+        assert content == REFUSED[0]
+        assert _audited(tmp_path, 1) == [{"tool_guard": "block"}]
+    else:
+        assert json.loads(called) == json.loads(arguments)
+        assert (names, finish) == ([name], "function_call")
+        assert content == ""

@@ -9,7 +9,8 @@ Gemini API request arrives translated to chat) into a :class:`Conversation`:
   user messages); Messages ``system`` and the text blocks of ``user`` messages;
 * **tool results**: each result's text with the id of the call it answers and that
   call's tool name ("" when no call in the request names it) — chat ``role: tool``
-  messages matched to the assistant's ``tool_calls`` by id; Responses
+  messages matched to the assistant's ``tool_calls`` by id, and legacy ``role: function``
+  messages by their ``name``; Responses
   ``function_call_output`` / ``custom_tool_call_output`` items matched to
   ``function_call`` / ``custom_tool_call`` items by ``call_id``; Messages ``tool_result``
   blocks matched to ``tool_use`` blocks by id;
@@ -113,6 +114,9 @@ def _chat(messages: Sequence[Any]) -> tuple[list[str], list[ToolOutput]]:
             results.append(
                 ToolOutput(names.get(call_id, ""), call_id, _text(message.get("content")))
             )
+        elif role == "function":  # the legacy ``functions`` API's result, named
+            name = str(message.get("name", ""))
+            results.append(ToolOutput(name, "", _text(message.get("content"))))
     return trusted, results
 
 

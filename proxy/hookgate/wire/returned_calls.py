@@ -9,7 +9,9 @@ result that never comes, and the model reads why on its next turn):
 
 * **chat**: the call is removed from ``message.tool_calls`` (the key removed when none is
   left) and the note (:func:`note`) is added to the message's ``content``; a
-  ``finish_reason`` of ``tool_calls`` becomes ``stop`` when no call is left;
+  ``finish_reason`` of ``tool_calls`` becomes ``stop`` when no call is left. A legacy
+  ``message.function_call`` (the ``functions`` parameter) is checked alike: removed,
+  the note added, ``function_call`` as the finish reason becomes ``stop``;
 * **Responses**: the ``function_call`` / ``custom_tool_call`` item (or the call of a
   built-in tool the client runs: ``local_shell_call``, ``shell_call``,
   ``apply_patch_call``, ``computer_call``, named by the tool's type — ``local_shell`` —
@@ -69,6 +71,13 @@ _CLIENT_TOOLS = {
 offered) and the field its arguments are in."""
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", *_CLIENT_TOOLS})
 
+_CHAT_DELTA_CALLS = frozenset({"tool_calls", "function_call"})
+_CHAT_CALL_KEYS = (b"tool_calls", b"function_call")
+_CHAT_CALL_FINISH = frozenset({"tool_calls", "function_call"})
+_LEGACY = -1
+"""Where a streamed chat choice's legacy ``function_call`` is held (before its
+``tool_calls``, which it never comes with)."""
+
 NOTE_PREFIX = "msg_hookgate_"
 """The id prefix of a Responses message item that replaced a refused call."""
 
@@ -124,12 +133,21 @@ async def _chat_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]
     for choice in choices:
         message = choice.get("message") if isinstance(choice, dict) else None
         calls = message.get("tool_calls") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or not isinstance(calls, list) or not calls:
+        legacy = message.get("function_call") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not (calls or legacy):
             out.append(choice)
             continue
         kept: list[Any] = []
         notes: list[str] = []
-        for call in calls:
+        if isinstance(legacy, dict):
+            name = str(legacy.get("name", ""))
+            reason = await check(ReturnedCall(name, arguments_of(legacy.get("arguments"))))
+            if reason is not None:
+                notes.append(note(name, reason))
+                message = {k: v for k, v in message.items() if k != "function_call"}
+                if choice.get("finish_reason") == "function_call":
+                    choice = {**choice, "finish_reason": "stop"}
+        for call in calls if isinstance(calls, list) else ():
             returned = _chat_call(call)
             if returned is None:
                 kept.append(call)
@@ -147,7 +165,7 @@ async def _chat_body(body: Mapping[str, Any], check: Check) -> Mapping[str, Any]
         if kept:
             changed["tool_calls"] = kept
         else:
-            changed.pop("tool_calls")
+            changed.pop("tool_calls", None)
         choice = {**choice, "message": changed}
         if not kept and choice.get("finish_reason") == "tool_calls":
             choice["finish_reason"] = "stop"
@@ -306,7 +324,7 @@ class ChatGate(EventRewriter):
         """The choices that sent text (a note then starts on a new paragraph)."""
 
     async def feed(self, block: bytes) -> list[bytes]:
-        if self._texted and not self._held and b"tool_calls" not in block:
+        if self._texted and not self._held and not any(k in block for k in _CHAT_CALL_KEYS):
             return [block]  # nothing to hold or release: not even parsed
         data = sse.json_of(block)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
@@ -323,14 +341,18 @@ class ChatGate(EventRewriter):
             delta = choice.get("delta")
             if isinstance(delta, dict) and delta.get("content"):
                 self._texted.add(index)
-            if isinstance(delta, dict) and "tool_calls" in delta:
-                self._hold(index, delta["tool_calls"])
-                choice = {**choice, "delta": {k: v for k, v in delta.items() if k != "tool_calls"}}
+            legacy = delta.get("function_call") if isinstance(delta, dict) else None
+            if isinstance(delta, dict) and (delta.get("tool_calls") or isinstance(legacy, dict)):
+                self._hold(index, delta.get("tool_calls"))
+                if isinstance(legacy, dict):
+                    self._hold(index, [{"index": _LEGACY, "function": legacy}])
+                kept_delta = {k: v for k, v in delta.items() if k not in _CHAT_DELTA_CALLS}
+                choice = {**choice, "delta": kept_delta}
                 touched = True
             if choice.get("finish_reason") is not None and index in self._held:
                 released, kept = await self._release(data, index)
                 before += released
-                if not kept and choice["finish_reason"] == "tool_calls":
+                if not kept and choice["finish_reason"] in _CHAT_CALL_FINISH:
                     choice = {**choice, "finish_reason": "stop"}
                 touched = True
             choices.append(choice)
@@ -364,7 +386,7 @@ class ChatGate(EventRewriter):
         head = {k: v for k, v in data.items() if k not in ("choices", "usage")}
         out: list[bytes] = []
         notes: list[str] = []
-        for _, call in sorted(self._held.pop(choice).items()):
+        for position, call in sorted(self._held.pop(choice).items()):
             arguments = "".join(call.arguments)
             reason = await self._check(ReturnedCall(call.name, arguments_of(arguments), call.id))
             if reason is not None:
@@ -373,7 +395,9 @@ class ChatGate(EventRewriter):
             text = "input" if call.type == "custom" else "arguments"
             whole = {"index": len(out), "id": call.id, "type": call.type,
                      call.type: {"name": call.name, text: arguments}}  # fmt: skip
-            delta = {"tool_calls": [whole]}
+            delta: dict[str, Any] = {"tool_calls": [whole]}
+            if position == _LEGACY:
+                delta = {"function_call": {"name": call.name, "arguments": arguments}}
             out.append(sse.encode({**head, "choices": [_chunk_choice(choice, delta)]}))
         kept = len(out)
         if notes:
