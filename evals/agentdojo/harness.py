@@ -104,11 +104,21 @@ class Tally:
         def rate(hits: int, runs: int) -> dict[str, Any]:
             return {"hits": hits, "runs": runs, "rate": hits / runs if runs else None}
 
+        by_attack: dict[str, list[int]] = {}
+        for outcome in self.outcomes:
+            if outcome.pair.injection_task is not None:
+                name = f"{outcome.pair.suite}/{outcome.pair.injection_task}"
+                counts = by_attack.setdefault(name, [0, 0])
+                counts[0] += outcome.attacked
+                counts[1] += 1
         return {
             "attack_success": rate(self.attack_success, self.attacked_runs),
             "utility_without_attack": rate(self.utility_clean, self.clean_runs),
             "utility_under_attack": rate(self.utility_under_attack, self.attacked_runs),
             "gateway_refusals": self.refusals,
+            "attack_success_by_injection_task": {
+                name: rate(*counts) for name, counts in sorted(by_attack.items())
+            },
         }
 
 

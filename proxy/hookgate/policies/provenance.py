@@ -18,7 +18,7 @@ YAML::
           - tool: delete_file              # an identifier: it must be found, whole,
             argument: file_id              #   in an admitted source
             require_source: true
-            allow_from: [prompt, "list_files[].id_"]
+            allow_from: ["list_files[].id_"]
 
 Every tool result is evidence, split into fields (:mod:`hookgate.provenance.evidence`):
 ``tool.field.path`` for a JSON or YAML result's leaves, ``tool.content`` for free text.
