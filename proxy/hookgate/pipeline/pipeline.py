@@ -106,6 +106,12 @@ class Pipeline:
         self.needs_usage = any(p.needs_usage for p in listed)
         """Whether a policy reads a stream's usage (:attr:`Policy.needs_usage`)."""
 
+    @property
+    def checks_returned_calls(self) -> bool:
+        """Whether a policy checks the tool calls a model returns (then one may ask a
+        person: :attr:`~hookgate.pipeline.types.Context.approver`)."""
+        return bool(self._returned)
+
     async def run(self, call: ModelCall, ctx: Context) -> ModelResponse:
         """Run request hooks, the model-call onion, then the response hooks (non-streamed, 2xx)."""
         if self._checks_returned_calls and call.api == "responses":

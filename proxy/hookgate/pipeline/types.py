@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
@@ -192,6 +192,18 @@ class Identity:
 ANONYMOUS = Identity()
 
 
+class Approver(Protocol):
+    """Asks a person whether a tool call a model returned may reach the client, and waits
+    (up to ``timeout_s``) for the answer: None when approved, else the text the model
+    reads instead of the call (the approver's rejection, or that no one decided in
+    time)."""
+
+    async def __call__(
+        self, ctx: Context, tool: str, arguments: Mapping[str, Any], call_id: str | None,
+        reason: str, timeout_s: float,
+    ) -> str | None: ...  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """Per-request facts every hook may read, plus mutable slots.
@@ -218,3 +230,6 @@ class Context:
     :mod:`hookgate.pipeline.observe`."""
     reply: ReplyContext | None = None
     """In the SDK: the agent reply this model call belongs to (None in the proxy)."""
+    approver: Approver | None = None
+    """In the proxy: asks a person about a tool call the model returned (the server sets
+    it; None where no one can be asked)."""

@@ -29,12 +29,14 @@ URL and base64 encodings are normalised away (:mod:`hookgate.provenance.normaliz
 and not also in an admitted source, is a *finding*: ``deny`` refuses the call (the model
 reads ``Tool call refused: ...`` naming the source and the sink, never the value),
 ``approval`` pauses it for a person (as ``tool_guard``'s ``approval: pause``: the SDK's
-framework pause, the MCP gateway's approvals), ``audit`` lets it run and records it.
+framework pause, the MCP gateway's and the proxy's approvals), ``audit`` lets it run and
+records it.
 
 Where it runs: the SDK's ``on_tool_call`` and the MCP gateway's ``tools/call``; in the
 proxy, ``returned_tool_call`` checks each tool call a model returns against the request's
-own conversation (the evidence is the request: no state), removing a ``deny`` or
-``approval`` finding's call from the answer (the proxy cannot ask a person). Evidence is
+own conversation (the evidence is the request: no state), removing a ``deny`` finding's
+call from the answer and holding an ``approval`` finding's while a person decides
+(:mod:`hookgate.server.proxy_approval`). Evidence is
 kept in the session's state when the call names a session (the store keeps it: the MCP
 gateway's earlier calls of a session are its evidence), else in the reply's. Trusted
 text: in the SDK the reply's input (its text) and the user and system messages of every
@@ -116,7 +118,8 @@ class ProvenanceConfig(PolicyConfig):
     result that counts as copied; a shorter value counts only when it is a whole word,
     e-mail address or URL of the result."""
     approval_timeout_s: float = Field(300.0, gt=0)
-    """MCP gateway: how long a call paused by an ``approval`` sink waits for a person."""
+    """MCP gateway and proxy: how long a call paused by an ``approval`` sink waits for a
+    person (the proxy holds the model's answer meanwhile: a client must wait longer)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> ProvenanceConfig:
@@ -217,9 +220,9 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
     ) -> str | None:
         """Proxy: a tool call the model returned, checked against the request's own
         conversation — its user, system and developer text trusted, each tool result by
-        field. ``deny`` and ``approval`` remove the call (the proxy has no one to ask:
-        route the tool through the MCP gateway, or govern it with the SDK, for an
-        approval), ``audit`` lets it through; each finding is recorded."""
+        field. ``deny`` removes the call, ``approval`` holds the answer while a person
+        decides (:mod:`hookgate.server.proxy_approval`; removed when rejected or not
+        decided in time), ``audit`` lets it through; each finding is recorded."""
         evidence = new_evidence(self.config)
         for text in conversation.trusted:
             evidence.add_trusted(text)
@@ -231,10 +234,13 @@ class ProvenancePolicy(Policy[ProvenanceConfig]):
         _count(finding, ctx.observation)
         if finding.action == "audit":
             return None
-        needs = "; it needs a person's approval, which the proxy cannot ask for" if (
-            finding.action == "approval"
-        ) else ""  # fmt: skip
-        return f"{_why(finding)}{needs}"
+        if finding.action == "approval":
+            reason = f"{_what(finding)}; a person must approve the call of {call.name!r}"
+            if ctx.approver is None:
+                return f"{reason}, and no one can be asked here"
+            timeout = self.config.approval_timeout_s
+            return await ctx.approver(ctx, call.name, call.arguments, call.call_id, reason, timeout)
+        return _why(finding)
 
     def _finding(
         self, call: ToolCall, ctx: ReplyContext, actions: tuple[Action, ...]

@@ -20,7 +20,10 @@ What an approval shows is never a raw secret: see :mod:`hookgate.store.approvals
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -31,11 +34,22 @@ from hookgate.errors import InvalidRequest
 from hookgate.server.admin import request_actor
 from hookgate.server.appkeys import HOLDER, STORE, WAKEUPS
 from hookgate.server.auth import check_admin
-from hookgate.store.approvals import Approval, ApprovalDecision, ApprovalNotFound
+from hookgate.store.approvals import (
+    Approval,
+    ApprovalClosed,
+    ApprovalDecision,
+    ApprovalNotFound,
+)
 from hookgate.store.base import decision_record
 
 STATUSES = frozenset({"pending", "approved", "edited", "rejected", "expired"})
 MAX_LIMIT = 1000
+POLL_S = 0.25
+"""How often a waiting call reads its approval from the store."""
+
+Tick = Callable[[float], Awaitable[str | None]]
+"""Called at each poll of a waiting call with the seconds it has waited: a reason to
+withdraw it (the client went away), or None to wait on."""
 
 
 def add_routes(app: web.Application) -> None:
@@ -57,11 +71,57 @@ async def decide(
     waiting for it in this process woken. Raises
     :class:`~hookgate.store.approvals.ApprovalNotFound` (404) or
     :class:`~hookgate.store.approvals.ApprovalClosed` (409)."""
+    if decision.decision == "edit":
+        found = await app[STORE].approval(approval_id)
+        if found is not None and found.kind == "proxy":
+            raise InvalidRequest(
+                "a tool call a model returned through the proxy can be approved or rejected, "
+                "not edited: reject it with a message saying what to change, and the model "
+                "reads it",
+                param="decision",
+            )
     made = await app[STORE].decide_approval(approval_id, decision, actor, time.time())
     app[WAKEUPS].wake(approval_id)
     if app[HOLDER].current.config.audit.enabled:
         await app[STORE].write_audit(decision_record(made))
     return made
+
+
+async def wait_for_decision(
+    app: web.Application, approval: Approval, wake: asyncio.Event, tick: Tick
+) -> Approval:
+    """``approval`` (stored, its wake-up registered) once decided, or ``expired``: read
+    from the store every :data:`POLL_S`, at once when this process decides it; ``tick``
+    runs at each poll, and a reason it gives withdraws the call (rejected by
+    ``client``), as does the caller's cancellation (the client went away)."""
+    store = app[STORE]
+    started = time.monotonic()
+    try:
+        while True:
+            current = await store.approval(approval.id)
+            if current is None:
+                return approval.model_copy(update={"status": "expired"})
+            if current.status != "pending":
+                return current
+            why = await tick(time.monotonic() - started)
+            if why is not None:
+                return await withdraw(app, approval, why)
+            left = current.expires_at - time.time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), max(0.0, min(POLL_S, left + 0.01)))
+            wake.clear()
+    except asyncio.CancelledError:
+        await asyncio.shield(withdraw(app, approval, "the client went away"))
+        raise
+
+
+async def withdraw(app: web.Application, approval: Approval, why: str) -> Approval:
+    """Reject ``approval`` as ``client`` (an approver who decided first wins)."""
+    decision = ApprovalDecision(decision="reject", message=why)
+    try:
+        return await decide(app, approval.id, decision, "client")
+    except ApprovalClosed as closed:
+        return closed.approval.at(time.time())
 
 
 async def list_approvals(request: web.Request) -> web.Response:

@@ -27,6 +27,7 @@ from hookgate.pipeline.types import ANONYMOUS, Api, Context, JsonBody, ModelCall
 from hookgate.server.appkeys import LIVE, METRICS, STORE
 from hookgate.server.auth import Caller, check_model
 from hookgate.server.live import LiveCall, LiveTraffic
+from hookgate.server.proxy_approval import ProxyApprover
 from hookgate.server.runtime import Runtime
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
@@ -180,15 +181,18 @@ class ModelRequest:
         check_model(caller, call.model)
         ctx = self.observed.ctx
         chosen = select_set(self.runtime, caller, route=self.api, agent=ctx.agent, model=call.model)
+        pipeline = self.runtime.pipelines[chosen.name]
+        approver = ProxyApprover(self._app, pipeline.policies) if (
+            pipeline.checks_returned_calls
+        ) else None  # fmt: skip
         ctx = self.observed.ctx = dataclasses.replace(
-            ctx, identity=caller.identity, policy_set=chosen.name
+            ctx, identity=caller.identity, policy_set=chosen.name, approver=approver
         )
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
         live = self._live
         live.model, live.policy_set = call.model, chosen.name
         live.key_id, live.team = caller.identity.key_id, caller.identity.team
         live.agent, live.session = ctx.agent, ctx.session_id
-        pipeline = self.runtime.pipelines[chosen.name]
         return await self.observed.run(pipeline, call, usage=pipeline.needs_usage)
 
     def response_headers(self, response: ModelResponse) -> dict[str, str]:

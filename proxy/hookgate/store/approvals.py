@@ -1,16 +1,19 @@
 """Approvals: tool calls that wait for a person's yes, as the store keeps them.
 
 An :class:`Approval` is one tool call that a policy paused (``tool_guard``'s
-``approval: pause``): a ``tools/call`` the MCP gateway holds open (kind ``mcp``), or a
-call of a reply the SDK paused (kind ``sdk``). A person decides it with an
+``approval: pause``, a ``provenance`` sink's ``approval``): a ``tools/call`` the MCP
+gateway holds open (kind ``mcp``), a call of a reply the SDK paused (kind ``sdk``), or a
+tool call a model returned whose answer the proxy holds (kind ``proxy``; approved or
+rejected, never edited: the model wrote it, and a rejection's message tells it what to
+change). A person decides it with an
 :class:`ApprovalDecision` (the admin API, the web UI); the store's
 ``decide_approval`` is a compare-and-set over :func:`decided`, so of two approvers
 (on two replicas) exactly one wins and the other gets :class:`ApprovalClosed`.
 
 What the record shows is never a raw secret: ``arguments`` are the call's arguments as
 the caller's ``pii`` policy would let a model see them (placeholders); the real ones
-stay in the memory of the process that waits (MCP) or in the framework's checkpoint
-(SDK). A set without a ``pii`` policy shows them as sent.
+stay in the memory of the process that waits (MCP, proxy) or in the framework's
+checkpoint (SDK). A set without a ``pii`` policy shows them as sent.
 
 An SDK pause of several calls (one model turn) is one Approval per call, sharing
 ``group`` (the paused reply's key, e.g. LangChain's reply id) and ordered by ``index``:
@@ -29,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hookgate.errors import HookgateError, NotFound
 
 Status = Literal["pending", "approved", "edited", "rejected", "expired"]
-Kind = Literal["mcp", "sdk"]
+Kind = Literal["mcp", "sdk", "proxy"]
 
 STATUS_OF: dict[str, Status] = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 """The status a decision leaves an approval in."""

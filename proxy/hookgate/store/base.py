@@ -235,9 +235,9 @@ def display_url(url: str) -> str:
 
 def decision_record(approval: Approval) -> AuditRecord:
     """The audit record of a decision: api ``approval``, the tool as model, target
-    ``mcp/{server}`` or ``sdk``, ``actor`` the approver, decisions ``{"approval":
+    ``mcp/{server}``, ``sdk`` or ``proxy``, ``actor`` the approver, decisions ``{"approval":
     <status>}``; never the arguments."""
-    target = f"mcp/{approval.server}" if approval.kind == "mcp" else "sdk"
+    target = f"mcp/{approval.server}" if approval.kind == "mcp" else approval.kind
     return AuditRecord(
         ts=approval.decided_at or time.time(), request_id=approval.id, api="approval",
         model=approval.tool, status=200, latency_ms=0.0, target=target,

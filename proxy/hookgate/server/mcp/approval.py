@@ -12,8 +12,8 @@ store: :mod:`hookgate.server.approvals`) or its ``approval_timeout_s`` passes:
   as any call. Reject: not run; the client reads the approver's message as a refused
   tool result. No decision in time: a JSON-RPC error saying so (the approval reads
   ``expired``).
-* The waiter reads the store every :data:`POLL_S` and is woken at once by a decision made
-  in this process (:mod:`hookgate.server.wakeups`).
+* The waiter reads the store every :data:`~hookgate.server.approvals.POLL_S` and is woken
+  at once by a decision made in this process (:mod:`hookgate.server.wakeups`).
 * While it waits the client is told, on the call's event stream (Streamable HTTP): a
   ``notifications/message`` (logging, level ``info``) naming what waits, a
   ``notifications/progress`` every :data:`PROGRESS_EVERY_S` when the call's
@@ -53,8 +53,6 @@ from hookgate.store.approvals import (
 
 log = logging.getLogger("hookgate")
 
-POLL_S = 0.25
-"""How often a waiting call reads its approval from the store."""
 PROGRESS_EVERY_S = 5.0
 """How often a waiting call with a ``progressToken`` is sent ``notifications/progress``."""
 DEFAULT_TIMEOUT_S = 300.0
@@ -193,46 +191,24 @@ class Waiter:
 
     async def _decision(self, approval: Approval, wake: asyncio.Event, wait_s: float) -> Approval:
         """The approval once decided (or withdrawn here); raises :class:`ApprovalTimedOut`."""
-        store = self.request.app[STORE]
-        started = time.monotonic()
-        told = started
-        try:
-            while True:
-                current = await store.approval(approval.id)
-                if current is None or current.status == "expired":
-                    raise ApprovalTimedOut(
-                        f"no one approved the call of {approval.tool!r} within {wait_s:g} s "
-                        f"(approval {approval.id})"
-                    )
-                if current.status != "pending":
-                    return current
-                now = time.monotonic()
-                if now - told >= PROGRESS_EVERY_S:
-                    told = now
-                    waiting = f"waiting for a person to approve {approval.tool!r}"
-                    if not await self._progress(now - started, wait_s, waiting):
-                        return await self._withdraw(approval, "the client went away")
-                if self._gone():
-                    return await self._withdraw(approval, "the client went away")
-                left = current.expires_at - time.time()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), max(0.0, min(POLL_S, left + 0.01)))
-                wake.clear()
-        except asyncio.CancelledError:
-            await asyncio.shield(self._withdraw(approval, "the client went away"))
-            raise
+        told = [0.0]
 
-    def _gone(self) -> bool:
-        transport = self.request.transport
-        return transport is None or transport.is_closing()
+        async def tick(elapsed: float) -> str | None:
+            if elapsed - told[0] >= PROGRESS_EVERY_S:
+                told[0] = elapsed
+                waiting = f"waiting for a person to approve {approval.tool!r}"
+                if not await self._progress(elapsed, wait_s, waiting):
+                    return "the client went away"
+            transport = self.request.transport
+            return "the client went away" if transport is None or transport.is_closing() else None
 
-    async def _withdraw(self, approval: Approval, why: str) -> Approval:
-        """Reject the approval as ``client`` (an approver who decided first wins)."""
-        decision = ApprovalDecision(decision="reject", message=why)
-        try:
-            return await approvals.decide(self.request.app, approval.id, decision, "client")
-        except ApprovalClosed as closed:
-            return closed.approval.at(time.time())
+        final = await approvals.wait_for_decision(self.request.app, approval, wake, tick)
+        if final.status == "expired":
+            raise ApprovalTimedOut(
+                f"no one approved the call of {approval.tool!r} within {wait_s:g} s "
+                f"(approval {approval.id})"
+            )
+        return final
 
 
 async def elicitation_answered(app: web.Application, message: Mapping[str, Any]) -> bool:
