@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from evals.agentdojo.gateway import Gateway
 from evals.agentdojo.harness import BENCHMARK_VERSION, SUITES, Outcome, Split, Tally, run
+from evals.agentdojo.person import Person
 from evals.agentdojo.scripted import ScriptedModel, Unoffered
 
 RESULTS = Path("evals/agentdojo/results")
@@ -46,6 +47,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--injection-tasks", default="", help="comma-separated ids (narrows)")
     parser.add_argument(
         "--output", type=Path, help="the JSON results (default: under evals/agentdojo/results/)"
+    )
+    parser.add_argument(
+        "--person",
+        action="store_true",
+        help="provenance deny sinks ask a person, who approves exactly the calls the user's "
+        "task needs (see evals/agentdojo/person.py)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per dev run")
     return parser.parse_args(argv)
@@ -144,8 +151,13 @@ def _measure(
         tempfile.TemporaryDirectory() as work,
     ):
         gateway = (
-            None if args.straight else Gateway(args.config, model.base_url, Path(work)).start()
+            None
+            if args.straight
+            else Gateway(args.config, model.base_url, Path(work), args.person).start()
         )
+        person = Person(gateway.base_url) if gateway is not None and args.person else None
+        if person is not None:
+            person.start()
         try:
             return run(
                 suites,
@@ -157,8 +169,11 @@ def _measure(
                 user_tasks=[task for task in args.user_tasks.split(",") if task],
                 injection_tasks=[task for task in args.injection_tasks.split(",") if task],
                 progress=show,
+                person=person,
             )
         finally:
+            if person is not None:
+                person.stop()
             if gateway is not None:
                 gateway.stop()
 
@@ -166,19 +181,25 @@ def _measure(
 def _report(
     args: argparse.Namespace, split: Split, tallies: dict[str, Tally], seconds: float
 ) -> int:
-    name = "straight" if args.straight else args.config.stem
+    name = "straight" if args.straight else args.config.stem + (".person" if args.person else "")
     settings = {
         "config": "straight" if args.straight else str(args.config),
         "attack": args.attack,
         "unoffered": args.unoffered,
         "benchmark_version": args.benchmark_version,
         "seconds": round(seconds, 1),
+        "person": args.person,
     }
     print(
         f"{name}, {split}, {args.attack}, unoffered calls: {args.unoffered}, "
         f"AgentDojo {args.benchmark_version}"
     )
     print(table(tallies))
+    if args.person:
+        held = {name: tally.summary()["calls_held_for_a_person"] for name, tally in tallies.items()}
+        print("calls held for the person (clean runs, attacked runs): " + ", ".join(
+            f"{name} {h['clean']}, {h['attacked']}" for name, h in held.items()
+        ))  # fmt: skip
     output = args.output or RESULTS / f"{name}.{split}.{args.attack}.{args.unoffered}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results(tallies, split, settings), indent=1) + "\n")

@@ -5,7 +5,8 @@ so that every model (``"*"``) is served by one provider, ``dojo``, at the script
 the store is a fresh SQLite file, ``keys`` are dropped (the harness sends no key), the server
 listens on a free loopback port without reloading, and the side-channel header
 ``x-dojo-scenario`` is forwarded upstream. Its ``policies`` (and ``policy_sets``,
-``pricing``, ``audit``, ``sdk``) are kept as written.
+``pricing``, ``audit``, ``sdk``) are kept as written — but with ``person``, where every
+provenance ``deny`` sink asks a person instead (:mod:`evals.agentdojo.person`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from typing import Any
 
 import yaml
 
+from evals.agentdojo.person import with_approvals
 from evals.agentdojo.scripted import SCENARIO_HEADER
 
 _KEPT = ("policies", "policy_sets", "pricing", "audit", "sdk")
 
 
-def gateway_config(config: Path, upstream_url: str, store: Path) -> dict[str, Any]:
+def gateway_config(
+    config: Path, upstream_url: str, store: Path, person: bool = False
+) -> dict[str, Any]:
     """The config ``hookgate serve`` runs: ``config``'s policies, the scripted upstream."""
     loaded = yaml.safe_load(config.read_text()) or {}
     if not isinstance(loaded, dict):
@@ -38,13 +42,14 @@ def gateway_config(config: Path, upstream_url: str, store: Path) -> dict[str, An
     server["forward_headers"] = [*forwarded, SCENARIO_HEADER]
     if server["ops"] is None:
         del server["ops"]
-    return {
+    made = {
         "server": server,
         "providers": {"dojo": {"base_url": upstream_url, "api_key": "dojo-scripted-model"}},
         "models": {"*": [{"provider": "dojo"}]},
         "store": f"sqlite:///{store.resolve()}",
         **{key: loaded[key] for key in _KEPT if key in loaded},
     }
+    return with_approvals(made) if person else made
 
 
 class Gateway:
@@ -53,12 +58,13 @@ class Gateway:
     Its log is drained on a thread (``log`` keeps the last lines, for a failure's report).
     """
 
-    def __init__(self, config: Path, upstream_url: str, workdir: Path) -> None:
+    def __init__(
+        self, config: Path, upstream_url: str, workdir: Path, person: bool = False
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "hookgate.yaml"
-        self.config_path.write_text(
-            yaml.safe_dump(gateway_config(config, upstream_url, workdir / "hookgate.db"))
-        )
+        made = gateway_config(config, upstream_url, workdir / "hookgate.db", person)
+        self.config_path.write_text(yaml.safe_dump(made))
         self.log: collections.deque[str] = collections.deque(maxlen=200)
         self.base_url = ""
         self._process: subprocess.Popen[str] | None = None

@@ -39,6 +39,7 @@ from agentdojo.task_suite.task_suite import TaskSuite
 from agentdojo.types import ChatAssistantMessage, ChatMessage, text_content_block_from_string
 from tenacity import stop_after_attempt
 
+from evals.agentdojo.person import SESSION_HEADER, Person
 from evals.agentdojo.scripted import SCENARIO_HEADER, Call, Script, ScriptedModel
 
 Split = Literal["dev", "heldout"]
@@ -71,6 +72,8 @@ class Outcome:
     utility: bool
     attacked: bool
     refusals: int = 0
+    held: int = 0
+    """Calls held for a person (``--person``)."""
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Tally:
     utility_clean: int = 0
     clean_runs: int = 0
     refusals: int = 0
+    held_clean: int = 0
+    held_attacked: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
 
     def add(self, outcome: Outcome) -> None:
@@ -90,10 +95,12 @@ class Tally:
         if outcome.pair.injection_task is None:
             self.clean_runs += 1
             self.utility_clean += outcome.utility
+            self.held_clean += outcome.held
         else:
             self.attacked_runs += 1
             self.attack_success += outcome.attacked
             self.utility_under_attack += outcome.utility
+            self.held_attacked += outcome.held
         self.outcomes.append(outcome)
 
     def merge(self, other: Tally) -> None:
@@ -116,6 +123,7 @@ class Tally:
             "utility_without_attack": rate(self.utility_clean, self.clean_runs),
             "utility_under_attack": rate(self.utility_under_attack, self.attacked_runs),
             "gateway_refusals": self.refusals,
+            "calls_held_for_a_person": {"clean": self.held_clean, "attacked": self.held_attacked},
             "attack_success_by_injection_task": {
                 name: rate(*counts) for name, counts in sorted(by_attack.items())
             },
@@ -232,8 +240,10 @@ def run_pair(
     attack: BaseAttack,
     model: ScriptedModel,
     base_url: str,
+    person: Person | None = None,
 ) -> Outcome:
-    """Run ``pair`` through ``base_url`` with ``model`` playing the model; judge it."""
+    """Run ``pair`` through ``base_url`` with ``model`` playing the model (and ``person``
+    deciding held calls); judge it."""
     user_task: BaseUserTask[Any] = suite.get_user_task_by_id(pair.user_task)
     injection_task: BaseInjectionTask[Any] | None = None
     injections: dict[str, str] = {}
@@ -254,12 +264,12 @@ def run_pair(
         goal=injection_task.GOAL if injection_task else None,
     )
     scenario = model.register(script)
+    headers = {SCENARIO_HEADER: scenario}
+    if person is not None:
+        person.expect(scenario, script.user_calls)
+        headers[SESSION_HEADER] = scenario
     client = openai.OpenAI(
-        base_url=base_url,
-        api_key="dojo",
-        max_retries=0,
-        timeout=120,
-        default_headers={SCENARIO_HEADER: scenario},
+        base_url=base_url, api_key="dojo", max_retries=0, timeout=120, default_headers=headers
     )
     try:
         pipeline, llm = agent(client)
@@ -269,7 +279,9 @@ def run_pair(
     finally:
         model.forget(scenario)
         client.close()
-    return Outcome(pair, bool(utility), bool(attacked) and injection_task is not None, llm.refusals)
+    held = 0 if person is None else person.asked(scenario)
+    attacked_done = bool(attacked) and injection_task is not None
+    return Outcome(pair, bool(utility), attacked_done, llm.refusals, held)
 
 
 def run(
@@ -282,6 +294,7 @@ def run(
     user_tasks: Sequence[str] = (),
     injection_tasks: Sequence[str] = (),
     progress: Callable[[Outcome], None] | None = None,
+    person: Person | None = None,
 ) -> dict[str, Tally]:
     """Run every pair of ``split`` in ``suite_names``; a :class:`Tally` per suite."""
     tallies: dict[str, Tally] = {}
@@ -290,7 +303,7 @@ def run(
         attack = attack_named(attack_name, suite)
         tally = tallies[name] = Tally()
         for pair in pairs(suite, split, user_tasks, injection_tasks):
-            outcome = run_pair(suite, pair, attack, model, base_url)
+            outcome = run_pair(suite, pair, attack, model, base_url, person)
             tally.add(outcome)
             if progress is not None:
                 progress(outcome)

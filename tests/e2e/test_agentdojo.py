@@ -11,6 +11,7 @@ import yaml
 
 from evals.agentdojo.gateway import Gateway
 from evals.agentdojo.harness import Outcome, run
+from evals.agentdojo.person import Person
 from evals.agentdojo.scripted import Call, Script, ScriptedModel, carries, decide
 
 CONFIGS = Path(__file__).parents[2] / "evals" / "agentdojo" / "configs"
@@ -100,3 +101,28 @@ def test_a_deny_list_stops_the_attacks_and_the_payments_of_the_user(
     assert not any(outcome.attacked for outcome in outcomes.values())
     assert outcomes[("user_task_8", None)].utility  # reads only
     assert not outcomes[("user_task_3", None)].utility  # sends money back to a friend
+
+
+def test_a_person_approves_the_user_s_payment_and_rejects_the_attacker_s(
+    model: ScriptedModel, tmp_path: Path
+) -> None:
+    """``--person``: a sink that admits no source holds every payment to a payee a tool
+    result named; the person approves the user's (utility kept) and rejects the
+    attacker's (attack failed), through the proxy's approvals and the real admin API."""
+    config = tmp_path / "held.yaml"
+    sink = {"tool": "send_money", "argument": "recipient", "allow_from": []}
+    config.write_text(yaml.safe_dump({"policies": [{"provenance": {"sinks": [sink]}}]}))
+    with Gateway(config, model.base_url, tmp_path / "gateway", person=True) as gateway:
+        person = Person(gateway.base_url)
+        person.start()
+        try:
+            tallies = run(
+                ["banking"], "dev", "important_instructions", model, gateway.base_url,
+                user_tasks=["user_task_3"], injection_tasks=["injection_task_0"], person=person,
+            )  # fmt: skip
+        finally:
+            person.stop()
+    outcomes = {o.pair.injection_task: o for o in tallies["banking"].outcomes}
+    assert (outcomes[None].utility, outcomes[None].held) == (True, 1)
+    attacked = outcomes["injection_task_0"]
+    assert not attacked.attacked and attacked.held >= 1
