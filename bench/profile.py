@@ -58,21 +58,21 @@ AREAS = (
     ("requests/", "tracing: OTLP encode/export (exporter thread)"),
     ("urllib3/", "tracing: OTLP encode/export (exporter thread)"),
     ("opentelemetry/", "tracing: OpenTelemetry SDK (spans)"),
-    ("(proxy/telemetry/tracing.py", "tracing: hookgate"),
-    ("(proxy/policies/tracing.py", "tracing: hookgate"),
-    ("(proxy/telemetry/semconv.py", "tracing: hookgate"),
+    ("proxy/hookgate/telemetry/tracing.py", "tracing: hookgate"),
+    ("proxy/hookgate/policies/tracing.py", "tracing: hookgate"),
+    ("proxy/hookgate/telemetry/semconv.py", "tracing: hookgate"),
     ("prometheus_client/", "metrics"),
-    ("(proxy/telemetry/metrics.py", "metrics"),
-    ("(proxy/policies/budget.py", "budget"),
-    ("(proxy/budgets/", "budget"),
-    ("(proxy/policies/rate_limit.py", "rate_limit"),
-    ("(proxy/policies/fallback.py", "fallback"),
-    ("(proxy/resilience/", "fallback"),
-    ("(proxy/policies/pii.py", "pii"),
-    ("(proxy/redaction/", "pii"),
+    ("proxy/hookgate/telemetry/metrics.py", "metrics"),
+    ("proxy/hookgate/policies/budget.py", "budget"),
+    ("proxy/hookgate/budgets/", "budget"),
+    ("proxy/hookgate/policies/rate_limit.py", "rate_limit"),
+    ("proxy/hookgate/policies/fallback.py", "fallback"),
+    ("proxy/hookgate/resilience/", "fallback"),
+    ("proxy/hookgate/policies/pii.py", "pii"),
+    ("proxy/hookgate/redaction/", "pii"),
     ("presidio", "pii"),
     ("spacy", "pii"),
-    ("(proxy/store/", "store (SQLite: audit, ledger)"),
+    ("proxy/hookgate/store/", "store (SQLite: audit, ledger)"),
     ("sqlite3", "store (SQLite: audit, ledger)"),
     ("aiohttp/web", "aiohttp server"),
     ("aiohttp/client", "aiohttp client"),
@@ -80,7 +80,7 @@ AREAS = (
     ("aiohttp/", "aiohttp (shared)"),
     ("multidict", "aiohttp (shared)"),
     ("yarl", "aiohttp (shared)"),
-    ("(proxy/", "hookgate core (routes, pipeline, wire)"),
+    ("proxy/hookgate/", "hookgate core (routes, pipeline, wire)"),
     ("/asyncio/", "event loop"),
     ("/uvloop/", "event loop"),
     ("/threading.py", "threads"),
@@ -143,7 +143,7 @@ bookkeeping``."""
 
 def work(frames: list[str]) -> str:
     """The area of the request's work a sample belongs to (see :data:`WORK`)."""
-    inner = next((f for f in reversed(frames) if "(proxy/hookgate/" in f), None)
+    inner = next((f for f in reversed(frames) if "proxy/hookgate/" in f), None)
     name = "relay"
     if inner is not None:
         name = next((n for needle, n in WORK if needle in inner), "request bookkeeping")
@@ -153,7 +153,7 @@ def work(frames: list[str]) -> str:
     if client:
         return "relay: aiohttp client"
     leaf = frames[-1]
-    if inner is not None and "(proxy/" in leaf and "/cli.py" not in leaf:
+    if inner is not None and "proxy/hookgate/" in leaf and "/cli.py" not in leaf:
         return "relay: hookgate's provider"
     return "relay: aiohttp server, event loop"
 
@@ -232,10 +232,10 @@ def _cpu(pid: int) -> tuple[float, float]:
 
 
 def _hookgate_module(frame: str) -> str | None:
-    start = frame.find("(proxy/")
+    start = frame.find("proxy/hookgate/")
     if start < 0:
         return None
-    return frame[start + 1 : frame.index(":", start)]
+    return frame[start : frame.index(":", start)]
 
 
 def main() -> None:
