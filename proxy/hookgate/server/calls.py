@@ -180,9 +180,11 @@ class ModelRequest:
         check_model(caller, call.model)
         ctx = self.observed.ctx
         chosen = select_set(self.runtime, caller, route=self.api, agent=ctx.agent, model=call.model)
-        ctx = self.observed.ctx = dataclasses.replace(
-            ctx, identity=caller.identity, policy_set=chosen.name
-        )
+        if caller.identity is not ctx.identity or chosen.name != ctx.policy_set:
+            # (an anonymous caller served by the default set has the context it started with)
+            ctx = self.observed.ctx = dataclasses.replace(
+                ctx, identity=caller.identity, policy_set=chosen.name
+            )
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
         live = self._live
         live.model, live.policy_set = call.model, chosen.name
