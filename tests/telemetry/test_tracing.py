@@ -341,3 +341,28 @@ def test_tools_the_provider_runs_are_spans_under_the_call(
         assert span.attributes["gen_ai.tool.type"] == "extension"
     assert search.attributes["gen_ai.tool.call.id"] == "ws_1"
     assert search.status_code != STATUS_ERROR and mcp.status_code == STATUS_ERROR
+
+
+@pytest.mark.parametrize("sampled", [True, False])
+@pytest.mark.parametrize("state", [None, [("vendor", "a1"), ("other", "b-2")]])
+def test_trace_headers_are_what_the_w3c_propagator_injects(
+    sampled: bool, state: list[tuple[str, str]] | None
+) -> None:
+    """The headers a traced call sends upstream are written from the span's ids without
+    the propagator: they must be the propagator's, flags and tracestate included."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
+
+    from hookgate.telemetry.tracing import PROPAGATOR, w3c_headers
+
+    context = SpanContext(
+        secrets.randbits(128) | 1,
+        secrets.randbits(64) | 1,
+        False,
+        TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT),
+        TraceState(state) if state is not None else None,
+    )
+    injected: dict[str, str] = {}
+    PROPAGATOR.inject(injected, context=trace.set_span_in_context(NonRecordingSpan(context)))
+    assert w3c_headers(context) == injected
+    assert ("tracestate" in injected) is (state is not None)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import random
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -169,6 +170,8 @@ class FallbackPolicy(Policy[FallbackConfig]):
         self._rng = random.Random()
         self._retry_on = frozenset(config.retry_on)
         self._fallback_on = frozenset(config.fallback_on)
+        self._reported: dict[str, int] = {}
+        """The breaker state last reported per target (a gauge needs no repeat)."""
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         loop = asyncio.get_running_loop()
@@ -184,22 +187,23 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 continue
             breaker = self._breaker(label)
             if not breaker.allow():
-                observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
+                self._report(ctx, label, breaker)
                 observation.count(FALLBACKS, label, "circuit_open")
                 continue
+            attempted = call if call.targets == (target,) else call.with_targets((target,))
             try:
-                response = await self._try_target(call.with_targets((target,)), ctx, next, deadline)
+                response = await self._try_target(attempted, ctx, next, deadline, label=label)
             except UpstreamError as exc:
                 last, last_reason = exc, reason(exc)
                 if last_reason == "context_length":
                     window = _largest(window, _window(target, call))
-                observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
+                self._report(ctx, label, breaker)
                 if not self._moves_on(last_reason) or loop.time() >= deadline:
                     raise
                 observation.count(FALLBACKS, label, last_reason)
             else:
-                if not self.config.continue_streams:
-                    return response
+                if response.stream is None or not self.config.continue_streams:
+                    return response  # only a stream is continued (see continuable)
                 return continuable(response, self._resume(call, ctx, next, plan, deadline))
         if last is not None:
             raise last
@@ -233,12 +237,21 @@ class FallbackPolicy(Policy[FallbackConfig]):
             self._breaker(label).failure()
 
     async def _try_target(
-        self, call: ModelCall, ctx: Context, next: Next, deadline: float, retries: int | None = None
+        self,
+        call: ModelCall,
+        ctx: Context,
+        next: Next,
+        deadline: float,
+        retries: int | None = None,
+        *,
+        label: str | None = None,
     ) -> ModelResponse:
-        """One target: the first try and its retries (``retries``, default the policy's)."""
+        """One target: the first try and its retries (``retries``, default the policy's).
+        ``label``: the target's, when the caller has it already."""
         loop = asyncio.get_running_loop()
         target = call.targets[0]
-        label = target.label(call.model)
+        if label is None:
+            label = target.label(call.model)
         breaker = self._breaker(label)
         retries = self.config.retries if retries is None else retries
         for attempt in range(retries + 1):
@@ -250,7 +263,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
             self._in_flight[label] += 1
             held = True  # a stream keeps its target busy until it ends
             try:
-                response = await self._attempt(call, ctx, next, remaining, deadline)
+                response = await self._attempt(call, ctx, next, remaining, deadline, label)
                 if response.stream is not None:
                     held = False
                     response = dataclasses.replace(
@@ -262,7 +275,7 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 moves_on_now = matches(failure, self._fallback_on)
                 if retried or moves_on_now:
                     breaker.failure()
-                ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
+                self._report(ctx, label, breaker)
                 if attempt == retries or not retried or moves_on_now:
                     raise
                 delay = self._delay(exc, attempt)
@@ -275,19 +288,25 @@ class FallbackPolicy(Policy[FallbackConfig]):
                 if held:
                     self._in_flight[label] -= 1
             breaker.success()
-            ctx.observation.gauge(CIRCUIT_STATE, label, value=STATE_VALUES[breaker.state])
+            self._report(ctx, label, breaker)
             return response
         raise AssertionError("unreachable")
 
     async def _attempt(
-        self, call: ModelCall, ctx: Context, next: Next, remaining: float, deadline: float
+        self,
+        call: ModelCall,
+        ctx: Context,
+        next: Next,
+        remaining: float,
+        deadline: float,
+        label: str,
     ) -> ModelResponse:
-        """One attempt, bounded until its first byte; a stream is held until its first
-        output (see the module docstring for which limit applies)."""
+        """One attempt at ``call.targets[0]`` (``label``), bounded until its first byte; a
+        stream is held until its first output (see the module docstring for which limit
+        applies)."""
         target = call.targets[0]
-        label = target.label(call.model)
         config = self.config
-        reasons = limits_of(target.model or call.model, reasoning=target.reasoning).reasoning
+        reasons = _reasons(target.model or call.model, target.reasoning)
         first_token_s = config.reasoning_timeout_s if reasons else config.first_token_timeout_s
         if call.stream:
             budget = min(config.attempt_timeout_s, first_token_s, remaining)
@@ -344,6 +363,15 @@ class FallbackPolicy(Policy[FallbackConfig]):
             attempt, self.config.backoff_base_s, self.config.backoff_max_s, self._rng
         )
 
+    def _report(self, ctx: Context, label: str, breaker: CircuitBreaker) -> None:
+        """Report ``label``'s breaker state to its gauge, unless already reported: a
+        gauge keeps its last value, so a request whose attempt left the state as it was
+        has nothing to say."""
+        value = STATE_VALUES[breaker.state]
+        if self._reported.get(label) != value:
+            self._reported[label] = value
+            ctx.observation.gauge(CIRCUIT_STATE, label, value=value)
+
     def _moves_on(self, failure: str) -> bool:
         if failure in ("context_length", "auth"):  # another target may fit, or have a key
             return True
@@ -353,6 +381,8 @@ class FallbackPolicy(Policy[FallbackConfig]):
 
     def _plan(self, targets: Sequence[Target], model: str) -> list[Target]:
         """Targets in the order to try: by priority, balanced within a priority."""
+        if len(targets) == 1:
+            return list(targets)
         plan: list[Target] = []
         for _, group in groupby(
             sorted(targets, key=lambda t: t.priority), key=lambda t: t.priority
@@ -406,6 +436,13 @@ def _relabel(ctx: Context, label: str, recorded: str, message: str) -> None:
         attempts[-1] = dataclasses.replace(
             attempts[-1], outcome="upstream_timeout", message=message
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _reasons(model: str, reasoning: bool | None) -> bool | None:
+    """Whether ``model`` reasons (a target's ``reasoning``, else the shipped table's),
+    looked up once per model name and setting: every attempt asks."""
+    return limits_of(model, reasoning=reasoning).reasoning
 
 
 def _window(target: Target, call: ModelCall) -> int | None:

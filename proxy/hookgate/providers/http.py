@@ -96,6 +96,8 @@ class HttpProvider(abc.ABC):
         self.timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=config.timeout.connect_s, sock_read=config.timeout.read_s
         )
+        self._api_urls: dict[Api, URL] = {}
+        """Where each API's calls without a query go (:meth:`addressed`), made once."""
 
     def versioned(self, base_url: URL) -> URL:
         """``base_url`` with :attr:`version_segment` added when its path ends in none."""
@@ -198,7 +200,12 @@ class HttpProvider(abc.ABC):
     def addressed(self, call: ModelCall) -> tuple[URL, ModelCall]:
         """Where ``call`` goes, and the call as sent there (a provider whose URL names the
         model may rewrite the body's)."""
-        return self.url(API_PATHS[call.api], call.query), call
+        if call.query:
+            return self.url(API_PATHS[call.api], call.query), call
+        url = self._api_urls.get(call.api)
+        if url is None:
+            url = self._api_urls[call.api] = self.url(API_PATHS[call.api])
+        return url, call
 
     async def send(
         self, call: ModelCall, target: Target, observation: Observation

@@ -256,9 +256,9 @@ async def _errors(request: web.Request, handler: routes.Handler) -> web.StreamRe
     given = request.headers.get("x-hookgate-request-id", "")
     request_id = given if _REQUEST_ID.fullmatch(given) else request_ids.next()
     request[REQUEST_ID] = request_id
-    shape = _error_shape(request.path)
 
     def answer(exc: HookgateError) -> web.Response:
+        shape = _error_shape(request.path)  # only an error needs it
         return error_response(exc, request_id, shape=shape, rpc_id=request.get(JSONRPC_ID))
 
     try:

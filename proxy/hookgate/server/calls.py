@@ -185,9 +185,14 @@ class ModelRequest:
         approver = ProxyApprover(self._app, pipeline.policies) if (
             pipeline.checks_returned_calls
         ) else None  # fmt: skip
-        ctx = self.observed.ctx = dataclasses.replace(
-            ctx, identity=caller.identity, policy_set=chosen.name, approver=approver
-        )
+        if (
+            caller.identity is not ctx.identity
+            or chosen.name != ctx.policy_set
+            or approver is not None
+        ):  # an anonymous caller served by the default set keeps the context it started with
+            ctx = self.observed.ctx = dataclasses.replace(
+                ctx, identity=caller.identity, policy_set=chosen.name, approver=approver
+            )
         ctx.observation.attributes["hookgate.policy_set"] = chosen.name
         live = self._live
         live.model, live.policy_set = call.model, chosen.name

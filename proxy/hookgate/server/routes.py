@@ -125,6 +125,8 @@ async def model_call(
 async def read_json(request: web.Request, runtime: Runtime) -> dict[str, Any]:
     """The request's JSON object body, within the server's size and time limits."""
     server = runtime.config.server
+    if request.content.is_eof():  # all of it is here already: nothing to time
+        return parse_object(await read_body(request, server.max_body_bytes))
     try:
         async with asyncio.timeout(server.body_timeout_s):
             raw = await read_body(request, server.max_body_bytes)

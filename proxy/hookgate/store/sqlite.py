@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import operator
 import secrets
 import sqlite3
 import threading
@@ -33,6 +34,11 @@ from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
 
 T = TypeVar("T")
+
+# sqlite3 binds a None by looking for an adapter, then for ``__adapt__`` on its protocol
+# type, whose failure formats an AttributeError message: a microsecond per NULL, and an
+# audit row has a dozen. An adapter for None found at once binds the same NULL.
+sqlite3.register_adapter(type(None), lambda value: value)
 
 log = logging.getLogger("hookgate")
 
@@ -291,7 +297,7 @@ class SQLiteStore:
         await asyncio.sleep(AUDIT_BATCH_WINDOW_S)
         while self._pending:
             batch, self._pending = self._pending, []
-            rows = [tuple(getattr(r, name) for name in AUDIT_FIELDS) for r, _ in batch]
+            rows = [_audit_row(r) for r, _ in batch]
             try:
                 await self._run(functools.partial(_insert_audit, rows=rows))
             except Exception as exc:  # never leave a waiter hanging, nor the flusher dead
@@ -540,6 +546,8 @@ AUDIT_BATCH_WINDOW_S = 0.01
 """How long queued audit records wait to share one commit."""
 
 AUDIT_FIELDS = tuple(AuditRecord.__slots__)
+_audit_row = operator.attrgetter(*AUDIT_FIELDS)
+"""An audit record's values in column order."""
 _AUDIT_INSERT = (
     f"INSERT INTO audit ({', '.join(AUDIT_FIELDS)}) VALUES ({', '.join('?' * len(AUDIT_FIELDS))})"
 )

@@ -111,13 +111,17 @@ class OtelSpan:
 
 
 class OtelSpans:
-    """:class:`~hookgate.pipeline.observe.Spans` under the model call's span: SDK spans."""
+    """:class:`~hookgate.pipeline.observe.Spans` under the model call's span: SDK spans.
 
-    __slots__ = ("_context", "_headers", "_tracer")
+    The OpenTelemetry context children start in is made when the first child starts
+    (most calls have none); the trace headers are written from the span's ids."""
+
+    __slots__ = ("_context", "_headers", "_parent", "_tracer")
 
     def __init__(self, tracer: trace.Tracer, parent: SpanContext) -> None:
         self._tracer = tracer
-        self._context = trace.set_span_in_context(NonRecordingSpan(parent))
+        self._parent = parent
+        self._context: OtelContext | None = None
         self._headers: dict[str, str] | None = None
 
     def start(
@@ -128,6 +132,8 @@ class OtelSpans:
         kind: SpanKind = SpanKind.INTERNAL,
         start_ns: int | None = None,
     ) -> OtelSpan:
+        if self._context is None:
+            self._context = trace.set_span_in_context(NonRecordingSpan(self._parent))
         span = self._tracer.start_span(
             name, context=self._context, kind=kind, attributes=attributes, start_time=start_ns
         )
@@ -135,9 +141,23 @@ class OtelSpans:
 
     def trace_headers(self) -> dict[str, str]:
         if self._headers is None:
-            self._headers = {}
-            PROPAGATOR.inject(self._headers, context=self._context)
+            self._headers = w3c_headers(self._parent)
         return self._headers
+
+
+def w3c_headers(context: SpanContext) -> dict[str, str]:
+    """``traceparent`` (and ``tracestate`` when the context has one) continuing
+    ``context``: what the W3C propagator injects for it, written without making an
+    OpenTelemetry context first (every traced request sends them upstream)."""
+    if context == INVALID_SPAN_CONTEXT:
+        return {}
+    headers = {
+        "traceparent": f"00-{context.trace_id:032x}-{context.span_id:016x}-"
+        f"{context.trace_flags:02x}"
+    }
+    if context.trace_state:
+        headers["tracestate"] = context.trace_state.to_header()
+    return headers
 
 
 def parent_context(headers: dict[str, str]) -> OtelContext:
@@ -185,11 +205,7 @@ class CallSpan:
         self._status = (StatusCode.ERROR.value, message)
 
     def trace_headers(self) -> dict[str, str]:
-        carrier: dict[str, str] = {}
-        PROPAGATOR.inject(
-            carrier, context=trace.set_span_in_context(NonRecordingSpan(self.context))
-        )
-        return carrier
+        return w3c_headers(self.context)
 
     def end(self, end_ns: int | None = None) -> None:
         if self._shipper is None:
