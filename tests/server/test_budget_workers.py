@@ -39,8 +39,8 @@ PRICE = "pricing: {fixed-model: {input: 50.0, output: 50.0}}\n"
 $0.00075, its worst case (the prompt's estimate plus max_tokens 5) about twice that; the
 budget pays for about 133 of the 200."""
 PER_REQUEST_USD = 15 * 0.00005
-KILL_AFTER = 20
-"""Responses the worker to kill completes before it is killed."""
+KILL_AT_STREAM = 10
+"""The worker is killed when this many streams have started there."""
 
 
 @dataclass
@@ -99,16 +99,24 @@ class Outcome:
 async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
     """200 concurrent requests (half streamed) spread over the workers; a busy refusal
     (``Retry-After``: reservations in flight fill the budget) is retried, as a client
-    honouring it would, and a worker that is gone is replaced by the next. After
-    ``KILL_AFTER`` completed responses worker ``kill`` gets SIGKILL."""
+    honouring it would, and a worker that is gone is replaced by the next. Worker ``kill``
+    gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its reservation, and
+    the upstream call, are left in flight)."""
     outcome = Outcome()
     killed = asyncio.Event()
     stop_at = time.monotonic() + deadline_s
-    served_by = [0] * len(workers.urls)
+    streams = 0
+
+    def kill_now() -> None:
+        if not killed.is_set():
+            killed.set()
+            os.kill(workers.pids[kill], signal.SIGKILL)
+
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as client:
 
         async def one(i: int) -> None:
+            nonlocal streams
             worker = i % len(workers.urls)
             body = {
                 "model": "m",
@@ -120,11 +128,14 @@ async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
                 url = f"{workers.urls[worker]}/v1/chat/completions"
                 try:
                     async with client.post(url, json=body) as response:
-                        status, headers, text = (
-                            response.status,
-                            response.headers,
-                            await response.text(),
-                        )
+                        status, headers = response.status, response.headers
+                        text = ""
+                        async for chunk in response.content.iter_any():
+                            if not text and body["stream"] and status == 200 and worker == kill:
+                                streams += 1  # one more in flight there: cut the tenth
+                                if streams == KILL_AT_STREAM:
+                                    kill_now()
+                            text += chunk.decode()
                 except aiohttp.ClientError:  # the killed worker: go to another
                     worker = (worker + 1) % len(workers.urls)
                     continue
@@ -136,10 +147,6 @@ async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
                     continue
                 if status == 200 and (not body["stream"] or text.rstrip().endswith("data: [DONE]")):
                     outcome.served += 1
-                    served_by[worker] += 1
-                    if served_by[kill] == KILL_AFTER and not killed.is_set():
-                        killed.set()
-                        os.kill(workers.pids[kill], signal.SIGKILL)
                     return
                 # a stream cut by the kill, or the worker died under it: try another
                 worker = (worker + 1) % len(workers.urls)
