@@ -190,3 +190,18 @@ async def test_a_store_used_without_budgets_claims_nothing(tmp_path: Path) -> No
     finally:
         await serving.close()
         await cli.close()
+
+
+async def test_the_serve_command_shares_a_plain_url_by_asking(tmp_path: Path) -> None:
+    """``open_budgets(store, shared=True)``: what ``--workers N`` asks for each worker."""
+    url = f"sqlite:///{tmp_path / 'one.db'}"
+    first, second = SQLiteStore(url), SQLiteStore(url)
+    charged = team_day(usd=1.0)
+    try:
+        a, b = open_budgets(first, shared=True)[0], open_budgets(second, shared=True)[0]
+        assert await a.reserve("a", charged, 0.6, 10) is None
+        busy = await b.reserve("b", charged, 0.6, 10)
+        assert busy is not None and not busy.exhausted
+    finally:
+        await first.close()
+        await second.close()

@@ -55,8 +55,11 @@ class Owners:
             return False
         if self.mode is not None:
             raise StoreUnavailable(f"store {self._display}: budgets already kept {self.mode}")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / "budgets.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.directory / "budgets.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreUnavailable(f"store {self._display}: {exc}") from exc
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if mode == "shared" else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
