@@ -245,3 +245,35 @@ def test_two_redis_workers_one_killed_never_overspend(
     usd = sum(row["cost_usd"] for row in rows)
     tokens = sum(row["input_tokens"] + row["output_tokens"] for row in rows)
     check_the_ledger(usd, tokens, len(rows), counted, outcome, upstream, config)
+
+
+def test_a_second_process_keeping_budgets_alone_is_refused(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    """Two plain ``hookgate serve`` on one file would each allow the whole budget: the
+    second refuses its budgeted requests, even with ``on_error: continue`` (which serves
+    requests unchecked when the store is down), and serves once the first has stopped."""
+    db = tmp_path / "one.db"
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: 'sqlite:///{db}'\n{PRICE}server: {{reload: false}}\n"
+            f"policies:\n  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}],"
+            " on_error: continue}\n",
+            models='  "*": [{provider: up, model: fixed-model}]',
+        )
+    )
+    ask = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi there."}]}
+    with serve_workers(config) as workers:
+        first, second = (f"{url}/v1/chat/completions" for url in workers.urls)
+        assert httpx.post(first, json=ask, timeout=10).status_code == 200
+        refused = httpx.post(second, json=ask, timeout=10)
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "store_in_use"
+        assert f"in use by process {workers.pids[0]}" in error["message"]
+        assert "shared=true" in error["message"]
+        workers.processes[0].terminate()
+        workers.processes[0].wait(15)
+        assert httpx.post(second, json=ask, timeout=10).status_code == 200

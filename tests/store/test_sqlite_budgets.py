@@ -19,7 +19,7 @@ import pytest
 from hookgate.budgets.ledger import Ledger, UsageRow
 from hookgate.budgets.limits import Counter, Limit, counters
 from hookgate.budgets.rates import RateCheck
-from hookgate.errors import StoreUnavailable
+from hookgate.errors import StoreInUse
 from hookgate.store.open import open_budgets
 from hookgate.store.sqlite import SQLiteStore
 from tests.spend import settled
@@ -165,13 +165,13 @@ async def test_a_process_keeping_budgets_alone_is_not_mixed_with_sharers(
     charged = team_day(usd=1.0)
     try:
         await open_budgets(alone)[0].load(charged)
-        with pytest.raises(StoreUnavailable, match="kept in the memory of process"):
+        with pytest.raises(StoreInUse, match="kept in the memory of process"):
             await open_budgets(sharer)[0].load(charged)
-        with pytest.raises(StoreUnavailable, match=r"serves one `hookgate serve`.*shared=true"):
+        with pytest.raises(StoreInUse, match=r"serves one `hookgate serve`.*shared=true"):
             await open_budgets(beside)[1].hit([RateCheck("k", 5, 1)])
         await alone.close()  # its claim goes with it
         await open_budgets(sharer)[0].load(charged)
-        with pytest.raises(StoreUnavailable, match=r"in use by processes \d+"):
+        with pytest.raises(StoreInUse, match=r"in use by processes \d+"):
             await open_budgets(beside)[0].load(charged)
     finally:
         for store in (alone, beside, sharer):

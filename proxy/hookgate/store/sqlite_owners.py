@@ -5,8 +5,9 @@ default: :class:`~hookgate.budgets.ledger.MemoryLedger`) or by every process tha
 the file in the file itself (*shared*: :mod:`hookgate.store.sqlite_budgets`). Mixing the
 two would overspend, so the first use of a budget or rate limit takes a lock on
 ``<db>-owners/budgets.lock``: exclusive mode an exclusive ``flock``, shared mode a shared
-one; a process whose mode conflicts is refused with :class:`~hookgate.errors.StoreUnavailable`
-naming the holder, and never runs unchecked.
+one; a process whose mode conflicts is refused with :class:`~hookgate.errors.StoreInUse`
+(503) naming the holder, on every budgeted request (whatever a budget's ``on_error``
+says: it would spend the budget twice), until the other process stops.
 
 In shared mode each process also holds an exclusive lock on a file of its own,
 ``<db>-owners/<owner>.owner``, for its life. Its reservations carry that owner id; another
@@ -30,7 +31,7 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from hookgate.errors import StoreUnavailable
+from hookgate.errors import StoreInUse, StoreUnavailable
 
 Mode = Literal["exclusive", "shared"]
 
@@ -49,12 +50,12 @@ class Owners:
 
     def take(self, mode: Mode) -> bool:
         """Claim the budgets in ``mode``; True when this call claimed them (False: already
-        claimed). Raises :class:`StoreUnavailable` when a process holds them in the other
-        mode, or this one does."""
+        claimed). Raises :class:`StoreInUse` when a process holds them in the other mode, or
+        this one does; :class:`StoreUnavailable` when the lock file cannot be made."""
         if self.mode == mode:
             return False
         if self.mode is not None:
-            raise StoreUnavailable(f"store {self._display}: budgets already kept {self.mode}")
+            raise StoreInUse(f"store {self._display}: budgets already kept {self.mode}")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.directory / "budgets.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -65,7 +66,7 @@ class Owners:
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise StoreUnavailable(self._refusal(mode, holder)) from None
+            raise StoreInUse(self._refusal(mode, holder)) from None
         if mode == "exclusive":
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -87,7 +88,13 @@ class Owners:
                 "`hookgate serve` without ?shared=true); stop it, or start every process "
                 "that shares the file with the store URL ending in ?shared=true"
             )
-        who = f"processes {', '.join(sharers)}" if sharers else "another process"
+        who = (
+            f"processes {', '.join(sharers)}"
+            if sharers
+            else f"process {holder}"
+            if holder
+            else "another process"
+        )
         return (
             f"store {self._display}: its budgets are in use by {who}. One SQLite file serves "
             "one `hookgate serve` (with any number of --workers); to share it between "
