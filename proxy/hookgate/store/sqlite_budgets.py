@@ -127,7 +127,10 @@ class SQLiteLedger:
         await self._store.submit(functools.partial(_release, reservation=reservation))
 
     async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
-        """Replace the reservation by the spend, durably, in one transaction."""
+        """Replace the reservation by the spend, durably, in one transaction. When it
+        fails nothing changed: the reservation (at least the spend, as it was the worst
+        case) stays held until this process ends, so the limit still holds, and the
+        store's error is raised."""
         await self._store.submit(functools.partial(_settle, reservation=reservation, row=row))
 
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
