@@ -126,6 +126,9 @@ async def test_the_reservations_of_a_killed_process_are_released_when_in_the_way
     process.send_signal(signal.SIGKILL)
     await asyncio.wait_for(process.wait(), 10)
     assert await ledger.reserve("a", charged, 0.5, 10) is None  # the dead one's is not
+    assert [p.name for p in stores[0].owners.directory.glob("*.owner")] == [
+        f"{stores[0].owners.me}.owner"  # and its owner file went with it
+    ]
 
 
 async def test_a_cancelled_reserve_holds_nothing(stores: list[SQLiteStore]) -> None:

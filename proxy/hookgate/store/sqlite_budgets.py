@@ -66,7 +66,7 @@ State = tuple[float, float, float, float]
 def claimer(store: SQLiteStore, mode: Mode) -> Callable[[], Awaitable[None]]:
     """What a ledger or limiter awaits before its first use: claim the store's budgets in
     ``mode``. Exclusive: forget what shared-mode processes left (none is alive: it holds
-    the lock). Shared: release what dead sharers hold."""
+    the lock). Shared: release what dead sharers hold, and remove their owner files."""
 
     async def claim() -> None:
         if not store.owners.take(mode):
@@ -76,6 +76,7 @@ def claimer(store: SQLiteStore, mode: Mode) -> Callable[[], Awaitable[None]]:
             await store.submit(_forget_shared)
         else:
             await store.submit(functools.partial(_sweep, owners=store.owners))
+            store.owners.forget_dead()  # those that held nothing too
 
     return claim
 

@@ -120,6 +120,11 @@ class Owners:
         finally:
             os.close(fd)
 
+    def forget_dead(self) -> None:
+        """Remove the owner files of shared-mode processes that no longer run."""
+        for path in self.directory.glob("*.owner"):
+            self.alive(path.stem)
+
     def forget_all(self) -> None:
         """Remove the owner files left by dead shared-mode processes (exclusive mode only:
         none can be alive)."""
