@@ -28,10 +28,10 @@ its check and its write, and ops that arrive together share one commit.
   :func:`~hookgate.budgets.rates.judge` decides, in one transaction per hit.
 
 Cost (``python -m bench.ledger``): a reserve and a rate hit each cost a commit that the
-memory ledger does not make, so the budget's own work costs about 2.5 times its CPU one
-request at a time (460-590 µs against 180-240, the settlement's commit included) and
-1.5-1.7 times at 32 at once, where requests share commits (95 µs against 55-60). Hence a
-process alone keeps the memory ledger.
+memory ledger does not make, so the budget's own work costs 2.5-3 times its CPU one
+request at a time (460-640 µs against 180-240, the settlement's commit included) and
+1.5-1.7 times at 32 at once, where requests share commits (95-125 µs against 55-75); a
+whole budgeted request, 6-35% more CPU. Hence a process alone keeps the memory ledger.
 """
 
 from __future__ import annotations
