@@ -1,6 +1,8 @@
 """A $0.10 budget under 200 concurrent requests across two serving processes on one store,
 one of them killed with ``kill -9`` mid-load: never overspent, and the spend report equals
 the ledger. On SQLite (one file shared, ``?shared=true``) and on a real ``redis-server``.
+Also: a rate limit is one count across shared SQLite workers, and a second process that
+would keep a file's budgets in its own memory is refused.
 
 Until ``hookgate serve --workers N`` exists the two workers are two ``hookgate serve``
 processes on one store; :func:`serve_workers` is the one place that starts them.
@@ -277,3 +279,30 @@ def test_a_second_process_keeping_budgets_alone_is_refused(
         workers.processes[0].terminate()
         workers.processes[0].wait(15)
         assert httpx.post(second, json=ask, timeout=10).status_code == 200
+
+
+def test_a_rate_limit_is_one_count_across_sqlite_workers(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: 'sqlite:///{tmp_path / 'shared.db'}?shared=true'\nserver: {{reload: false}}\n"
+            "policies:\n  - rate_limit: {limits: [{scope: model, rpm: 10}]}\n",
+        )
+    )
+    ask = {"model": "m", "messages": [{"role": "user", "content": "Hi there."}]}
+
+    async def burst(urls: list[str]) -> list[int]:
+        async with aiohttp.ClientSession() as client:
+
+            async def one(url: str) -> int:
+                async with client.post(f"{url}/v1/chat/completions", json=ask) as response:
+                    return response.status
+
+            return await asyncio.gather(*(one(urls[i % 2]) for i in range(30)))
+
+    with serve_workers(config) as workers:
+        statuses = asyncio.run(burst(workers.urls))
+    assert sorted(statuses) == [200] * 10 + [429] * 20
