@@ -21,6 +21,8 @@ the process. Policies block a request by raising one of these.
     ├── BudgetExceeded                 429     insufficient_quota (code budget_exceeded)
     ├── RateLimited                    429     requests (code rate_limit_exceeded)
     ├── StoreUnavailable               503     server_error (the store cannot be reached)
+    ├── StoreInUse                     503     server_error (another process keeps the
+    │                                          SQLite file's budgets in its memory)
     ├── GuardrailUnavailable           503     server_error (a guardrail could not run)
     └── UpstreamError                          (raised by the provider layer and fallback)
         ├── UpstreamUnavailable        503     upstream_error   every target's circuit is open
@@ -226,6 +228,16 @@ class StoreUnavailable(HookgateError):
     status = 503
     type = "server_error"
     code = "store_unavailable"
+
+
+class StoreInUse(HookgateError):
+    """Another process keeps the budgets of this SQLite file in a way this one cannot share
+    (see :mod:`hookgate.store.sqlite_owners`). Not an outage: a budget's ``on_error:
+    continue`` does not serve the request unchecked, which would spend a budget twice."""
+
+    status = 503
+    type = "server_error"
+    code = "store_in_use"
 
 
 class GuardrailUnavailable(HookgateError):

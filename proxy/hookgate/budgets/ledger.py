@@ -1,7 +1,8 @@
 """Reservations and spend against budget counters.
 
-:class:`Ledger` is the interface; :class:`MemoryLedger` serves one process (embedded
-SQLite store), the Redis store's ledger serves several replicas with atomic scripts.
+:class:`Ledger` is the interface; :class:`MemoryLedger` serves one process that keeps a
+SQLite store's budgets alone (the default); :mod:`hookgate.store.sqlite_budgets` serves
+several processes sharing one SQLite file, and the Redis store's ledger several replicas.
 
 MemoryLedger: atomic in memory, durable in the store.
 
@@ -14,12 +15,15 @@ Atomicity: the check and the reservation happen with no ``await`` between them, 
 one event loop. Counter totals are read from the store on first use; the store runs
 reads and writes on one worker thread in submission order, so a read that completes
 before a concurrent write does not include it and the write's in-memory update lands
-after the read's. One process per SQLite store (Redis for replicas).
+after the read's. It is exact only while no other process charges the same counters:
+the SQLite store's claim (awaited by :meth:`MemoryLedger.load`, see
+:mod:`hookgate.store.sqlite_owners`) refuses it beside another process that keeps them.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -94,16 +98,21 @@ class Ledger(Protocol):
 
 
 class MemoryLedger:
-    """The one-process ledger (see the module docstring)."""
+    """The one-process ledger (see the module docstring). ``claim``, when given, is awaited
+    by :meth:`load` until it succeeds."""
 
-    def __init__(self, store: SpendLog) -> None:
+    def __init__(self, store: SpendLog, claim: Callable[[], Awaitable[None]] | None = None) -> None:
         self._store = store
+        self._claim = claim
         self._used: OrderedDict[str, list[float]] = OrderedDict()
         self._reserved: dict[str, list[float]] = {}
         self._held: dict[str, tuple[list[str], float, int]] = {}
 
     async def load(self, counters: list[Counter]) -> None:
         """Read the settled totals of counters not yet in memory."""
+        if self._claim is not None:
+            await self._claim()
+            self._claim = None
         for counter in counters:
             if counter.key not in self._used:
                 usd, tokens = await self._store.usage_total(

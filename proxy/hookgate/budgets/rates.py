@@ -3,11 +3,17 @@
 The estimate for "the last 60 seconds" weighs the previous fixed minute by how much of
 it still lies inside the window: ``previous * (1 - elapsed / 60) + current``. O(1) per
 counter, accurate to a few percent, no per-request log (Cloudflare's method).
+
+:class:`MemoryRateLimiter` counts in this process's memory (one process on a SQLite
+store); :mod:`hookgate.store.sqlite_budgets` counts in a SQLite file that several
+processes share (both decide with :func:`judge`), :mod:`hookgate.store.redis_budgets`
+in Redis (a Lua script with the same sums).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,33 +72,49 @@ def wait_for_room(previous: float, current: float, elapsed: float, cap: int, amo
     return max(0.0, min(WINDOW_S - elapsed, needed / previous * WINDOW_S))
 
 
-class MemoryRateLimiter:
-    """The one-process limiter (embedded store)."""
+def judge(checks: list[RateCheck], counts: list[tuple[float, float]], elapsed: float) -> RateResult:
+    """The outcome of charging ``checks``, given each one's ``(previous, current)`` minute
+    counts ``elapsed`` seconds into the current minute: refused by the first that would
+    pass its cap, else allowed, reporting the tightest."""
+    tightest: RateResult | None = None
+    for check, (previous, current) in zip(checks, counts, strict=True):
+        used = estimate(previous, current, elapsed)
+        if used + check.amount > check.cap:
+            reset = wait_for_room(previous, current, elapsed, check.cap, check.amount)
+            return RateResult(False, check, max(0, int(check.cap - used)), reset)
+        remaining = int(check.cap - used - check.amount)
+        if tightest is None or remaining < tightest.remaining:
+            tightest = RateResult(True, check, remaining, 0.0)
+    return tightest or RateResult(True, None, 0, 0.0)
 
-    def __init__(self) -> None:
+
+class MemoryRateLimiter:
+    """The one-process limiter (embedded store). ``claim``, when given, is awaited before
+    the first count until it succeeds (the SQLite store's claim of its budgets, see
+    :mod:`hookgate.store.sqlite_owners`)."""
+
+    def __init__(self, claim: Callable[[], Awaitable[None]] | None = None) -> None:
         self._counts: dict[tuple[str, int], float] = {}
+        self._claim = claim
 
     async def hit(self, checks: list[RateCheck], now: float | None = None) -> RateResult:
+        if self._claim is not None:
+            await self._claim()
+            self._claim = None
         now = time.time() if now is None else now
         minute = int(now // WINDOW_S)
-        elapsed = now - minute * WINDOW_S
-        tightest: RateResult | None = None
-        for check in checks:
-            previous = self._counts.get((check.key, minute - 1), 0.0)
-            current = self._counts.get((check.key, minute), 0.0)
-            used = estimate(previous, current, elapsed)
-            if used + check.amount > check.cap:
-                reset = wait_for_room(previous, current, elapsed, check.cap, check.amount)
-                return RateResult(False, check, max(0, int(check.cap - used)), reset)
-            remaining = int(check.cap - used - check.amount)
-            if tightest is None or remaining < tightest.remaining:
-                tightest = RateResult(True, check, remaining, 0.0)
-        for check in checks:
-            self._counts[(check.key, minute)] = (
-                self._counts.get((check.key, minute), 0.0) + check.amount
-            )
-        self._forget(minute)
-        return tightest or RateResult(True, None, 0, 0.0)
+        counts = [
+            (self._counts.get((c.key, minute - 1), 0.0), self._counts.get((c.key, minute), 0.0))
+            for c in checks
+        ]
+        result = judge(checks, counts, now - minute * WINDOW_S)
+        if result.allowed:
+            for check in checks:
+                self._counts[(check.key, minute)] = (
+                    self._counts.get((check.key, minute), 0.0) + check.amount
+                )
+            self._forget(minute)
+        return result
 
     def _forget(self, minute: int) -> None:
         if len(self._counts) > 50_000:

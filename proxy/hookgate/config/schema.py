@@ -584,8 +584,10 @@ class Config(Strict):
     """MCP servers served at ``/mcp/{name}`` with the tool policies (see
     :mod:`hookgate.server.mcp`)."""
     store: str = "sqlite:///hookgate.db"
-    """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one process),
-    or ``redis://host:port/db`` (several replicas). Opened when first needed."""
+    """Durable state: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` (one host; end it
+    in ``?shared=true`` where separate processes share the file, see
+    :mod:`hookgate.store.sqlite_owners`), or ``redis://host:port/db`` (several hosts). Opened
+    when first needed."""
     keys: KeysConfig = Field(default_factory=KeysConfig)
     """Who may call: virtual keys, shared client keys, signed tokens, the admin key."""
     audit: AuditConfig = Field(default_factory=AuditConfig)

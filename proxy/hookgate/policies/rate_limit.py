@@ -20,8 +20,9 @@ Tokens are the request's estimate (prompt tokens plus its output ceiling), charg
 it is admitted, as providers do. A request over a limit gets 429 ``rate_limit_exceeded``
 with ``Retry-After``; every response carries OpenAI-style ``x-ratelimit-limit-requests``,
 ``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests`` (and ``-tokens``) for
-the tightest limit. Counters live in the store: per process with SQLite, shared by all
-replicas with Redis.
+the tightest limit. Counters live in the process's memory beside a SQLite store it keeps
+alone, in the SQLite file where processes share it (``--workers``, ``?shared=true``), in
+Redis for replicas: exact across every process either way.
 """
 
 from __future__ import annotations

@@ -4,7 +4,13 @@ All SQL runs on a single thread, so one connection serves the process and nothin
 blocks the event loop. The database is opened on first use: a proxy that never needs
 the store never creates the file. WAL with ``synchronous=NORMAL`` makes every committed
 transaction survive a crash of the process (``kill -9``); a power loss may lose the
-last ones. One process per database file: run Redis for several replicas.
+last ones.
+
+Several processes may share one file (the workers of ``hookgate serve --workers N``, or
+separate processes whose store URL ends in ``?shared=true``): SQLite serializes their
+writes, and :mod:`hookgate.store.sqlite_budgets` keeps budgets and rates exact across
+them; :mod:`hookgate.store.sqlite_owners` refuses a process that would keep them in its
+memory beside others. Replicas on several hosts need Redis.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
+from hookgate.store.sqlite_owners import Owners
 
 T = TypeVar("T")
 
@@ -103,6 +110,20 @@ CREATE INDEX IF NOT EXISTS usage_agent ON usage (agent, ts);
 CREATE INDEX IF NOT EXISTS usage_reply ON usage (reply, ts);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (model, ts);
 CREATE INDEX IF NOT EXISTS usage_request ON usage (request_id);
+CREATE TABLE IF NOT EXISTS budget_counters (
+    key TEXT PRIMARY KEY, scope TEXT NOT NULL, value TEXT NOT NULL, since REAL NOT NULL,
+    until REAL, used_usd REAL NOT NULL, used_tokens INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS budget_counters_value ON budget_counters (scope, value);
+CREATE TABLE IF NOT EXISTS budget_holds (
+    reservation TEXT NOT NULL, counter TEXT NOT NULL, owner TEXT NOT NULL,
+    usd REAL NOT NULL, tokens INTEGER NOT NULL, PRIMARY KEY (reservation, counter)
+);
+CREATE INDEX IF NOT EXISTS budget_holds_counter ON budget_holds (counter);
+CREATE INDEX IF NOT EXISTS budget_holds_owner ON budget_holds (owner);
+CREATE TABLE IF NOT EXISTS rate_counts (
+    key TEXT NOT NULL, minute INTEGER NOT NULL, amount REAL NOT NULL, PRIMARY KEY (key, minute)
+);
 """
 
 SCOPE_COLUMNS = {
@@ -112,8 +133,13 @@ SCOPE_COLUMNS = {
 
 
 def sqlite_path(url: str) -> Path:
-    """``sqlite:///rel.db`` → ``rel.db``; ``sqlite:////abs/x.db`` → ``/abs/x.db``."""
-    return Path(url.removeprefix("sqlite:///"))
+    """``sqlite:///rel.db`` → ``rel.db``; ``sqlite:////abs/x.db?shared=true`` → ``/abs/x.db``."""
+    return Path(url.removeprefix("sqlite:///").partition("?")[0])
+
+
+def sqlite_shared(url: str) -> bool:
+    """Whether a SQLite URL asks for budgets shared between processes (``?shared=true``)."""
+    return "shared=true" in url.partition("?")[2].split("&")
 
 
 class SQLiteStore:
@@ -130,6 +156,10 @@ class SQLiteStore:
         self._usage_writer: asyncio.Task[None] | None = None
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
+        self._batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._batcher: asyncio.Task[None] | None = None
+        self.owners = Owners(self.path, display_url(url))
+        """Who keeps this file's budgets (:mod:`hookgate.store.sqlite_owners`)."""
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
@@ -182,6 +212,9 @@ class SQLiteStore:
 
     async def close(self) -> None:
         await self._drain()
+        while self._batcher is not None and not self._batcher.done():
+            await asyncio.gather(self._batcher, return_exceptions=True)
+        self.owners.release()
         self._closing.set()
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.join, 10)
@@ -247,11 +280,7 @@ class SQLiteStore:
     async def _write_usage(self) -> None:
         while self._usage:
             batch, self._usage = self._usage, []
-            rows = [
-                (r.ts, r.request_id, r.key_id, r.team, r.user, r.agent, r.reply, r.model,
-                 r.target, r.input_tokens, r.output_tokens, r.cost_usd, r.session)
-                for r, _ in batch
-            ]  # fmt: skip
+            rows = [usage_values(r) for r, _ in batch]
             try:
                 await self._run(functools.partial(_insert_usage, rows=rows))
             except Exception as exc:  # never leave a settling request waiting
@@ -263,6 +292,38 @@ class SQLiteStore:
                 for _, future in batch:
                     if not future.done():
                         future.set_result(None)
+
+    def submit(self, op: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue ``op`` to run in a write transaction (``BEGIN IMMEDIATE``: it holds the
+        database's write lock, so no other process writes between its reads and writes)
+        and return the future of its result, done once that transaction has committed.
+
+        Group commit: ops queued while a transaction runs share the next one, each seeing
+        the writes of those before it (they run in submission order). An op is queued
+        when this returns, so it runs even if its caller is cancelled meanwhile. An op
+        that raises rolls back its whole transaction: every op in it fails with
+        :class:`StoreUnavailable`."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._batch.append((op, future))
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._run_batches())
+        return future
+
+    async def _run_batches(self) -> None:
+        while self._batch:
+            batch, self._batch = self._batch, []
+            ops = [op for op, _ in batch]
+            try:
+                results = await self._run(functools.partial(_in_one_transaction, ops=ops))
+            except Exception as exc:  # never leave a caller waiting
+                error = exc if isinstance(exc, StoreUnavailable) else _refused_rows(exc)
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+            else:
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
 
     async def usage_total(self, scope: str, value: str, since: float) -> tuple[float, int]:
         column = SCOPE_COLUMNS[scope]
@@ -624,15 +685,28 @@ def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     _insert_all(db, _AUDIT_INSERT, rows)
 
 
-_USAGE_INSERT = (
+USAGE_INSERT = (
     "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model, target,"
     " input_tokens, output_tokens, cost_usd, session)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
+def usage_values(r: UsageRow) -> tuple[Any, ...]:
+    """A usage row's values in :data:`USAGE_INSERT`'s order."""
+    return (r.ts, r.request_id, r.key_id, r.team, r.user, r.agent, r.reply, r.model,
+            r.target, r.input_tokens, r.output_tokens, r.cost_usd, r.session)  # fmt: skip
+
+
 def _insert_usage(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    _insert_all(db, _USAGE_INSERT, rows)
+    _insert_all(db, USAGE_INSERT, rows)
+
+
+def _in_one_transaction(
+    db: sqlite3.Connection, ops: list[Callable[[sqlite3.Connection], Any]]
+) -> list[Any]:
+    with _transaction(db, "BEGIN IMMEDIATE"):
+        return [op(db) for op in ops]
 
 
 def _insert_all(db: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:

@@ -1,0 +1,308 @@
+"""A $0.10 budget under 200 concurrent requests across two serving processes on one store,
+one of them killed with ``kill -9`` mid-load: never overspent, and the spend report equals
+the ledger. On SQLite (one file shared, ``?shared=true``) and on a real ``redis-server``.
+Also: a rate limit is one count across shared SQLite workers, and a second process that
+would keep a file's budgets in its own memory is refused.
+
+Until ``hookgate serve --workers N`` exists the two workers are two ``hookgate serve``
+processes on one store; :func:`serve_workers` is the one place that starts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+import redis
+
+from tests.conftest import config_text
+from tests.fakes import FakeUpstream, start_serve
+from tests.services import RedisServer
+
+pytestmark = pytest.mark.slow
+
+BUDGET_USD = 0.10
+PRICE = "pricing: {fixed-model: {input: 50.0, output: 50.0}}\n"
+"""$0.00005 a token: a served request (10 + 5 tokens, as the fake upstream reports) costs
+$0.00075, its worst case (the prompt's estimate plus max_tokens 5) about twice that; the
+budget pays for about 133 of the 200."""
+PER_REQUEST_USD = 15 * 0.00005
+KILL_AT_STREAM = 10
+"""The worker is killed when this many streams have started there."""
+
+
+@dataclass
+class Workers:
+    """Processes serving one config: ``urls[i]`` reaches ``pids[i]``."""
+
+    urls: list[str]
+    pids: list[int]
+    processes: list[subprocess.Popen[str]]
+    logs: list[str] = field(default_factory=list)
+    """What each process logged after it started (filled by :meth:`stop`)."""
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+            process.wait(15)
+            assert process.stderr is not None
+            self.logs.append(process.stderr.read())
+            process.stderr.close()
+
+
+@contextmanager
+def serve_workers(config: Path, count: int = 2) -> Iterator[Workers]:
+    """``count`` workers serving ``config`` on one store. (With ``hookgate serve --workers
+    N``: one process, one URL repeated, and the workers' pids.)"""
+    started = [start_serve("--config", str(config)) for _ in range(count)]
+    workers = Workers([url for _, url, _ in started], [p.pid for p, _, _ in started],
+                      [p for p, _, _ in started])  # fmt: skip
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
+def write_config(path: Path, upstream: FakeUpstream, store: str) -> Path:
+    path.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
+            "keys: {admin_key: admin-key-for-tests-0123456789}\n"
+            f"policies:\n  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}]}}\n",
+            models='  "*": [{provider: up, model: fixed-model}]',
+        )
+    )
+    return path
+
+
+@dataclass
+class Outcome:
+    served: int = 0
+    exhausted: int = 0
+    gave_up: int = 0
+
+
+async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
+    """200 concurrent requests (half streamed) spread over the workers; a busy refusal
+    (``Retry-After``: reservations in flight fill the budget) is retried, as a client
+    honouring it would, and a worker that is gone is replaced by the next. Worker ``kill``
+    gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its reservation, and
+    the upstream call, are left in flight)."""
+    outcome = Outcome()
+    killed = asyncio.Event()
+    stop_at = time.monotonic() + deadline_s
+    streams = 0
+
+    def kill_now() -> None:
+        if not killed.is_set():
+            killed.set()
+            os.kill(workers.pids[kill], signal.SIGKILL)
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as client:
+
+        async def one(i: int) -> None:
+            nonlocal streams
+            worker = i % len(workers.urls)
+            body = {
+                "model": "m",
+                "max_tokens": 5,
+                "stream": i // 2 % 2 == 0,
+                "messages": [{"role": "user", "content": f"Question {i}: answer it briefly."}],
+            }
+            while time.monotonic() < stop_at:
+                url = f"{workers.urls[worker]}/v1/chat/completions"
+                try:
+                    async with client.post(url, json=body) as response:
+                        status, headers = response.status, response.headers
+                        text = ""
+                        async for chunk in response.content.iter_any():
+                            if not text and body["stream"] and status == 200 and worker == kill:
+                                streams += 1  # one more in flight there: cut the tenth
+                                if streams == KILL_AT_STREAM:
+                                    kill_now()
+                            text += chunk.decode()
+                except aiohttp.ClientError:  # the killed worker: go to another
+                    worker = (worker + 1) % len(workers.urls)
+                    continue
+                if status == 429:
+                    if "retry-after" not in headers:
+                        outcome.exhausted += 1
+                        return
+                    await asyncio.sleep(random.uniform(0.05, 0.3))  # clients drift apart
+                    continue
+                if status == 200 and (not body["stream"] or text.rstrip().endswith("data: [DONE]")):
+                    outcome.served += 1
+                    return
+                # a stream cut by the kill, or the worker died under it: try another
+                worker = (worker + 1) % len(workers.urls)
+            outcome.gave_up += 1
+
+        await asyncio.gather(*(one(i) for i in range(200)))
+    assert killed.is_set(), "the load ended before a worker was killed"
+    return outcome
+
+
+def spend_report(config: Path) -> dict[str, float]:
+    """``hookgate spend --by model --json``: the one group, ``m``."""
+    out = subprocess.run(
+        [sys.executable, "-m", "hookgate", "spend", "--by", "model", "--json", "--config",
+         str(config)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["model"] for line in lines] == ["m"], lines
+    return dict(lines[0])
+
+
+def check_the_ledger(
+    usd: float,
+    tokens: int,
+    rows: int,
+    counted: float,
+    outcome: Outcome,
+    upstream: FakeUpstream,
+    config: Path,
+) -> None:
+    """What holds on every store: the budget was never overspent (the usage rows, and the
+    ledger's counter, which equals them), every completed response was settled, the kill
+    cut calls in flight (their reservations were left behind), and ``hookgate spend``
+    reports exactly the ledger."""
+    assert usd <= BUDGET_USD + 1e-9, f"overspent: ${usd}"
+    assert counted == pytest.approx(usd, abs=1e-9)
+    assert rows >= outcome.served, "a response completed without its spend being settled"
+    assert rows < len(upstream.requests), "the kill cut no call in flight: it proved nothing"
+    report = spend_report(config)
+    assert report["usd"] == round(usd, 9) and report["tokens"] == tokens, report
+
+
+def test_two_sqlite_workers_one_killed_never_overspend(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    db = tmp_path / "shared.db"
+    config = write_config(tmp_path / "hookgate.yaml", upstream, f"sqlite:///{db}?shared=true")
+    upstream.stream_delay = 0.05  # streams take ~0.3 s: many are in flight at the kill
+    with serve_workers(config) as workers:
+        outcome = asyncio.run(load(workers, kill=0, deadline_s=60))
+        last = {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "Question 200: answer it briefly."}],
+        }
+        for _ in range(10):  # the survivor serves what is left, then refuses
+            final = httpx.post(f"{workers.urls[1]}/v1/chat/completions", json=last, timeout=10)
+            if final.status_code != 200:
+                break
+    with closing(sqlite3.connect(db)) as connection:
+        usd, tokens, rows = connection.execute(
+            "SELECT SUM(cost_usd), SUM(input_tokens + output_tokens), COUNT(*) FROM usage"
+        ).fetchone()
+        (counted,) = connection.execute(
+            "SELECT used_usd FROM budget_counters WHERE key LIKE 'model=m|total|%'"
+        ).fetchone()
+        holds = connection.execute("SELECT COUNT(*) FROM budget_holds").fetchone()[0]
+    check_the_ledger(usd, tokens, rows, counted, outcome, upstream, config)
+    # the killed worker's reservations were released when they stood in the way: every
+    # client got an answer, the survivor spent the budget to within one request, and then
+    # refused it as spent, not busy
+    assert "released the reservations of 1 stopped processes" in workers.logs[1]
+    assert outcome.gave_up == 0, outcome
+    assert usd > BUDGET_USD - 2 * PER_REQUEST_USD
+    assert final.status_code == 429 and "retry-after" not in final.headers, final.text
+    assert "has spent" in final.json()["error"]["message"]
+    assert holds == 0  # the survivor's (it has stopped) and the dead one's: none left
+
+
+def test_two_redis_workers_one_killed_never_overspend(
+    tmp_path: Path, upstream: FakeUpstream, redis_server: RedisServer
+) -> None:
+    config = write_config(tmp_path / "hookgate.yaml", upstream, redis_server.url)
+    upstream.stream_delay = 0.05
+    with serve_workers(config) as workers:
+        # the killed replica's reservations stay until they expire (15 minutes): the load
+        # ends when the survivor can serve no more, not when the budget is spent
+        outcome = asyncio.run(load(workers, kill=0, deadline_s=10))
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    with closing(client):
+        entries = client.xrange("hg:usage")
+        (counter,) = client.keys("hg:ctr:model=m|total|*")
+        counted = float(client.hget(counter, "used_usd") or 0)
+    rows = [json.loads(fields["row"]) for _, fields in entries]
+    usd = sum(row["cost_usd"] for row in rows)
+    tokens = sum(row["input_tokens"] + row["output_tokens"] for row in rows)
+    check_the_ledger(usd, tokens, len(rows), counted, outcome, upstream, config)
+
+
+def test_a_second_process_keeping_budgets_alone_is_refused(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    """Two plain ``hookgate serve`` on one file would each allow the whole budget: the
+    second refuses its budgeted requests, even with ``on_error: continue`` (which serves
+    requests unchecked when the store is down), and serves once the first has stopped."""
+    db = tmp_path / "one.db"
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: 'sqlite:///{db}'\n{PRICE}server: {{reload: false}}\n"
+            f"policies:\n  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}],"
+            " on_error: continue}\n",
+            models='  "*": [{provider: up, model: fixed-model}]',
+        )
+    )
+    ask = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi there."}]}
+    with serve_workers(config) as workers:
+        first, second = (f"{url}/v1/chat/completions" for url in workers.urls)
+        assert httpx.post(first, json=ask, timeout=10).status_code == 200
+        refused = httpx.post(second, json=ask, timeout=10)
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "store_in_use"
+        assert f"in use by process {workers.pids[0]}" in error["message"]
+        assert "shared=true" in error["message"]
+        workers.processes[0].terminate()
+        workers.processes[0].wait(15)
+        assert httpx.post(second, json=ask, timeout=10).status_code == 200
+
+
+def test_a_rate_limit_is_one_count_across_sqlite_workers(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: 'sqlite:///{tmp_path / 'shared.db'}?shared=true'\nserver: {{reload: false}}\n"
+            "policies:\n  - rate_limit: {limits: [{scope: model, rpm: 10}]}\n",
+        )
+    )
+    ask = {"model": "m", "messages": [{"role": "user", "content": "Hi there."}]}
+
+    async def burst(urls: list[str]) -> list[int]:
+        async with aiohttp.ClientSession() as client:
+
+            async def one(url: str) -> int:
+                async with client.post(f"{url}/v1/chat/completions", json=ask) as response:
+                    return response.status
+
+            return await asyncio.gather(*(one(urls[i % 2]) for i in range(30)))
+
+    with serve_workers(config) as workers:
+        statuses = asyncio.run(burst(workers.urls))
+    assert sorted(statuses) == [200] * 10 + [429] * 20
