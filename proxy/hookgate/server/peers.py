@@ -4,8 +4,12 @@ Each worker (:class:`Worker`) serves, beside the listeners it shares with the ot
 small app of its own on a Unix socket in the server's run directory
 (:func:`peer_app`): its readiness and its live traffic. A worker asked for ``/readyz``
 or the admin UI's Live page asks every other worker for theirs (:func:`ask_all`), so
-the answer is the whole server's whichever worker serves it. Nothing there is reachable
-from the network (the socket's directory is the parent's, mode 0700).
+the answer is the whole server's whichever worker serves it. A worker that decides an
+approval or changes grants tells the others (:func:`tell_all`), so a tool call waiting
+on another worker wakes at once (it would see the decision at its next poll of the
+store anyway) and the change applies there at once (else within the grants' TTL).
+Nothing there is reachable from the network (the socket's directory is the parent's,
+mode 0700).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import orjson
 from aiohttp import web
 
 from hookgate.server import health
-from hookgate.server.appkeys import LIVE
+from hookgate.server.appkeys import GRANTS, LIVE, WAKEUPS, WORKER
 from hookgate.server.live import RECENT, LiveCall
 from hookgate.server.workers import Worker
 from hookgate.store.base import AuditRecord
@@ -44,9 +48,28 @@ def peer_app(app: web.Application) -> web.Application:
                 "recent": [dataclasses.asdict(c) for c in traffic.recent()]}  # fmt: skip
         return web.Response(body=orjson.dumps(body))
 
+    async def wake(request: web.Request) -> web.Response:
+        app[WAKEUPS].wake(str((await request.json())["id"]))
+        return web.Response()
+
+    async def forget(request: web.Request) -> web.Response:
+        said = await request.json()
+        app[GRANTS].forget("key" if said["kind"] == "key" else "team", str(said["name"]))
+        return web.Response()
+
     peer.router.add_get("/ready", ready)
     peer.router.add_get("/live", live)
+    peer.router.add_post("/wake", wake)
+    peer.router.add_post("/forget", forget)
     return peer
+
+
+async def tell_all(app: web.Application, path: str, body: dict[str, str]) -> None:
+    """``POST path`` with ``body`` to every other worker's :func:`peer_app` (nothing
+    without workers; a worker that does not answer is passed over)."""
+    worker = app.get(WORKER)
+    if worker is not None:
+        await asyncio.gather(*(_ask(worker.socket_path(n), path, body) for n in worker.others()))
 
 
 async def start_peer_site(runner: web.AppRunner, worker: Worker) -> web.UnixSite:
@@ -69,15 +92,18 @@ async def ask_all(worker: Worker, path: str) -> dict[int, Any]:
     return dict(zip(numbers, answers, strict=True))
 
 
-async def _ask(socket_path: str, path: str) -> Any:
+async def _ask(socket_path: str, path: str, body: dict[str, str] | None = None) -> Any:
+    """The JSON a sibling answers to ``GET path`` (``POST`` with ``body``), None if none."""
     try:
         async with (
             asyncio.timeout(ASK_TIMEOUT_S),
             aiohttp.ClientSession(connector=aiohttp.UnixConnector(socket_path)) as session,
-            session.get(f"http://worker{path}") as response,
+            session.request(
+                "GET" if body is None else "POST", f"http://worker{path}", json=body
+            ) as response,
         ):
             response.raise_for_status()
-            return orjson.loads(await response.read())
+            return orjson.loads(await response.read() or b"null")
     except (OSError, TimeoutError, aiohttp.ClientError, orjson.JSONDecodeError):
         return None
 
