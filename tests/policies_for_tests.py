@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 from typing import Any
 
@@ -79,6 +80,20 @@ class Bracket(StreamTransform):
         prefix = "" if key in self.started else f"{self.label}("
         self.started.add(key)
         return prefix + self.held.pop(key, "") + ")"
+
+
+class WhoServes(Policy):
+    """Says which process served a model call, and under which config: the headers
+    ``x-hookgate-test-pid`` and ``x-hookgate-test-label`` (the config's ``label``)."""
+
+    name = "who_serves"
+    Config = RecorderConfig
+    config: RecorderConfig
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        ctx.response_headers["x-hookgate-test-pid"] = str(os.getpid())
+        ctx.response_headers["x-hookgate-test-label"] = self.config.label
+        return await next(call, ctx)
 
 
 class BlockWordConfig(BaseModel):

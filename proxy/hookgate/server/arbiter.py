@@ -298,6 +298,7 @@ class Arbiter:
             if exposure.refusal(loaded.config, self._host) is None:
                 self.loaded = loaded
         self._stamp = stamp(self.loaded.source)
+        self._next_poll = time.monotonic() + self.loaded.config.server.reload_interval_s
         self._signal_all(signal.SIGHUP)
 
     def _signal_all(self, signum: int) -> None:
