@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
+from tests.ui_client import ADMIN_KEY, Admin
 from tests.waits import eventually
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -230,3 +231,22 @@ def test_readyz_names_a_worker_that_does_not_answer(
     finally:
         os.kill(stuck, signal.SIGCONT)
     assert httpx.get(f"{served.url}/readyz", timeout=10).status_code == 200
+
+
+def test_the_live_page_shows_every_workers_requests(
+    serve: Callable[..., Served], upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    served = serve(_config(upstream, tmp_path, "one") + f"keys: {{admin_key: {ADMIN_KEY}}}\n")
+    ids: dict[int, list[str]] = {}
+    while len(ids) < 2 or min(len(v) for v in ids.values()) < 3:
+        assert served.sent < 400, ids
+        response = served.chat()
+        pid = int(response.headers["x-hookgate-test-pid"])
+        ids.setdefault(pid, []).append(response.headers["x-hookgate-request-id"])
+    admin = Admin(served.url)  # one connection: one worker serves every page
+    sent = [i for v in ids.values() for i in v]
+    try:
+        eventually(lambda: all(i in admin.get("/ui/live").text for i in sent))
+        assert f"Finished ({len(sent)})" in admin.get("/ui/live").text
+    finally:
+        admin.http.close()
