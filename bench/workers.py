@@ -8,8 +8,8 @@ Each pipeline (no policies; the shipped default, ``tracing`` exporting to a loca
 front of the same fast fake upstream, and loaded by ``bench.load`` at concurrency 32 over
 keep-alive connections (non-streamed chat completions). The rounds alternate between the
 worker counts so that a machine whose load changes during the run shifts every count alike;
-each figure is the median over the rounds, and the ratios are to one worker in the same
-run. Nothing is pinned: the workers, the fake upstream and the load generator share every
+each figure is the median over the rounds, and the ratio to the first worker count is the
+median of the rounds' own ratios (each round's counts ran minutes apart at most). Nothing is pinned: the workers, the fake upstream and the load generator share every
 core, as they would on a host that runs all three, so with as many workers as cores the
 load generator and the upstream take CPU from hookgate; the report says how many cores
 there were and the CPU time hookgate used per request (parent, workers and their span
@@ -100,9 +100,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per worker count")
+    parser.add_argument("--requests", type=int, help="requests per round (default 20000)")
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
-    requests = 2000 if args.quick else 20000
+    requests = args.requests or (2000 if args.quick else 20000)
     rounds: dict[str, dict[int, list[dict[str, float]]]] = {
         p: {n: [] for n in counts} for p in PIPELINES
     }
@@ -132,10 +133,12 @@ def main() -> None:
     print(f"{'pipeline':<12} {'workers':>7} {'rps':>8} {'vs 1':>6} {'p50 ms':>8} {'cpu µs':>7}")
     for pipeline, by_count in rounds.items():
         report["median"][pipeline] = {}
-        base = statistics.median(r["rps"] for r in by_count[counts[0]])
+        base = by_count[counts[0]]
         for workers, results in by_count.items():
             median = {k: statistics.median(r[k] for r in results) for k in results[0]}
-            median["rps_vs_first"] = median["rps"] / base
+            median["rps_vs_first"] = statistics.median(
+                r["rps"] / b["rps"] for r, b in zip(results, base, strict=True)
+            )
             report["median"][pipeline][workers] = median
             print(
                 f"{pipeline:<12} {workers:>7} {median['rps']:8.0f} {median['rps_vs_first']:6.2f} "

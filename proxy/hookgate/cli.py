@@ -235,6 +235,13 @@ def _arbiter(
     warning = exposure.warning(loaded.config, host)
     if warning is not None:
         log.warning("%s", warning)
+    for name, mcp in loaded.config.mcp_servers.items():
+        if mcp.command is not None:
+            log.warning(
+                "mcp_servers.%s runs a command: each of its sessions lives in one worker, and "
+                "a client request that reaches another gets 404 (a new session)",
+                name,
+            )
     try:
         main = arbiter.listen(host, server.port if port is None else port)
         ops = [] if server.ops is None else arbiter.listen(server.ops.host, server.ops.port)
