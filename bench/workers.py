@@ -1,7 +1,7 @@
 """Scaling with workers: requests/s of ``hookgate serve --workers N`` for N = 1, 2, ...
 
-Run: ``python -m bench.workers [--quick] [--workers 1,2] [--rounds 3]`` (from the repository
-root, in the venv).
+Run: ``python -m bench.workers [--quick] [--workers 1,2] [--rounds 3] [--requests N]``
+(from the repository root, in the venv).
 
 Each pipeline (no policies; the shipped default, ``tracing`` exporting to a local sink and
 ``fallback``) is served with each worker count, by one server process tree at a time, in
@@ -9,11 +9,12 @@ front of the same fast fake upstream, and loaded by ``bench.load`` at concurrenc
 keep-alive connections (non-streamed chat completions). The rounds alternate between the
 worker counts so that a machine whose load changes during the run shifts every count alike;
 each figure is the median over the rounds, and the ratio to the first worker count is the
-median of the rounds' own ratios (each round's counts ran minutes apart at most). Nothing is pinned: the workers, the fake upstream and the load generator share every
-core, as they would on a host that runs all three, so with as many workers as cores the
-load generator and the upstream take CPU from hookgate; the report says how many cores
-there were and the CPU time hookgate used per request (parent, workers and their span
-export workers). Writes ``bench/results/workers-<time>.json``.
+median of the rounds' own ratios (the counts of one round run a minute apart at most).
+Nothing is pinned: the workers, the fake upstream and the load generator share every core,
+as they would on a host that runs all three, so with as many workers as cores the load
+generator and the upstream take CPU from hookgate; the report says how many cores there
+were and the CPU time hookgate used per request (parent, workers and their span export
+workers). Writes ``bench/results/workers-<time>.json``.
 """
 
 from __future__ import annotations
