@@ -45,7 +45,7 @@ class Worker:
         return os.path.join(self.run_dir, "metrics")
 
     def socket_path(self, number: int) -> str:
-        """The Unix socket of worker ``number``'s :func:`peer_app`."""
+        """The Unix socket of worker ``number``'s :func:`~hookgate.server.peers.peer_app`."""
         return os.path.join(self.run_dir, f"worker-{number}.sock")
 
     def others(self) -> list[int]:
