@@ -6,6 +6,7 @@ kernel hands it to whichever worker accepts first."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -20,6 +21,9 @@ import pytest
 
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
+from tests.mcp_servers import McpServer
+from tests.server.test_mcp_approvals import PAUSE, decide, waiting
+from tests.server.test_mcp_gateway import ADMIN, SERVER_TOKEN, new_key, session
 from tests.ui_client import ADMIN_KEY, Admin
 from tests.waits import eventually
 
@@ -250,3 +254,36 @@ def test_the_live_page_shows_every_workers_requests(
         assert f"Finished ({len(sent)})" in admin.get("/ui/live").text
     finally:
         admin.http.close()
+
+
+async def test_an_approval_decided_on_any_worker_wakes_the_call_waiting_on_another(
+    serve: Callable[..., Served], upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Each tool call waits in the worker its client's connection reached; each decision is
+    sent on a new connection, so the kernel gives it to either worker: over four calls,
+    the decision is made on the other worker 15 times in 16 runs."""
+    mcp_server = McpServer(tmp_path, token=SERVER_TOKEN)
+    try:
+        crm = f"{{url: '{mcp_server.url}', headers: {{authorization: 'Bearer {SERVER_TOKEN}'}}}}"
+        served = serve(
+            config_text(
+                upstream.base_url,
+                f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+                f"keys: {{required: true, admin_key: {ADMIN}}}\n"
+                f"mcp_servers:\n  crm: {crm}\npolicies:\n{PAUSE % 60}",
+            )
+        )
+        key = new_key(served.url)
+        for n in range(4):
+            async with session(f"{served.url}/mcp/crm", key) as client:
+                call = asyncio.create_task(
+                    client.call_tool("send_email", {"to": "a@b.c", "body": str(n)})
+                )
+                (approval,) = await waiting(served.url)
+                made = await decide(served.url, approval["id"], {"decision": "approve"}, "ann")
+                assert made.status_code == 200, made.text
+                result = await asyncio.wait_for(call, 5)
+                assert not result.isError
+        assert [c["arguments"]["body"] for c in mcp_server.calls()] == ["0", "1", "2", "3"]
+    finally:
+        mcp_server.stop()
