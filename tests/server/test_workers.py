@@ -224,7 +224,11 @@ def test_readyz_names_a_worker_that_does_not_answer(
     serve: Callable[..., Served], upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     served = serve(_config(upstream, tmp_path, "one"))
-    stuck = min(served.workers())
+    settled = httpx.get(f"{served.url}/readyz", timeout=10)
+    assert settled.status_code == 200, settled.text
+    # worker 2: a worker stopped in a store write (worker 1 prunes the audit log at its
+    # start) would hold SQLite's lock, and the other could not answer for the store either
+    stuck = next(w["pid"] for w in settled.json()["workers"] if w["worker"] == 2)
     os.kill(stuck, signal.SIGSTOP)
     try:
         ready = httpx.get(f"{served.url}/readyz", timeout=10)  # the other worker answers

@@ -140,11 +140,12 @@ def create_app(
     if watch:
 
         def reloaded(new: Runtime | None) -> None:
-            if not speaks:
+            if new is not None:
+                _prepare_metrics(metrics, new)
+            if not speaks:  # worker 1 counts and warns for every worker
                 return
             metrics.reloads.labels("success" if new is not None else "failure").inc()
             if new is not None:
-                _prepare_metrics(metrics, new)
                 if new.config.store != app[STORE].url:
                     log.warning(
                         "store changed to %s: restart to use it", display_url(new.config.store)
