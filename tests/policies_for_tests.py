@@ -14,6 +14,7 @@ from hookgate import Context, ModelCall, ModelResponse, Next, Policy
 from hookgate.errors import PolicyBlocked
 from hookgate.pipeline.agent import NextReply, Reply, ReplyContext, ReplyPaused
 from hookgate.pipeline.hooks import Messages
+from hookgate.pipeline.services import Services
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 LOGS: defaultdict[str, list[str]] = defaultdict(list)
@@ -135,6 +136,16 @@ class Fragile(Policy):
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
         raise RuntimeError("the thing this policy needs is not there")
+
+
+class NoServices(Policy):
+    """Valid and built, yet it cannot be attached to the server's services: it fails
+    where a server starts (each worker, with ``--workers``), not where a config is read."""
+
+    name = "no_services"
+
+    def attach(self, services: Services) -> None:
+        raise RuntimeError("the services this policy needs are not there")
 
 
 class ReplyReportConfig(BaseModel):

@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -291,3 +292,23 @@ async def test_an_approval_decided_on_any_worker_wakes_the_call_waiting_on_anoth
         assert [c["arguments"]["body"] for c in mcp_server.calls()] == ["0", "1", "2", "3"]
     finally:
         mcp_server.stop()
+
+
+def test_a_worker_that_cannot_start_stops_the_server_with_status_1(
+    upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    path = tmp_path / "hookgate.yaml"
+    _write(path, config_text(
+        upstream.base_url,
+        f"store: 'sqlite:///{tmp_path / 'hookgate.db'}'\n"
+        "policies:\n  - tests.policies_for_tests:NoServices: {}\n",
+    ))  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "hookgate", "serve", "--config", str(path), "--workers", "2",
+         "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "the services this policy needs are not there" in done.stderr
+    assert "before the server served: stopping" in done.stderr
+    assert "listening on" not in done.stderr

@@ -346,8 +346,8 @@ class ServerConfig(Strict):
     N > 1 is a parent that binds the sockets and keeps N worker processes accepting on
     them (a worker that dies is replaced); ``auto`` is one per core this process may run
     on. ``hookgate serve --workers`` overrides it. Read at start. Each worker holds its own
-    copy of the pipeline (a ``pii`` model is loaded N times). See "Workers" in the proxy
-    docs for what is shared between workers and what is per worker."""
+    copy of the pipeline (with ``pii``, plan memory for N copies of its model). See
+    "Workers" in the proxy docs for what is shared between workers and what is per worker."""
 
 
 def _static_key(key: SecretStr) -> SecretStr:
