@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from hookgate.config import policy_sets
 from hookgate.config.durations import parse_duration
-from hookgate.config.loader import ConfigError, LoadedConfig, load_file
+from hookgate.config.loader import ConfigError, LoadedConfig, load_file, load_text
 from hookgate.config.policy_sets import DEFAULT
 from hookgate.config.schema import MAX_WORKERS, Config
 from hookgate.errors import NotFound, StoreUnavailable
@@ -222,15 +222,24 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _arbiter(
-    loaded: LoadedConfig,
+    first: LoadedConfig,
     host: str,
     port: int | None,
     count: int,
     runner: Callable[[Coroutine[Any, Any, None]], None],
 ) -> int:
-    """Several workers under a parent (:mod:`hookgate.server.arbiter`)."""
+    """Several workers under a parent (:mod:`hookgate.server.arbiter`). The parent closes
+    the policies of the config ``first`` read and reads it again: the text it read is what
+    each worker loads (and makes policies of, its own)."""
     from hookgate.server import arbiter
 
+    arbiter.release(first)
+    try:
+        text, loaded = arbiter.read_config(first.source, host)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
     server = loaded.config.server
     warning = exposure.warning(loaded.config, host)
     if warning is not None:
@@ -251,7 +260,8 @@ def _arbiter(
 
     def work(
         worker: Worker,
-        loaded: LoadedConfig,
+        text: str,
+        source: str,
         main: list[socket.socket],
         ops: list[socket.socket],
         ready_fd: int,
@@ -260,6 +270,7 @@ def _arbiter(
             handler.setFormatter(
                 logging.Formatter(LOG_FORMAT.replace("%(name)s", f"%(name)s[{worker.number}]"))
             )
+        loaded = load_text(text, source)
         runner(_run_server(loaded, host, port, worker=worker, sockets=(main, ops),
                            ready_fd=ready_fd))  # fmt: skip
 
@@ -274,7 +285,7 @@ def _arbiter(
             __version__, ", ".join(arbiter.url_of(s) for s in main), loaded.source, count,
         )  # fmt: skip
 
-    status = arbiter.Arbiter(loaded, host, count, work, main, ops, serving).run()
+    status = arbiter.Arbiter(text, loaded, host, count, work, main, ops, serving).run()
     log.info("stopped")
     return status
 

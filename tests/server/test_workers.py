@@ -23,6 +23,7 @@ import pytest
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.mcp_servers import McpServer
+from tests.otlp import OtlpReceiver
 from tests.server.test_mcp_approvals import PAUSE, decide, waiting
 from tests.server.test_mcp_gateway import ADMIN, SERVER_TOKEN, new_key, session
 from tests.ui_client import ADMIN_KEY, Admin
@@ -312,3 +313,19 @@ def test_a_worker_that_cannot_start_stops_the_server_with_status_1(
     assert "the services this policy needs are not there" in done.stderr
     assert "before the server served: stopping" in done.stderr
     assert "listening on" not in done.stderr
+
+
+def test_every_worker_exports_its_spans_through_its_own_export_worker(
+    serve: Callable[..., Served], upstream: FakeUpstream, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    served = serve(
+        _config(upstream, tmp_path, "one") + f"  - tracing: {{endpoint: '{receiver.endpoint}'}}\n"
+    )
+    served.labels_by_worker()
+    spans = receiver.wait_for(served.sent)
+    assert len(spans) == served.sent and all(s.name.startswith("chat") for s in spans)
+    parent = psutil.Process(served.process.pid)
+    assert parent.num_threads() == 1  # it forks: no thread of a policy runs there
+    for worker in parent.children():
+        (exporter,) = worker.children()
+        assert "hookgate.telemetry.worker" in " ".join(exporter.cmdline())

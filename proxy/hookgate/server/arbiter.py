@@ -23,6 +23,7 @@ and no retry will fix it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
@@ -36,8 +37,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from hookgate.config.loader import ConfigError, LoadedConfig, load_file
+from hookgate.config.loader import ConfigError, LoadedConfig, load_text
 from hookgate.server import exposure
 from hookgate.server.reload import Stamp, stamp
 from hookgate.server.workers import Worker
@@ -57,10 +59,37 @@ while it starts."""
 _READY = struct.Struct("!HI")
 """What a worker writes to the parent when it serves: its number and pid."""
 
-Work = Callable[[Worker, LoadedConfig, list[socket.socket], list[socket.socket], int], None]
-"""A worker's whole life, run in the forked child: given its :class:`Worker`, the
-config, the main and the ops listeners' sockets, and the fd it writes to once serving
-(:func:`tell_ready`)."""
+Work = Callable[[Worker, str, str, list[socket.socket], list[socket.socket], int], None]
+"""A worker's whole life, run in the forked child: given its :class:`Worker`, the config's
+text and file name (the worker loads it: its policies are its own), the main and the ops
+listeners' sockets, and the fd it writes to once serving (:func:`tell_ready`)."""
+
+
+def read_config(source: str, host: str) -> tuple[str, LoadedConfig]:
+    """The config file's text and what it says, checked as ``hookgate serve`` checks it
+    (raises :class:`ConfigError`), its policies closed at once: the parent only reads the
+    settings, and a policy may hold a thread (the tracing exporter's), which must not be
+    running when the parent forks."""
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, [f"{source}: cannot read: {exc}"]) from None
+    loaded = load_text(text, source)
+    release(loaded)
+    problem = exposure.refusal(loaded.config, host)
+    if problem is not None:
+        raise ConfigError(source, [loaded.problem(("server", "host"), problem)])
+    return text, loaded
+
+
+def release(loaded: LoadedConfig) -> None:
+    """Close the policies made when ``loaded`` was read (outside any event loop)."""
+
+    async def close() -> None:
+        for policy in loaded.all_policies:
+            await policy.aclose()
+
+    asyncio.run(close())
 
 
 def release_signals() -> None:
@@ -127,6 +156,7 @@ class Arbiter:
 
     def __init__(
         self,
+        text: str,
         loaded: LoadedConfig,
         host: str,
         count: int,
@@ -135,9 +165,12 @@ class Arbiter:
         ops: list[socket.socket],
         on_serving: Callable[[], None],
     ) -> None:
-        """``on_serving`` is called once, when every worker first serves."""
-        self.loaded = loaded
+        """``text`` is the config file's, ``loaded`` what it says with its policies
+        released (:func:`read_config`); ``on_serving`` is called once, when every worker
+        first serves."""
+        self._text = text
         """The last valid config read: what a new worker starts with."""
+        self.loaded = loaded
         self._host = host
         self._work = work
         self._main, self._ops = main, ops
@@ -211,7 +244,8 @@ class Arbiter:
             status = 1
             try:
                 self._become_worker()
-                self._work(worker, self.loaded, self._main, self._ops, self._ready_w)
+                self._work(worker, self._text, self.loaded.source, self._main, self._ops,
+                           self._ready_w)  # fmt: skip
                 status = 0
             except BaseException:
                 log.exception("worker %d failed", worker.number)
@@ -290,13 +324,8 @@ class Arbiter:
     def _reload(self) -> None:
         """Read the file (a valid one is what later workers start with) and tell every
         worker to reload it (each reports its own result; worker 1 logs it)."""
-        try:
-            loaded = load_file(self.loaded.source)
-        except (ConfigError, OSError):
-            pass  # the workers log why
-        else:
-            if exposure.refusal(loaded.config, self._host) is None:
-                self.loaded = loaded
+        with contextlib.suppress(ConfigError):  # the workers log why
+            self._text, self.loaded = read_config(self.loaded.source, self._host)
         self._stamp = stamp(self.loaded.source)
         self._next_poll = time.monotonic() + self.loaded.config.server.reload_interval_s
         self._signal_all(signal.SIGHUP)
