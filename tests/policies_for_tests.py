@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 from typing import Any
 
@@ -13,6 +14,7 @@ from hookgate import Context, ModelCall, ModelResponse, Next, Policy
 from hookgate.errors import PolicyBlocked
 from hookgate.pipeline.agent import NextReply, Reply, ReplyContext, ReplyPaused
 from hookgate.pipeline.hooks import Messages
+from hookgate.pipeline.services import Services
 from hookgate.wire.deltas import DeltaKey, StreamTransform
 
 LOGS: defaultdict[str, list[str]] = defaultdict(list)
@@ -81,6 +83,20 @@ class Bracket(StreamTransform):
         return prefix + self.held.pop(key, "") + ")"
 
 
+class WhoServes(Policy):
+    """Says which process served a model call, and under which config: the headers
+    ``x-hookgate-test-pid`` and ``x-hookgate-test-label`` (the config's ``label``)."""
+
+    name = "who_serves"
+    Config = RecorderConfig
+    config: RecorderConfig
+
+    async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
+        ctx.response_headers["x-hookgate-test-pid"] = str(os.getpid())
+        ctx.response_headers["x-hookgate-test-label"] = self.config.label
+        return await next(call, ctx)
+
+
 class BlockWordConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     word: str
@@ -120,6 +136,16 @@ class Fragile(Policy):
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
         raise RuntimeError("the thing this policy needs is not there")
+
+
+class NoServices(Policy):
+    """Valid and built, yet it cannot be attached to the server's services: it fails
+    where a server starts (each worker, with ``--workers``), not where a config is read."""
+
+    name = "no_services"
+
+    def attach(self, services: Services) -> None:
+        raise RuntimeError("the services this policy needs are not there")
 
 
 class ReplyReportConfig(BaseModel):

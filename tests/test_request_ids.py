@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from hookgate.ids import UniqueIds
@@ -13,6 +15,23 @@ def test_ids_are_unique_and_uuid_sized() -> None:
     assert len(made) == 10_000
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in made)
     assert UniqueIds().next()[:16] != ids.next()[:16]  # another process, another prefix
+
+
+def test_a_forked_child_never_repeats_its_parent_s_ids() -> None:
+    """A worker of ``hookgate serve --workers N`` is forked after the ids were made."""
+    ids = UniqueIds()
+    ids.next()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child writes its next id and leaves at once
+        os.write(write, ids.next().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    theirs = os.read(read, 64).decode()
+    os.close(read)
+    ours = ids.next()
+    assert len(theirs) == 32 and theirs[:16] != ours[:16]
 
 
 def test_client_request_id_kept_only_when_plain(proxy_url: str) -> None:

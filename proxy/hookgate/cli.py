@@ -13,25 +13,27 @@ import getpass
 import logging
 import os
 import signal
+import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import ValidationError
 
 from hookgate.config import policy_sets
 from hookgate.config.durations import parse_duration
-from hookgate.config.loader import ConfigError, LoadedConfig, load_file
+from hookgate.config.loader import ConfigError, LoadedConfig, load_file, load_text
 from hookgate.config.policy_sets import DEFAULT
-from hookgate.config.schema import Config
+from hookgate.config.schema import MAX_WORKERS, Config
 from hookgate.errors import NotFound, StoreUnavailable
 from hookgate.pipeline import registry
 from hookgate.server import exposure
 from hookgate.server.admin import SPEND_GROUPS
 from hookgate.server.explain import explain
+from hookgate.server.workers import Worker, worker_count
 from hookgate.store.base import SpendLine, Store
 from hookgate.store.grants import (
     Grants,
@@ -89,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_config(serve)
     serve.add_argument("--host", help="listen address (default: server.host of the config)")
     serve.add_argument("--port", type=int, help="listen port (default: server.port of the config)")
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        help="worker processes: a number, or auto (one per core); default: server.workers "
+        "of the config",
+    )
     serve.add_argument(
         "--log-level",
         default=os.environ.get("HOOKGATE_LOG_LEVEL", "INFO"),
@@ -171,11 +179,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _workers(value: str) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number or auto") from None
+    if not 1 <= count <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"from 1 to {MAX_WORKERS}")
+    return count
+
+
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=str(args.log_level).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=str(args.log_level).upper(), format=LOG_FORMAT)
     path = args.config or default_config_path()
     try:
         loaded = load_file(path)
@@ -194,35 +214,134 @@ def _serve(args: argparse.Namespace) -> int:
         runner = asyncio.run
     else:
         runner = uvloop.run
-    runner(_run_server(loaded, host, args.port))
-    return 0
+    count = worker_count(args.workers or loaded.config.server.workers)
+    if count == 1:
+        runner(_run_server(loaded, host, args.port))
+        return 0
+    return _arbiter(loaded, host, args.port, count, runner)
 
 
-async def _run_server(loaded: LoadedConfig, host: str, port: int | None) -> None:
-    from aiohttp import web
+def _arbiter(
+    first: LoadedConfig,
+    host: str,
+    port: int | None,
+    count: int,
+    runner: Callable[[Coroutine[Any, Any, None]], None],
+) -> int:
+    """Several workers under a parent (:mod:`hookgate.server.arbiter`). The parent closes
+    the policies of the config ``first`` read and reads it again: the text it read is what
+    each worker loads (and makes policies of, its own)."""
+    from hookgate.server import arbiter
 
-    from hookgate.server.app import create_app, create_ops_app, make_runner
-    from hookgate.server.appkeys import WATCHER
-
+    arbiter.release(first)
+    try:
+        text, loaded = arbiter.read_config(first.source, host)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return 1
     server = loaded.config.server
     warning = exposure.warning(loaded.config, host)
     if warning is not None:
         log.warning("%s", warning)
-    app = create_app(loaded, host=host)
+    for name, mcp in loaded.config.mcp_servers.items():
+        if mcp.command is not None:
+            log.warning(
+                "mcp_servers.%s runs a command: each of its sessions lives in one worker, and "
+                "a client request that reaches another gets 404 (a new session)",
+                name,
+            )
+    try:
+        main = arbiter.listen(host, server.port if port is None else port)
+        ops = [] if server.ops is None else arbiter.listen(server.ops.host, server.ops.port)
+    except OSError as exc:
+        log.error("cannot listen: %s", exc)
+        return 1
+
+    def work(
+        worker: Worker,
+        text: str,
+        source: str,
+        main: list[socket.socket],
+        ops: list[socket.socket],
+        ready_fd: int,
+    ) -> None:
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(
+                logging.Formatter(LOG_FORMAT.replace("%(name)s", f"%(name)s[{worker.number}]"))
+            )
+        loaded = load_text(text, source)
+        runner(_run_server(loaded, host, port, worker=worker, sockets=(main, ops),
+                           ready_fd=ready_fd))  # fmt: skip
+
+    def serving() -> None:
+        if ops:
+            log.info(
+                "ops endpoints (/metrics, /healthz, /readyz) on %s",
+                ", ".join(arbiter.url_of(s) for s in ops),
+            )
+        log.info(
+            "hookgate %s listening on %s (config %s, %d workers)",
+            __version__, ", ".join(arbiter.url_of(s) for s in main), loaded.source, count,
+        )  # fmt: skip
+
+    status = arbiter.Arbiter(text, loaded, host, count, work, main, ops, serving).run()
+    log.info("stopped")
+    return status
+
+
+async def _run_server(
+    loaded: LoadedConfig,
+    host: str,
+    port: int | None,
+    *,
+    worker: Worker | None = None,
+    sockets: tuple[list[socket.socket], list[socket.socket]] | None = None,
+    ready_fd: int | None = None,
+) -> None:
+    """Serve until SIGTERM or SIGINT, then drain. One process binds its listeners; a
+    worker (``worker``) serves the ``sockets`` its parent bound (main, ops), and its
+    siblings on a socket of its own, and tells the parent on ``ready_fd`` once serving."""
+    from aiohttp import web
+
+    from hookgate.server import arbiter, peers
+    from hookgate.server.app import create_app, create_ops_app, make_runner
+    from hookgate.server.appkeys import WATCHER
+    from hookgate.telemetry.metrics import use_multiprocess
+
+    server = loaded.config.server
+    if worker is None:
+        warning = exposure.warning(loaded.config, host)
+        if warning is not None:
+            log.warning("%s", warning)
+    else:
+        use_multiprocess(worker.metrics_dir)
+    app = create_app(loaded, host=host, worker=worker)
     runner = make_runner(app, shutdown_timeout=server.shutdown_timeout_s)
     await runner.setup()
     runners = [runner]
     if server.ops is not None:
         ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
         await ops_runner.setup()
-        await web.TCPSite(ops_runner, server.ops.host, server.ops.port).start()
+        if sockets is None:
+            await web.TCPSite(ops_runner, server.ops.host, server.ops.port).start()
+        else:
+            for sock in sockets[1]:
+                await web.SockSite(ops_runner, sock).start()
         runners.append(ops_runner)
-        ops = ", ".join(_url(a) for a in ops_runner.addresses)
-        log.info("ops endpoints (/metrics, /healthz, /readyz) on %s", ops)
-    site = web.TCPSite(runner, host, server.port if port is None else port)
-    await site.start()
-    addresses = ", ".join(_url(a) for a in runner.addresses)
-    log.info("hookgate %s listening on %s (config %s)", __version__, addresses, loaded.source)
+        if worker is None:
+            ops = ", ".join(_url(a) for a in ops_runner.addresses)
+            log.info("ops endpoints (/metrics, /healthz, /readyz) on %s", ops)
+    if sockets is None:
+        await web.TCPSite(runner, host, server.port if port is None else port).start()
+    else:
+        for sock in sockets[0]:
+            await web.SockSite(runner, sock).start()
+    if worker is not None:
+        peer_runner = web.AppRunner(peers.peer_app(app), access_log=None)
+        await peer_runner.setup()
+        await peers.start_peer_site(peer_runner, worker)
+        runners.append(peer_runner)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -231,11 +350,35 @@ async def _run_server(loaded: LoadedConfig, host: str, port: int | None) -> None
     watcher = app.get(WATCHER)
     if watcher is not None:
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(watcher.reload()))
+    elif worker is not None:  # the parent forwards SIGHUP; nothing to reload
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+    if worker is None:
+        addresses = ", ".join(_url(a) for a in runner.addresses)
+        log.info("hookgate %s listening on %s (config %s)", __version__, addresses, loaded.source)
+        orphaned = None
+    else:
+        arbiter.release_signals()
+        assert ready_fd is not None
+        arbiter.tell_ready(ready_fd, worker)
+        orphaned = asyncio.create_task(_stop_when_orphaned(worker, stop))
     await stop.wait()
+    if orphaned is not None:
+        orphaned.cancel()
     log.info("shutting down: draining in-flight requests (up to %ss)", server.shutdown_timeout_s)
     for running in runners:  # the main listener drains first; ops answers meanwhile
         await running.cleanup()
-    log.info("stopped")
+    if worker is None:
+        log.info("stopped")
+
+
+async def _stop_when_orphaned(worker: Worker, stop: asyncio.Event) -> None:
+    """Stop a worker whose parent is gone (killed: it can no longer stop its workers)."""
+    while True:
+        await asyncio.sleep(1.0)
+        if os.getppid() != worker.parent:
+            break
+    log.error("the parent process is gone: stopping")
+    stop.set()
 
 
 def _store_command(

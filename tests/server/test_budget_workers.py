@@ -1,11 +1,12 @@
-"""A $0.10 budget under 200 concurrent requests across two serving processes on one store,
-one of them killed with ``kill -9`` mid-load: never overspent, and the spend report equals
-the ledger. On SQLite (one file shared, ``?shared=true``) and on a real ``redis-server``.
-Also: a rate limit is one count across shared SQLite workers, and a second process that
-would keep a file's budgets in its own memory is refused.
+"""A $0.10 budget under 200 concurrent requests across the two workers of ``hookgate serve
+--workers 2``, one of them killed with ``kill -9`` mid-load (the parent replaces it): never
+overspent, and the spend report equals the ledger. On SQLite (the embedded default: the
+workers share the file's ledger) and on a real ``redis-server``. Also: a rate limit is one
+count across processes sharing a file (``?shared=true``, the workers' limiter), and a
+second, separate ``hookgate serve`` that would keep a file's budgets in its own memory is
+refused.
 
-Until ``hookgate serve --workers N`` exists the two workers are two ``hookgate serve``
-processes on one store; :func:`serve_workers` is the one place that starts them.
+Which worker served a call is told by the ``WhoServes`` test policy (its pid).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ KILL_AT_STREAM = 10
 
 
 @dataclass
-class Workers:
-    """Processes serving one config: ``urls[i]`` reaches ``pids[i]``."""
+class Processes:
+    """Separate ``hookgate serve`` processes on one config: ``urls[i]`` reaches
+    ``pids[i]``."""
 
     urls: list[str]
     pids: list[int]
@@ -66,12 +68,40 @@ class Workers:
 
 
 @contextmanager
-def serve_workers(config: Path, count: int = 2) -> Iterator[Workers]:
-    """``count`` workers serving ``config`` on one store. (With ``hookgate serve --workers
-    N``: one process, one URL repeated, and the workers' pids.)"""
+def serve_processes(config: Path, count: int = 2) -> Iterator[Processes]:
+    """``count`` separate ``hookgate serve`` processes on ``config``."""
     started = [start_serve("--config", str(config)) for _ in range(count)]
-    workers = Workers([url for _, url, _ in started], [p.pid for p, _, _ in started],
-                      [p for p, _, _ in started])  # fmt: skip
+    processes = Processes([url for _, url, _ in started], [p.pid for p, _, _ in started],
+                          [p for p, _, _ in started])  # fmt: skip
+    try:
+        yield processes
+    finally:
+        processes.stop()
+
+
+@dataclass
+class Workers:
+    """``hookgate serve --workers N``: one URL, the parent, and what it (and its workers)
+    logged (filled by :meth:`stop`)."""
+
+    url: str
+    process: subprocess.Popen[str]
+    log: str = ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(30)
+        assert self.process.stderr is not None
+        self.log = self.process.stderr.read()
+        self.process.stderr.close()
+
+
+@contextmanager
+def serve_workers(config: Path, count: int = 2) -> Iterator[Workers]:
+    """``hookgate serve --workers count`` on ``config``."""
+    process, url, _ = start_serve("--config", str(config), "--workers", str(count))
+    workers = Workers(url, process)
     try:
         yield workers
     finally:
@@ -84,7 +114,8 @@ def write_config(path: Path, upstream: FakeUpstream, store: str) -> Path:
             upstream.base_url,
             f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
             "keys: {admin_key: admin-key-for-tests-0123456789}\n"
-            f"policies:\n  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}]}}\n",
+            "policies:\n  - tests.policies_for_tests:WhoServes: {label: budget}\n"
+            f"  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}]}}\n",
             models='  "*": [{provider: up, model: fixed-model}]',
         )
     )
@@ -98,28 +129,28 @@ class Outcome:
     gave_up: int = 0
 
 
-async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
-    """200 concurrent requests (half streamed) spread over the workers; a busy refusal
+async def load(workers: Workers, deadline_s: float) -> Outcome:
+    """200 concurrent requests (half streamed) to the workers' one listener; a busy refusal
     (``Retry-After``: reservations in flight fill the budget) is retried, as a client
-    honouring it would, and a worker that is gone is replaced by the next. Worker ``kill``
-    gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its reservation, and
-    the upstream call, are left in flight)."""
+    honouring it would, and so is a call cut by the kill. The worker that serves the first
+    stream gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its
+    reservation, and the upstream call, are left in flight)."""
     outcome = Outcome()
     killed = asyncio.Event()
     stop_at = time.monotonic() + deadline_s
     streams = 0
+    victim: list[int] = []
 
     def kill_now() -> None:
         if not killed.is_set():
             killed.set()
-            os.kill(workers.pids[kill], signal.SIGKILL)
+            os.kill(victim[0], signal.SIGKILL)
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as client:
 
         async def one(i: int) -> None:
             nonlocal streams
-            worker = i % len(workers.urls)
             body = {
                 "model": "m",
                 "max_tokens": 5,
@@ -127,19 +158,21 @@ async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
                 "messages": [{"role": "user", "content": f"Question {i}: answer it briefly."}],
             }
             while time.monotonic() < stop_at:
-                url = f"{workers.urls[worker]}/v1/chat/completions"
+                url = f"{workers.url}/v1/chat/completions"
                 try:
                     async with client.post(url, json=body) as response:
                         status, headers = response.status, response.headers
+                        pid = int(headers.get("x-hookgate-test-pid", "0"))
+                        if body["stream"] and status == 200 and not victim:
+                            victim.append(pid)
                         text = ""
                         async for chunk in response.content.iter_any():
-                            if not text and body["stream"] and status == 200 and worker == kill:
+                            if not text and body["stream"] and status == 200 and pid in victim:
                                 streams += 1  # one more in flight there: cut the tenth
                                 if streams == KILL_AT_STREAM:
                                     kill_now()
                             text += chunk.decode()
-                except aiohttp.ClientError:  # the killed worker: go to another
-                    worker = (worker + 1) % len(workers.urls)
+                except aiohttp.ClientError:  # the killed worker's connection: again
                     continue
                 if status == 429:
                     if "retry-after" not in headers:
@@ -150,8 +183,7 @@ async def load(workers: Workers, kill: int, deadline_s: float) -> Outcome:
                 if status == 200 and (not body["stream"] or text.rstrip().endswith("data: [DONE]")):
                     outcome.served += 1
                     return
-                # a stream cut by the kill, or the worker died under it: try another
-                worker = (worker + 1) % len(workers.urls)
+                # a stream cut by the kill, or the worker died under it: again
             outcome.gave_up += 1
 
         await asyncio.gather(*(one(i) for i in range(200)))
@@ -195,18 +227,18 @@ def check_the_ledger(
 def test_two_sqlite_workers_one_killed_never_overspend(
     tmp_path: Path, upstream: FakeUpstream
 ) -> None:
-    db = tmp_path / "shared.db"
-    config = write_config(tmp_path / "hookgate.yaml", upstream, f"sqlite:///{db}?shared=true")
+    db = tmp_path / "hookgate.db"
+    config = write_config(tmp_path / "hookgate.yaml", upstream, f"sqlite:///{db}")
     upstream.stream_delay = 0.05  # streams take ~0.3 s: many are in flight at the kill
     with serve_workers(config) as workers:
-        outcome = asyncio.run(load(workers, kill=0, deadline_s=60))
+        outcome = asyncio.run(load(workers, deadline_s=60))
         last = {
             "model": "m",
             "max_tokens": 5,
             "messages": [{"role": "user", "content": "Question 200: answer it briefly."}],
         }
-        for _ in range(10):  # the survivor serves what is left, then refuses
-            final = httpx.post(f"{workers.urls[1]}/v1/chat/completions", json=last, timeout=10)
+        for _ in range(10):  # the workers serve what is left, then refuse
+            final = httpx.post(f"{workers.url}/v1/chat/completions", json=last, timeout=10)
             if final.status_code != 200:
                 break
     with closing(sqlite3.connect(db)) as connection:
@@ -219,14 +251,15 @@ def test_two_sqlite_workers_one_killed_never_overspend(
         holds = connection.execute("SELECT COUNT(*) FROM budget_holds").fetchone()[0]
     check_the_ledger(usd, tokens, rows, counted, outcome, upstream, config)
     # the killed worker's reservations were released when they stood in the way: every
-    # client got an answer, the survivor spent the budget to within one request, and then
+    # client got an answer, the workers spent the budget to within one request, and then
     # refused it as spent, not busy
-    assert "released the reservations of 1 stopped processes" in workers.logs[1]
+    assert "was killed by SIGKILL: starting a new one" in workers.log
+    assert "released the reservations of 1 stopped processes" in workers.log
     assert outcome.gave_up == 0, outcome
     assert usd > BUDGET_USD - 2 * PER_REQUEST_USD
     assert final.status_code == 429 and "retry-after" not in final.headers, final.text
     assert "has spent" in final.json()["error"]["message"]
-    assert holds == 0  # the survivor's (it has stopped) and the dead one's: none left
+    assert holds == 0  # the workers' (they have stopped) and the dead one's: none left
 
 
 def test_two_redis_workers_one_killed_never_overspend(
@@ -235,9 +268,9 @@ def test_two_redis_workers_one_killed_never_overspend(
     config = write_config(tmp_path / "hookgate.yaml", upstream, redis_server.url)
     upstream.stream_delay = 0.05
     with serve_workers(config) as workers:
-        # the killed replica's reservations stay until they expire (15 minutes): the load
-        # ends when the survivor can serve no more, not when the budget is spent
-        outcome = asyncio.run(load(workers, kill=0, deadline_s=10))
+        # the killed worker's reservations stay until they expire (15 minutes): the load
+        # ends when the others can serve no more, not when the budget is spent
+        outcome = asyncio.run(load(workers, deadline_s=10))
     client = redis.Redis.from_url(redis_server.url, decode_responses=True)
     with closing(client):
         entries = client.xrange("hg:usage")
@@ -267,7 +300,7 @@ def test_a_second_process_keeping_budgets_alone_is_refused(
         )
     )
     ask = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi there."}]}
-    with serve_workers(config) as workers:
+    with serve_processes(config) as workers:
         first, second = (f"{url}/v1/chat/completions" for url in workers.urls)
         assert httpx.post(first, json=ask, timeout=10).status_code == 200
         refused = httpx.post(second, json=ask, timeout=10)
@@ -303,6 +336,8 @@ def test_a_rate_limit_is_one_count_across_sqlite_workers(
 
             return await asyncio.gather(*(one(urls[i % 2]) for i in range(30)))
 
-    with serve_workers(config) as workers:
-        statuses = asyncio.run(burst(workers.urls))
+    # two processes with an address each (the workers of one listener are not told
+    # apart by the kernel's choice): the same shared limiter as --workers, seen by both
+    with serve_processes(config) as processes:
+        statuses = asyncio.run(burst(processes.urls))
     assert sorted(statuses) == [200] * 10 + [429] * 20

@@ -23,6 +23,8 @@ from pydantic import (
 )
 
 DEFAULT_PORT = 8787
+MAX_WORKERS = 256
+"""The most worker processes ``server.workers`` may ask for."""
 OpenAIApi = Literal["chat.completions", "responses", "completions", "embeddings"]
 """The model APIs an OpenAI client calls (a provider's ``apis`` names some of them)."""
 MIN_STATIC_KEY_CHARS = 16
@@ -339,6 +341,13 @@ class ServerConfig(Strict):
     """How often the config file is checked for edits (``reload``)."""
     shutdown_timeout_s: Annotated[float, Field(ge=0)] = 30.0
     """How long SIGTERM waits for in-flight requests before cancelling them."""
+    workers: Annotated[int, Field(ge=1, le=MAX_WORKERS)] | Literal["auto"] = 1
+    """Processes serving the listener(s): 1 (the default) is one process and no parent;
+    N > 1 is a parent that binds the sockets and keeps N worker processes accepting on
+    them (a worker that dies is replaced); ``auto`` is one per core this process may run
+    on. ``hookgate serve --workers`` overrides it. Read at start. Each worker holds its own
+    copy of the pipeline (with ``pii``, plan memory for N copies of its model). See
+    "Workers" in the proxy docs for what is shared between workers and what is per worker."""
 
 
 def _static_key(key: SecretStr) -> SecretStr:

@@ -68,6 +68,10 @@ class Metric:
     help: str
     labels: tuple[str, ...] = ()
     kind: Literal["counter", "gauge"] = "counter"
+    merge: Literal["last", "max", "min", "sum"] = "last"
+    """A gauge served by several worker processes (``server.workers``) is one series on
+    ``/metrics``: the value set last by any worker, or the max, min or sum over the
+    running workers. (Counters are summed over every worker, past ones included.)"""
 
 
 @dataclass(frozen=True, slots=True)

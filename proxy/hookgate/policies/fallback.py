@@ -92,6 +92,7 @@ CIRCUIT_STATE = Metric(
     "Breaker per target: 0 closed, 1 half-open, 2 open",
     ("target",),
     kind="gauge",
+    merge="max",  # with workers, each has its own breakers: the worst of them
 )
 
 

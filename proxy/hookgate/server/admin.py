@@ -31,6 +31,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from hookgate.config.durations import parse_duration
 from hookgate.errors import InvalidRequest, NotFound
+from hookgate.server import peers
 from hookgate.server.appkeys import GRANTS, HOLDER, STORE
 from hookgate.server.auth import check_admin
 from hookgate.store import keys
@@ -175,8 +176,8 @@ async def change_grants(
 ) -> Grants | None:  # fmt: skip
     """Change ``subject``'s grants by ``patch`` (None: drop them; ``replace``: the patch is
     the whole new grants) with the admin API's checks, logged as made by ``actor``
-    (``/admin/changes``) and applied on this replica at once; returns them after it. The
-    admin API and the admin UI both change grants here."""
+    (``/admin/changes``) and applied on this replica (every worker of it) at once;
+    returns them after it. The admin API and the admin UI both change grants here."""
     known = app[HOLDER].current.selector.known
     change = patching(patch, replace=replace, known_sets=known)
     try:
@@ -186,6 +187,7 @@ async def change_grants(
             raise NotFound(f"{kind} {subject!r} has no grants", code=f"{kind}_not_found") from None
         raise InvalidRequest(exc.message, param=exc.param) from None
     app[GRANTS].forget(kind, subject)
+    await peers.tell_all(app, "/forget", {"kind": kind, "name": subject})
     log.info("admin: %s %s %s by %s", made.action, kind, subject, made.actor)
     return made.after
 

@@ -48,6 +48,7 @@ from hookgate.server.appkeys import (
     STORE,
     WAKEUPS,
     WATCHER,
+    WORKER,
 )
 from hookgate.server.auth import speaks_google
 from hookgate.server.grants_cache import GrantsCache
@@ -57,6 +58,7 @@ from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import Runtime, RuntimeHolder, build_runtime
 from hookgate.server.wakeups import Wakeups
+from hookgate.server.workers import Worker
 from hookgate.store.base import display_url
 from hookgate.store.open import open_budgets, open_store
 from hookgate.telemetry.metrics import Metrics
@@ -93,6 +95,7 @@ def create_app(
     registry: CollectorRegistry | None = None,
     watch: bool | None = None,
     host: str | None = None,
+    worker: Worker | None = None,
 ) -> web.Application:
     """Build the proxy for a loaded config.
 
@@ -103,6 +106,11 @@ def create_app(
     anonymous callers there from the network is refused like a broken edit (see
     :mod:`hookgate.server.exposure`), and ``/readyz`` carries the warning when it is allowed.
     With ``server.ops`` set, the ops endpoints are left to :func:`create_ops_app`.
+    ``worker``: this process is one of several (:mod:`hookgate.server.arbiter`): its
+    metrics go to the workers' shared files, its budgets and rates are kept in the shared
+    store (on SQLite: :mod:`hookgate.store.sqlite_budgets`), the parent watches the file (a
+    reload comes as ``SIGHUP``), and worker 1 alone logs reloads, counts them and prunes
+    the audit log.
     """
     server_log = logging.getLogger("aiohttp.server")
     if _QUIET not in server_log.filters:
@@ -111,7 +119,11 @@ def create_app(
     metrics = Metrics(
         registry if registry is not None else CollectorRegistry(),
         identity_limit=loaded.config.server.metric_label_limit,
+        multiprocess=None if worker is None else worker.metrics_dir,
     )
+    speaks = worker is None or worker.leader
+    if worker is not None:
+        app[WORKER] = worker
     app[METRICS] = metrics
     store = open_store(loaded.config.store)
     app[STORE] = store
@@ -119,7 +131,7 @@ def create_app(
     app[MCP_SESSIONS] = StdioSessions()
     app[LIVE] = LiveTraffic()
     app[WAKEUPS] = Wakeups()
-    ledger, rates = open_budgets(store)
+    ledger, rates = open_budgets(store, shared=worker is not None)  # workers share the file
     runtime = build_runtime(loaded, lambda: app[SESSION], 1, store, ledger, rates)
     _prepare_metrics(metrics, runtime)
     holder = RuntimeHolder(runtime)
@@ -130,15 +142,20 @@ def create_app(
     if watch:
 
         def reloaded(new: Runtime | None) -> None:
-            metrics.reloads.labels("success" if new is not None else "failure").inc()
             if new is not None:
                 _prepare_metrics(metrics, new)
+            if not speaks:  # worker 1 counts and warns for every worker
+                return
+            metrics.reloads.labels("success" if new is not None else "failure").inc()
+            if new is not None:
                 if new.config.store != app[STORE].url:
                     log.warning(
                         "store changed to %s: restart to use it", display_url(new.config.store)
                     )
                 if new.config.server.ops != loaded.config.server.ops:
                     log.warning("server.ops changed: restart to use it")
+                if new.config.server.workers != loaded.config.server.workers:
+                    log.warning("server.workers changed: restart to use it")
 
         def build(new: LoadedConfig, generation: int) -> Runtime:
             problem = exposure.refusal(new.config, host)
@@ -146,7 +163,7 @@ def create_app(
                 raise ConfigError(new.source, [new.problem(("server", "host"), problem)])
             return build_runtime(new, lambda: app[SESSION], generation, store, ledger, rates)
 
-        app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded)
+        app[WATCHER] = ConfigWatcher(loaded.source, holder, build, reloaded, speaks=speaks)
     app.cleanup_ctx.append(_lifecycle)
     gemini.add_routes(app)  # first: its /v1/models/{model}:{method} is not the relay's
     routes.add_routes(app, ops=loaded.config.server.ops is None)
@@ -167,6 +184,8 @@ def create_ops_app(app: web.Application) -> web.Application:
     ops[WAKEUPS] = app[WAKEUPS]  # a decision taken on the UI wakes the waiting call
     if WATCHER in app:
         ops[WATCHER] = app[WATCHER]
+    if WORKER in app:
+        ops[WORKER] = app[WORKER]
     routes.add_ops_routes(ops)
     if app[HOLDER].current.config.server.ui:
         ui.add_routes(ops)
@@ -227,8 +246,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         cookie_jar=aiohttp.DummyCookieJar(),
     )
     watcher = app.get(WATCHER)
-    tasks = [asyncio.create_task(_prune_audit(app)), asyncio.create_task(_reap_mcp(app))]
-    if watcher is not None:
+    worker = app.get(WORKER)
+    tasks = [asyncio.create_task(_reap_mcp(app))]
+    if worker is None or worker.leader:
+        tasks.append(asyncio.create_task(_prune_audit(app)))
+    if watcher is not None and worker is None:  # with workers, the parent watches the file
         tasks.append(asyncio.create_task(watcher.run()))
     try:
         yield

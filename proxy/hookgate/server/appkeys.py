@@ -11,6 +11,7 @@ from hookgate.server.mcp.stdio import StdioSessions
 from hookgate.server.reload import ConfigWatcher
 from hookgate.server.runtime import RuntimeHolder
 from hookgate.server.wakeups import Wakeups
+from hookgate.server.workers import Worker
 from hookgate.store.base import Store
 from hookgate.telemetry.metrics import Metrics
 
@@ -40,6 +41,9 @@ METRICS = web.AppKey("hookgate.metrics", Metrics)
 
 WATCHER = web.AppKey("hookgate.watcher", ConfigWatcher)
 """Reloads the config file when it changes (absent: the config is not watched)."""
+
+WORKER = web.AppKey("hookgate.worker", Worker)
+"""This process's place among the workers (absent: one process, ``server.workers: 1``)."""
 
 LISTEN_HOST = web.AppKey("hookgate.listen_host", str)
 """The address the model routes are served on (see :mod:`hookgate.server.exposure`)."""

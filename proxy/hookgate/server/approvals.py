@@ -12,8 +12,8 @@ Errors: 404 unknown id, 409 decided already or expired, 400 a bad body.
 web UI calls them): one decision is one compare-and-set in the store (of two approvers,
 on two replicas, one wins), one audit record (api ``approval``, model = the tool, target
 ``mcp/{server}`` or ``sdk``, ``actor`` = the approver, decisions ``{"approval":
-<status>}``), and a wake-up of the call waiting in this process (one on another
-replica sees the decision at its next poll of the store).
+<status>}``), and a wake-up of the call waiting in this process or another worker of
+this server (one on another replica sees the decision at its next poll of the store).
 
 What an approval shows is never a raw secret: see :mod:`hookgate.store.approvals`.
 """
@@ -31,6 +31,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from hookgate.errors import InvalidRequest
+from hookgate.server import peers
 from hookgate.server.admin import request_actor
 from hookgate.server.appkeys import HOLDER, STORE, WAKEUPS
 from hookgate.server.auth import check_admin
@@ -82,6 +83,7 @@ async def decide(
             )
     made = await app[STORE].decide_approval(approval_id, decision, actor, time.time())
     app[WAKEUPS].wake(approval_id)
+    await peers.tell_all(app, "/wake", {"id": approval_id})
     if app[HOLDER].current.config.audit.enabled:
         await app[STORE].write_audit(decision_record(made))
     return made

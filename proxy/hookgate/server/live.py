@@ -6,7 +6,8 @@ as it learns who called and which set serves it; :meth:`LiveTraffic.end` moves i
 recent list with its audit record (the same redacted record the audit log keeps: never
 content, never a key); a call that ends without one (its client went away) is dropped.
 An MCP ``tools/call`` is shown the same way, waiting for an approval included. In memory
-only and per process: the audit log is the durable history.
+only and per process (with ``server.workers``, the Live page asks every worker for its
+own: :func:`hookgate.server.peers.live_calls`): the audit log is the durable history.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ log = logging.getLogger("hookgate")
 Stamp = tuple[int, int, int] | None
 
 
-def _stamp(path: str) -> Stamp:
+def stamp(path: str) -> Stamp:
+    """What tells an edit of ``path`` (None: it cannot be read)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -33,6 +34,8 @@ class ConfigWatcher:
     """Reloads ``path`` into ``holder`` whenever the file changes.
 
     ``on_result`` is told the new runtime after a swap, or None after a failed reload.
+    ``speaks`` false logs each reload at DEBUG only: with several workers, all reload
+    the same file and worker 1 speaks for them.
     """
 
     def __init__(
@@ -41,12 +44,16 @@ class ConfigWatcher:
         holder: RuntimeHolder,
         build: Callable[[LoadedConfig, int], Runtime],
         on_result: Callable[[Runtime | None], None] = lambda runtime: None,
+        *,
+        speaks: bool = True,
     ) -> None:
         self.path = path
+        self._info = logging.INFO if speaks else logging.DEBUG
+        self._error = logging.ERROR if speaks else logging.DEBUG
         self._on_result = on_result
         self.holder = holder
         self._build = build
-        self._stamp = _stamp(path)
+        self._stamp = stamp(path)
         self._lock = asyncio.Lock()
         self._retiring: set[asyncio.Task[None]] = set()
         self.failure: str | None = None
@@ -57,9 +64,9 @@ class ConfigWatcher:
         """Poll forever at the current config's ``server.reload_interval_s``."""
         while True:
             await asyncio.sleep(self.holder.current.config.server.reload_interval_s)
-            stamp = _stamp(self.path)
-            if stamp != self._stamp and stamp is not None:
-                self._stamp = stamp
+            now = stamp(self.path)
+            if now != self._stamp and now is not None:
+                self._stamp = now
                 await self.reload()
 
     async def _retire(self, runtime: Runtime) -> None:
@@ -88,7 +95,8 @@ class ConfigWatcher:
                 lines = (
                     exc.lines if isinstance(exc, ConfigError) else [f"{type(exc).__name__}: {exc}"]
                 )
-                log.error(
+                log.log(
+                    self._error,
                     "config reload failed, keeping generation %d:\n%s",
                     self.holder.current.generation,
                     "\n".join(lines),
@@ -103,5 +111,7 @@ class ConfigWatcher:
             self.failure = None
             self._on_result(runtime)
             self._retiring.add(asyncio.create_task(self._retire(retired)))
-            log.info("config reloaded from %s (generation %d)", self.path, runtime.generation)
+            log.log(
+                self._info, "config reloaded from %s (generation %d)", self.path, runtime.generation
+            )
             return True

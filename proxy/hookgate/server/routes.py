@@ -22,14 +22,13 @@ from hookgate.pipeline.runner import ObservedStream
 from hookgate.pipeline.types import Api, ModelCall
 from hookgate.providers.catalog import alias_object
 from hookgate.providers.translating import StreamTranslator
-from hookgate.server import admin, exposure, responses_socket
-from hookgate.server.appkeys import GRANTS, HOLDER, LISTEN_HOST, METRICS, REQUEST_ID, STORE
+from hookgate.server import admin, health, peers, responses_socket
+from hookgate.server.appkeys import GRANTS, HOLDER, METRICS, REQUEST_ID, WORKER
 from hookgate.server.auth import authenticate, check_model
 from hookgate.server.calls import ModelRequest, model_call_of, request_context
 from hookgate.server.relay import forward, relay
 from hookgate.server.runtime import Runtime
 from hookgate.server.streaming import relay_stream
-from hookgate.store.base import display_url
 
 log = logging.getLogger("hookgate")
 
@@ -213,37 +212,20 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Readiness: a config is loaded, the store answers (keys, spend and the audit log live
-    there), and no policy reports itself unready (e.g. every circuit open); the body gives
-    the config generation, providers, the store's state and each policy's status."""
-    runtime = request.app[HOLDER].current
-    policies = {p.name: status for p in runtime.policies if (status := p.status()) is not None}
-    store = request.app[STORE]
-    try:
-        store_ready = await asyncio.wait_for(store.healthy(), READY_STORE_TIMEOUT_S)
-    except TimeoutError:
-        store_ready = False
-    ready = store_ready and all(status.get("ready", True) for status in policies.values())
-    warning = exposure.warning(runtime.config, request.app[LISTEN_HOST])
-    body = {
-        "status": "ready" if ready else "unavailable",
-        "config": {"source": runtime.source, "generation": runtime.generation},
-        "providers": sorted(runtime.providers),
-        "store": {"url": display_url(store.url), "ready": store_ready},
-        "policies": policies,
-        "warnings": [warning] if warning is not None else [],
-    }
+    """Readiness (:func:`hookgate.server.health.readiness`); with workers, of every worker
+    (:func:`hookgate.server.peers.readiness`): ready only when each one is."""
+    worker = request.app.get(WORKER)
+    if worker is None:
+        ready, body = await health.readiness(request.app)
+    else:
+        ready, body = await peers.readiness(request.app, worker)
     return _json(body, status=200 if ready else 503)
-
-
-READY_STORE_TIMEOUT_S = 2.0
-"""How long ``/readyz`` waits for the store to answer before calling it unready."""
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
     """Prometheus exposition; OpenMetrics (with exemplars) when the scraper asks for it."""
     encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-    body = encoder(request.app[METRICS].registry)
+    body = encoder(request.app[METRICS].exposition)
     response = web.Response(body=body)
     response.headers["content-type"] = content_type
     return response

@@ -6,19 +6,27 @@ reported as ``other``, so a client cannot blow up the series count; no key, user
 prompt text is ever a label. Latency histograms carry the trace id as an exemplar
 (visible with the OpenMetrics exposition) when the request was traced.
 
-One worker process per proxy: hookgate does not fork workers, so no multiprocess
-aggregation is needed; run replicas and let Prometheus aggregate across them.
+With ``server.workers`` above 1, every worker process records into files of one
+directory (prometheus-client's multiprocess mode, :func:`use_multiprocess`) and
+``/metrics``, on whichever worker serves it, reads them all (:attr:`Metrics.exposition`):
+counters and histograms are summed over every worker, those that died included (a
+replacement starts its own files, so nothing is counted twice), and each gauge is merged
+as its :attr:`~hookgate.pipeline.observe.Metric.merge` says; the parent calls
+:func:`worker_died` for a dead worker, so its "live" gauges stop counting. Exemplars are
+not kept in that mode. Replicas on several hosts are aggregated by Prometheus.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, values
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from hookgate.pipeline.observe import Measure, Metric, Observation, Outcome
 from hookgate.version import __version__
@@ -31,6 +39,29 @@ OVERHEAD_BUCKETS = (
 )  # fmt: skip
 TOKEN_TYPES = ("input", "output", "cached_input", "reasoning", "cache_write")
 OTHER = "other"
+
+
+GaugeMode = Literal["mostrecent", "livemax", "livemin", "livesum"]
+MULTIPROCESS_MODES: dict[str, GaugeMode] = {
+    "last": "mostrecent",
+    "max": "livemax",
+    "min": "livemin",
+    "sum": "livesum",
+}
+"""prometheus-client's gauge mode for each :attr:`Metric.merge`."""
+
+
+def use_multiprocess(directory: str) -> None:
+    """Record this process's metric values in files under ``directory``, where
+    ``/metrics`` of any process given the same ``directory`` reads them. Call it in a
+    worker before it builds its :class:`Metrics`."""
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+
+
+def worker_died(directory: str, pid: int) -> None:
+    """Forget the "live" gauge values of worker ``pid`` (its counters keep counting)."""
+    mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
 
 
 IDENTITY_LABELS = ("team", "key", "user", "agent")
@@ -81,16 +112,29 @@ class Metrics:
     """
 
     def __init__(
-        self, registry: CollectorRegistry, *, label_limit: int = 100, identity_limit: int = 100
+        self,
+        registry: CollectorRegistry,
+        *,
+        label_limit: int = 100,
+        identity_limit: int = 100,
+        multiprocess: str | None = None,
     ) -> None:
+        """``multiprocess``: the directory of :func:`use_multiprocess`, when this process
+        is one worker of several."""
         self.registry = registry
+        self.exposition = registry
+        """What ``/metrics`` exposes: ``registry``, or with ``multiprocess`` every
+        worker's values read from their files."""
+        if multiprocess is not None:
+            self.exposition = CollectorRegistry()
+            MultiProcessCollector(self.exposition, path=multiprocess)  # type: ignore[no-untyped-call]
         self._children: dict[tuple[object, ...], Any] = {}
         self._series: dict[tuple[str, ...], _RequestSeries] = {}
         self._policy_families: dict[str, Any] = {}
         self.model_label = BoundedLabel(limit=label_limit)
         self.target_label = BoundedLabel(limit=label_limit)
         self._identity_labels = tuple(BoundedLabel(limit=identity_limit) for _ in IDENTITY_LABELS)
-        Info("hookgate_build", "hookgate build information", registry=registry).info(
+        Info("hookgate_build", "hookgate build information", registry=self.exposition).info(
             {"version": __version__, "python": platform.python_version()}
         )
         self.requests = Counter(
@@ -98,8 +142,9 @@ class Metrics:
             ["api", "model", "target", "status"], registry=registry,
         )  # fmt: skip
         self.in_flight = Gauge(
-            "hookgate_requests_in_flight", "Model requests being served", ["api"], registry=registry
-        )
+            "hookgate_requests_in_flight", "Model requests being served", ["api"],
+            registry=registry, multiprocess_mode="livesum",
+        )  # fmt: skip
         self.duration = Histogram(
             "hookgate_request_duration_seconds", "Whole request, until the last byte is sent",
             ["api", "model"], buckets=LATENCY_BUCKETS, registry=registry,
@@ -257,8 +302,13 @@ class Metrics:
     def _family(self, metric: Metric) -> Any:
         family = self._policy_families.get(metric.name)
         if family is None:
-            kind = Counter if metric.kind == "counter" else Gauge
-            family = kind(metric.name, metric.help, metric.labels, registry=self.registry)
+            if metric.kind == "counter":
+                family = Counter(metric.name, metric.help, metric.labels, registry=self.registry)
+            else:
+                family = Gauge(
+                    metric.name, metric.help, metric.labels, registry=self.registry,
+                    multiprocess_mode=MULTIPROCESS_MODES[metric.merge],
+                )  # fmt: skip
             self._policy_families[metric.name] = family
         return family
 

@@ -1,7 +1,7 @@
 """The admin UI's read-only pages: overview, live traffic, the audit log, spend, policy
 sets (``hookgate explain``) and the admin change log. Each reads what the admin API and
-the CLI read (the store, the running config, this process's live traffic), so the
-numbers agree."""
+the CLI read (the store, the running config, the live traffic of this process, or of
+every worker with ``server.workers``), so the numbers agree."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from hookgate.budgets.limits import window_start
 from hookgate.config.durations import parse_duration
 from hookgate.errors import NotFound
 from hookgate.pipeline.types import Api
-from hookgate.server import exposure
+from hookgate.server import exposure, peers
 from hookgate.server.admin import SPEND_GROUPS
-from hookgate.server.appkeys import HOLDER, LISTEN_HOST, LIVE, STORE, WATCHER
+from hookgate.server.appkeys import HOLDER, LISTEN_HOST, STORE, WATCHER, WORKER
 from hookgate.server.explain import explain
 from hookgate.server.ui.auth import page
 from hookgate.server.ui.charts import bars
@@ -57,7 +57,8 @@ async def overview(request: web.Request, session: UiSession) -> web.Response:
         "requests_today": sum(line.requests for line in today),
         "near": await _budgets_near_limit(app, now), "statuses": statuses,
         "generation": runtime.generation, "source": runtime.source,
-        "warnings": _warnings(app), "sets": sets, "in_flight": len(app[LIVE].in_flight()),
+        "warnings": _warnings(app), "sets": sets,
+        "in_flight": len((await peers.live_calls(app, app.get(WORKER)))[0]),
         "store": display_url(store.url), "providers": sorted(runtime.providers),
     }  # fmt: skip
     return render(request, "overview.html", context)
@@ -107,9 +108,8 @@ async def home(request: web.Request, session: UiSession) -> web.Response:
 async def live(request: web.Request, session: UiSession) -> web.Response:
     """Requests in flight and the last few hundred (refreshed every two seconds)."""
     template = "live_rows.html" if request.headers.get("hx-request") else "live.html"
-    traffic = request.app[LIVE]
-    context = {"session": session, "flying": traffic.in_flight(), "recent": list(traffic.recent()),
-               "now": time.time()}  # fmt: skip
+    flying, recent = await peers.live_calls(request.app, request.app.get(WORKER))
+    context = {"session": session, "flying": flying, "recent": recent, "now": time.time()}
     return render(request, template, context)
 
 
