@@ -2,8 +2,8 @@
 returned waits for a person, the answer held (the real ``openai`` client, streamed and
 not; a person deciding through the real admin API from another thread). Approved, the
 call reaches the client as the model wrote it; rejected, the client reads the approver's
-message instead; undecided, the note says no one approved in time; an edit is refused.
-The stored approval shows the arguments as the ``pii`` policy would show a model."""
+message instead; undecided, the note says no one approved in time; an edit is refused;
+a person on the web UI sees the held call (no edit form) and rejects it there."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import ProxyFactory
 from tests.fakes import FakeUpstream
 from tests.policies.test_provenance_proxy import ATTACKER, answer, conversation
+from tests.ui_client import Admin
 
 ADMIN = "hg-admin-proxy-approvals"
 ADMIN_HEADERS = {"authorization": f"Bearer {ADMIN}"}
@@ -46,6 +47,7 @@ class Approver(threading.Thread):
         self.base, self.body = url.removesuffix("/v1"), body
         self.seen: dict[str, Any] = {}
         self.answer: httpx.Response | None = None
+        self.page = ""
 
     def run(self) -> None:
         deadline = time.monotonic() + 20
@@ -147,3 +149,37 @@ def test_a_call_from_an_admitted_source_does_not_wait(
     assert [c.function.name for c in choice.message.tool_calls or []] == ["send_money"]
     base = url.removesuffix("/v1")
     assert httpx.get(f"{base}/admin/approvals", headers=ADMIN_HEADERS).json()["data"] == []
+
+
+class UiPerson(Approver):
+    """A person on the web UI: opens the held call's page, then rejects it with the form."""
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not self.seen:
+            listed = httpx.get(
+                f"{self.base}/admin/approvals", params={"status": "pending"}, headers=ADMIN_HEADERS
+            ).json()["data"]
+            self.seen = listed[0] if listed else {}
+            time.sleep(0.05)
+        admin = Admin(self.base, actor="bob", key=ADMIN)
+        try:
+            self.page = admin.get(f"/ui/approvals/{self.seen['id']}").text
+            self.answer = admin.post(f"/ui/approvals/{self.seen['id']}", self.body)
+        finally:
+            admin.close()
+
+
+def test_a_person_on_the_web_ui_sees_a_held_call_and_rejects_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    url = _proxy(make_proxy, tmp_path)
+    person = UiPerson(url, {"decision": "reject", "message": "Ask me first"})
+    person.start()
+    choice = answer(url, upstream, conversation("Pay bill.txt", "read_file", BILL), ATTACKER, False)
+    person.join()
+    assert "a tool call a model returned through the proxy" in person.page
+    assert 'value="edit"' not in person.page  # approved or rejected, never edited
+    assert choice.message.content == (
+        "hookgate refused a call of send_money: Ask me first (rejected by ui:bob)"
+    )
