@@ -11,7 +11,7 @@ Errors: 404 unknown id, 409 decided already or expired, 400 a bad body.
 :func:`decide` and :func:`pending` are the same operations for code in the server (the
 web UI calls them): one decision is one compare-and-set in the store (of two approvers,
 on two replicas, one wins), one audit record (api ``approval``, model = the tool, target
-``mcp/{server}`` or ``sdk``, ``actor`` = the approver, decisions ``{"approval":
+``mcp/{server}``, ``sdk`` or ``proxy``, ``actor`` = the approver, decisions ``{"approval":
 <status>}``), and a wake-up of the call waiting in this process or another worker of
 this server (one on another replica sees the decision at its next poll of the store).
 
