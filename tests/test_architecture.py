@@ -17,8 +17,8 @@ from hookgate.pipeline.hooks import HOOKS
 PACKAGE = Path(hookgate.__file__).parent
 
 PUBLIC = {
-    "Api", "AuthenticationFailed", "BudgetExceeded", "Context", "Conversation", "Decision",
-    "DeltaKey",
+    "Api", "Approver", "AuthenticationFailed", "BudgetExceeded", "Context", "Conversation",
+    "Decision", "DeltaKey",
     "EventStream", "GeminiRequest", "GuardrailUnavailable", "HookgateError", "Identity",
     "InvalidRequest", "JsonBody", "Ledger", "Messages", "Metric", "ModelCall", "ModelResponse",
     "Next", "NextReply", "NextTool", "NoSettings", "Observation", "OnFailure", "Outcome",

@@ -53,6 +53,7 @@ from hookgate.pipeline.observe import Metric, Observation, Outcome, Span
 from hookgate.pipeline.services import Services
 from hookgate.pipeline.types import (
     Api,
+    Approver,
     Context,
     Identity,
     JsonBody,
@@ -72,6 +73,7 @@ from hookgate.wire.usage import Usage
 
 __all__ = [
     "Api",
+    "Approver",
     "AuthenticationFailed",
     "BudgetExceeded",
     "Context",
