@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.processes import LOAD_CPUS, PROXY_CPU, free_port, start, stop
+from bench.processes import LOAD_CPUS, free_port, start, start_hookgate, stop
 from bench.run import cpu_seconds, load
 
 POLICIES = (
@@ -74,15 +74,8 @@ def start_proxy(
     tmp: Path, name: str, upstream: str, suffix: str, policies: str
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    config = tmp / f"{name}.yaml"
-    config.write_text(
-        f"server: {{port: {port}, reload: false}}\n"
-        f"store: 'sqlite:///{tmp / name}.db{suffix}'\n"
-        f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-        'models: {"*": [{provider: up}]}\n' + policies
-    )
-    command = ["-m", "hookgate", "serve", "--config", str(config), "--log-level", "WARNING"]
-    return start(command, PROXY_CPU, port), f"http://127.0.0.1:{port}/v1/chat/completions"
+    process = start_hookgate(tmp, name, port, upstream, policies, store_suffix=suffix)
+    return process, f"http://127.0.0.1:{port}/v1/chat/completions"
 
 
 async def budget_work(url: str, count: int, concurrency: int) -> dict[str, float]:

@@ -47,19 +47,21 @@ def start(args: list[str], cpus: set[int], port: int) -> subprocess.Popen[bytes]
 
 
 def start_hookgate(
-    tmp: Path, name: str, port: int, upstream: str, policies: str
-) -> subprocess.Popen[bytes]:
+    tmp: Path, name: str, port: int, upstream: str, policies: str, *, workers: int = 1,
+    store_suffix: str = "", cpus: set[int] = PROXY_CPU,
+) -> subprocess.Popen[bytes]:  # fmt: skip
     """``hookgate serve`` on ``port`` in front of ``upstream`` with ``policies`` (YAML, where
-    ``UPSTREAM`` stands for the upstream's URL), its own SQLite store, on the proxy's core."""
+    ``UPSTREAM`` stands for the upstream's URL), its own SQLite store (its URL ending in
+    ``store_suffix``), ``workers`` worker processes, on ``cpus`` (the proxy's core)."""
     config = tmp / f"{name}.yaml"
     config.write_text(
-        f"server: {{port: {port}, reload: false}}\n"
-        f"store: 'sqlite:///{tmp / name}.db'\n"
+        f"server: {{port: {port}, reload: false, workers: {workers}}}\n"
+        f"store: 'sqlite:///{tmp / name}.db{store_suffix}'\n"
         f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
         'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
     )
     command = ["-m", "hookgate", "serve", "--config", str(config), "--log-level", "WARNING"]
-    return start(command, PROXY_CPU, port)
+    return start(command, cpus, port)
 
 
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:

@@ -69,17 +69,22 @@ def rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of ``pid`` and of its children still running."""
+    """User plus system CPU time of ``pid`` and of every process below it still running (a
+    worker's span exporter, the workers of ``--workers N`` and theirs)."""
     process = psutil.Process(pid)
     total = 0.0
-    for each in (process, *process.children()):
+    for each in (process, *process.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):
             times = each.cpu_times()
             total += times.user + times.system
     return total
 
 
-def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, float]:
+def load(
+    url: str, concurrency: int, count: int, stream: bool, seconds: float | None = None
+) -> dict[str, float]:
+    """``bench.load`` on the load cores: ``count`` requests (or as many as ``seconds``
+    allow) at ``concurrency``; its JSON summary."""
     command = [
         sys.executable,
         "-m",
@@ -88,6 +93,7 @@ def load(url: str, concurrency: int, count: int, stream: bool) -> dict[str, floa
         str(concurrency),
         str(count),
         "1" if stream else "0",
+        *([] if seconds is None else ["--seconds", str(seconds)]),
     ]
     out = subprocess.run(
         command,

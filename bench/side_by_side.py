@@ -49,7 +49,7 @@ def measure(url: str, pid: int, seconds: float) -> dict[str, float]:
     """Throughput and CPU µs per request at concurrency 32, then p50 one at a time."""
     load(url, 32, 300, stream=False)  # warm-up
     before = cpu_seconds(pid)
-    c32 = load_for(url, 32, seconds)
+    c32 = load(url, 32, 100_000_000, False, seconds=seconds)
     used = cpu_seconds(pid) - before
     c1 = load(url, 1, C1_REQUESTS, stream=False)
     return {
@@ -59,22 +59,6 @@ def measure(url: str, pid: int, seconds: float) -> dict[str, float]:
         "p50_c1_ms": c1["p50_ms"],
         "errors": c32["errors"] + c1["errors"],
     }
-
-
-def load_for(url: str, concurrency: int, seconds: float) -> dict[str, float]:
-    command = [
-        sys.executable, "-m", "bench.load", url, str(concurrency), "100000000", "0",
-        "--seconds", str(seconds),
-    ]  # fmt: skip
-    out = subprocess.run(
-        command,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, LOAD_CPUS),
-    )
-    return dict(json.loads(out.stdout))
 
 
 def run(

@@ -20,7 +20,6 @@ workers). Writes ``bench/results/workers-<time>.json``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -31,9 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from bench.processes import CPUS, ROOT, free_port, start, stop
+from bench.processes import CPUS, ROOT, free_port, start, start_hookgate, stop
+from bench.run import cpu_seconds
 
 PIPELINES = {
     "no_policies": "policies: []\n",
@@ -44,32 +42,13 @@ OTLP to the fake upstream's sink). Metrics and the audit log (SQLite) are always
 CONCURRENCY = 32
 
 
-def start_hookgate(
+def start_workers(
     tmp: Path, name: str, upstream: str, policies: str, workers: int
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``hookgate serve --workers N`` with its own SQLite store, on every core."""
     port = free_port()
-    config = tmp / f"{name}.yaml"
-    config.write_text(
-        f"server: {{port: {port}, reload: false, workers: {workers}}}\n"
-        f"store: 'sqlite:///{tmp / name}.db'\n"
-        f"providers: {{up: {{base_url: '{upstream}', api_key: sk-bench}}}}\n"
-        'models: {"*": [{provider: up}]}\n' + policies.replace("UPSTREAM", upstream)
-    )
-    command = ["-m", "hookgate", "serve", "--config", str(config), "--log-level", "WARNING"]
-    process = start(command, set(CPUS), port)
+    process = start_hookgate(tmp, name, port, upstream, policies, workers=workers, cpus=set(CPUS))
     return process, f"http://127.0.0.1:{port}/v1/chat/completions"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of ``pid`` and every process below it still running."""
-    root = psutil.Process(pid)
-    total = 0.0
-    for each in (root, *root.children(recursive=True)):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            times = each.cpu_times()
-            total += times.user + times.system
-    return total
 
 
 def load(url: str, count: int) -> dict[str, float]:
@@ -82,8 +61,8 @@ def load(url: str, count: int) -> dict[str, float]:
 
 def measure(tmp: Path, upstream: str, pipeline: str, workers: int, count: int) -> dict[str, float]:
     """One round: start the server, warm it up, load it, stop it."""
-    process, url = start_hookgate(tmp, f"{pipeline}-{workers}", upstream, PIPELINES[pipeline],
-                                  workers)  # fmt: skip
+    process, url = start_workers(tmp, f"{pipeline}-{workers}", upstream, PIPELINES[pipeline],
+                                 workers)  # fmt: skip
     try:
         load(url, max(200, count // 10))  # warm-up: connections, caches, span worker
         before = cpu_seconds(process.pid)
