@@ -23,7 +23,7 @@ the SQLite store's claim (awaited by :meth:`MemoryLedger.load`, see
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -95,6 +95,23 @@ class Ledger(Protocol):
         ...
 
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]: ...
+
+
+def least_left(
+    totals: Iterable[tuple[Counter, float, float, float, float]],
+) -> tuple[float | None, int | None]:
+    """:meth:`Ledger.remaining` from each counter's ``(counter, used_usd, used_tokens,
+    held_usd, held_tokens)``: the least USD and tokens left (None: no such limit)."""
+    usd_left: float | None = None
+    tokens_left: int | None = None
+    for counter, used_usd, used_tokens, held_usd, held_tokens in totals:
+        if counter.limit.usd is not None:
+            left = max(0.0, counter.limit.usd - used_usd - held_usd)
+            usd_left = left if usd_left is None else min(usd_left, left)
+        if counter.limit.tokens is not None:
+            left_tokens = max(0, int(counter.limit.tokens - used_tokens - held_tokens))
+            tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
+    return usd_left, tokens_left
 
 
 class MemoryLedger:
@@ -175,15 +192,9 @@ class MemoryLedger:
 
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
         """The least USD and tokens left across ``counters`` (None: no such limit)."""
-        usd_left: float | None = None
-        tokens_left: int | None = None
+        totals = []
         for counter in counters:
             used = self._used.get(counter.key, [0.0, 0.0])
             held = self._reserved.get(counter.key, [0.0, 0.0])
-            if counter.limit.usd is not None:
-                left = max(0.0, counter.limit.usd - used[0] - held[0])
-                usd_left = left if usd_left is None else min(usd_left, left)
-            if counter.limit.tokens is not None:
-                left_tokens = max(0, int(counter.limit.tokens - used[1] - held[1]))
-                tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
-        return usd_left, tokens_left
+            totals.append((counter, used[0], used[1], held[0], held[1]))
+        return least_left(totals)

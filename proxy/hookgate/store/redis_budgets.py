@@ -14,7 +14,7 @@ import time
 
 import orjson
 
-from hookgate.budgets.ledger import Refusal, UsageRow
+from hookgate.budgets.ledger import Refusal, UsageRow, least_left
 from hookgate.budgets.limits import Counter
 from hookgate.budgets.rates import RateCheck, RateResult, wait_for_room
 from hookgate.store.redis import RedisStore, row_dict
@@ -148,19 +148,13 @@ class RedisLedger:
         await self._store.call(self._settle(keys=keys, args=args))
 
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
-        usd_left: float | None = None
-        tokens_left: int | None = None
+        names = ("used_usd", "used_tokens", "res_usd", "res_tokens")
+        totals = []
         for counter in counters:
-            names = ("used_usd", "used_tokens", "res_usd", "res_tokens")
             fields = await self._store.call(self._store.client.hmget(_counter_key(counter), names))
             used_usd, used_tokens, res_usd, res_tokens = (float(f or 0) for f in fields)
-            if counter.limit.usd is not None:
-                left = max(0.0, counter.limit.usd - used_usd - res_usd)
-                usd_left = left if usd_left is None else min(usd_left, left)
-            if counter.limit.tokens is not None:
-                left_tokens = max(0, int(counter.limit.tokens - used_tokens - res_tokens))
-                tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
-        return usd_left, tokens_left
+            totals.append((counter, used_usd, used_tokens, res_usd, res_tokens))
+        return least_left(totals)
 
 
 RATE = """

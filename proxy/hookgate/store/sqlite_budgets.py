@@ -45,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hookgate.budgets.ledger import Refusal, UsageRow
+from hookgate.budgets.ledger import Refusal, UsageRow, least_left
 from hookgate.budgets.limits import Counter
 from hookgate.budgets.rates import WINDOW_S, RateCheck, RateResult, judge
 from hookgate.store.sqlite import SCOPE_COLUMNS, USAGE_INSERT, SQLiteStore, usage_values
@@ -137,17 +137,7 @@ class SQLiteLedger:
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]:
         """The least USD and tokens left across ``counters`` as this process's last
         reserve on each saw them (None: no such limit); no trip to the store."""
-        usd_left: float | None = None
-        tokens_left: int | None = None
-        for counter in counters:
-            used_usd, used_tokens, held_usd, held_tokens = self._seen.get(counter.key, (0,) * 4)
-            if counter.limit.usd is not None:
-                left = max(0.0, counter.limit.usd - used_usd - held_usd)
-                usd_left = left if usd_left is None else min(usd_left, left)
-            if counter.limit.tokens is not None:
-                left_tokens = max(0, int(counter.limit.tokens - used_tokens - held_tokens))
-                tokens_left = left_tokens if tokens_left is None else min(tokens_left, left_tokens)
-        return usd_left, tokens_left
+        return least_left((c, *self._seen.get(c.key, (0.0,) * 4)) for c in counters)
 
     def _quietly(self, op: Callable[[sqlite3.Connection], object]) -> None:
         """Queue ``op`` with no one to wait for it; a failure is logged."""
