@@ -174,10 +174,11 @@ class SQLiteStore:
         """The connection, opened on first use (on the worker thread)."""
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
+            db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
+            )
+            _use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA busy_timeout=5000")
             # Checkpoints move the WAL into the database file; SQLite runs them inside the
             # commit that crosses 1000 pages, which would hold up that request's settle
             # for milliseconds. A thread of our own runs them instead (see _checkpoints).
@@ -196,9 +197,10 @@ class SQLiteStore:
     def _checkpoints(self) -> None:
         """Every second, a PASSIVE checkpoint on a connection of its own: it copies what
         no reader still needs and never blocks the writer."""
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
+        )
         try:
-            db.execute("PRAGMA busy_timeout=5000")
             while not self._closing.wait(CHECKPOINT_EVERY_S):
                 try:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)")
@@ -600,8 +602,25 @@ class SQLiteStore:
         return await self._run(write)
 
 
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch ``db`` to WAL. While another connection (another worker opening the same
+    new file) holds the lock this needs, SQLite answers "database is locked" at once,
+    without waiting out the busy timeout: retried until :data:`BUSY_TIMEOUT_S` passes."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 CHECKPOINT_EVERY_S = 1.0
 """How often the WAL is checkpointed into the database file."""
+BUSY_TIMEOUT_S = 5.0
+"""How long a statement waits for a lock another connection holds before it fails."""
 
 AUDIT_BATCH_WINDOW_S = 0.01
 """How long queued audit records wait to share one commit."""
