@@ -48,10 +48,18 @@ async def test_concurrent_reservations_on_two_owners_never_overspend(
     ledgers = [open_budgets(store)[0] for store in stores]
     charged = team_day(usd=1.0)
 
+    asked: list[int] = []
+    all_asked = asyncio.Event()
+
     async def request(ledger: Ledger, n: int) -> bool:
         await ledger.load(charged)
-        if await ledger.reserve(f"r{n}", charged, 0.1, 10) is not None:
+        refused = await ledger.reserve(f"r{n}", charged, 0.1, 10)
+        asked.append(n)
+        if len(asked) == 60:
+            all_asked.set()
+        if refused is not None:
             return False
+        await all_asked.wait()  # no settlement frees room before every request has asked
         await asyncio.sleep(0.001 * (n % 5))
         await ledger.settle(f"r{n}", charged, row(f"r{n}", 0.09))
         return True
