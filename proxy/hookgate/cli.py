@@ -304,7 +304,7 @@ async def _run_server(
     siblings on a socket of its own, and tells the parent on ``ready_fd`` once serving."""
     from aiohttp import web
 
-    from hookgate.server import arbiter, peers
+    from hookgate.server import arbiter, heap, peers
     from hookgate.server.app import create_app, create_ops_app, make_runner
     from hookgate.server.appkeys import WATCHER
     from hookgate.telemetry.metrics import use_multiprocess
@@ -361,6 +361,7 @@ async def _run_server(
         assert ready_fd is not None
         arbiter.tell_ready(ready_fd, worker)
         orphaned = asyncio.create_task(_stop_when_orphaned(worker, stop))
+    heap.settle()
     await stop.wait()
     if orphaned is not None:
         orphaned.cancel()
