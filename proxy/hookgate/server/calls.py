@@ -30,7 +30,7 @@ from hookgate.server.live import LiveCall, LiveTraffic
 from hookgate.server.proxy_approval import ProxyApprover
 from hookgate.server.runtime import Runtime
 from hookgate.store.base import Store
-from hookgate.telemetry.metrics import IDENTITY_LABELS, Metrics
+from hookgate.telemetry.metrics import IDENTITY_LABELS, NO_IDENTITY, Metrics
 from hookgate.wire.headers import AGENT_SESSION
 
 log = logging.getLogger("hookgate")
@@ -238,9 +238,11 @@ def _record(
     finish(ctx, outcome)
     cost_usd = cost(outcome, ctx, runtime.pricing)
     shown = runtime.config.server.metric_labels
-    who = ctx.identity
-    values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
-    identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
+    identity = NO_IDENTITY
+    if shown:
+        who = ctx.identity
+        values = {"team": who.team, "key": who.key_id, "user": who.user, "agent": ctx.agent}
+        identity = tuple((values[n] or "") if n in shown else "" for n in IDENTITY_LABELS)
     try:
         metrics.observe(api, model, outcome, ctx.observation, cost_usd, identity)
     except Exception:

@@ -66,6 +66,8 @@ def worker_died(directory: str, pid: int) -> None:
 
 IDENTITY_LABELS = ("team", "key", "user", "agent")
 """Who made a request, as labels of the token and spend series (each opt-in)."""
+NO_IDENTITY = ("",) * len(IDENTITY_LABELS)
+"""The identity of a request when ``server.metric_labels`` shows none."""
 
 
 class BoundedLabel:
@@ -90,13 +92,20 @@ class BoundedLabel:
         return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _RequestSeries:
-    """The children every request with the same labels touches, looked up once."""
+    """The children a request with one combination of labels (API, model, target,
+    status, identity) touches, looked up once: those every request touches at once, the
+    rest when first used (so a series appears only once it has something to say)."""
 
     requests: Any
     duration: Any
     overhead: Any
+    upstream: Any
+    tokens: dict[str, Any]
+    """By token type."""
+    cost: Any = None
+    unpriced: Any = None
 
 
 class Metrics:
@@ -225,14 +234,18 @@ class Metrics:
         self.model_label = BoundedLabel(aliases, self.model_label._limit)
         self.target_label = BoundedLabel(targets, self.target_label._limit)
 
-    def _series_for(self, api: str, model: str, target: str, status: str) -> _RequestSeries:
-        key = (api, model, target, status)
+    def _series_for(
+        self, api: str, model: str, target: str, status: str, identity: tuple[str, ...]
+    ) -> _RequestSeries:
+        key = (api, model, target, status, *identity)
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = _RequestSeries(
                 requests=self.requests.labels(api, model, target, status),
                 duration=self.duration.labels(api, model),
                 overhead=self.overhead.labels(api),
+                upstream=self.upstream_duration.labels(target),
+                tokens={},
             )
         return series
 
@@ -243,23 +256,24 @@ class Metrics:
         outcome: Outcome,
         observation: Observation,
         cost: float | None,
-        identity: tuple[str, ...] = ("",) * 4,
+        identity: tuple[str, ...] = NO_IDENTITY,
     ) -> None:
         """Record one finished request. ``identity`` is ``(team, key id, user, agent)`` as
         allowed by ``server.metric_labels`` (empty strings for those not shown); past
         ``identity_limit`` distinct values of one of them, the rest count as ``other``."""
-        identity = tuple(
-            bound(value) if value else ""
-            for bound, value in zip(self._identity_labels, identity, strict=True)
-        )
+        if identity != NO_IDENTITY:
+            identity = tuple(
+                bound(value) if value else ""
+                for bound, value in zip(self._identity_labels, identity, strict=True)
+            )
         model_label = self.model_label(model)
         target_label = self.target_label(outcome.target)
-        series = self._series_for(api, model_label, target_label, str(outcome.status))
+        series = self._series_for(api, model_label, target_label, str(outcome.status), identity)
         exemplar = {"trace_id": observation.trace_id} if observation.trace_id else None
         series.requests.inc()
         series.duration.observe(outcome.duration_s, exemplar)
         if outcome.upstream_s:
-            self._child(self.upstream_duration, target_label).observe(outcome.upstream_s, exemplar)
+            series.upstream.observe(outcome.upstream_s, exemplar)
         series.overhead.observe(max(0.0, outcome.duration_s - outcome.upstream_s), exemplar)
         if outcome.ttft_s is not None:
             self._child(self.ttft, model_label, target_label).observe(outcome.ttft_s, exemplar)
@@ -269,11 +283,20 @@ class Metrics:
                       usage.reasoning_tokens, usage.cache_write_tokens)  # fmt: skip
             for kind, count in zip(TOKEN_TYPES, counts, strict=True):
                 if count:
-                    self._child(self.tokens, model_label, target_label, kind, *identity).inc(count)
+                    child = series.tokens.get(kind)
+                    if child is None:
+                        child = series.tokens[kind] = self.tokens.labels(
+                            model_label, target_label, kind, *identity
+                        )
+                    child.inc(count)
             if cost is None:
-                self._child(self.unpriced, model_label).inc()
+                if series.unpriced is None:
+                    series.unpriced = self.unpriced.labels(model_label)
+                series.unpriced.inc()
             else:
-                self._child(self.cost, model_label, target_label, *identity).inc(cost)
+                if series.cost is None:
+                    series.cost = self.cost.labels(model_label, target_label, *identity)
+                series.cost.inc(cost)
         for policy, decision in observation.decisions.items():
             self._child(self.decisions, policy, decision).inc()
         for attempt in observation.attempts:
