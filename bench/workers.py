@@ -1,20 +1,25 @@
 """Scaling with workers: requests/s of ``hookgate serve --workers N`` for N = 1, 2, ...
 
-Run: ``python -m bench.workers [--quick] [--workers 1,2] [--rounds 3] [--requests N]``
-(from the repository root, in the venv).
+Run: ``python -m bench.workers [--quick] [--workers 1,2] [--rounds 3] [--seconds S]
+[--load wrk|python]`` (from the repository root, in the venv).
 
 Each pipeline (no policies; the shipped default, ``tracing`` exporting to a local sink and
 ``fallback``) is served with each worker count, by one server process tree at a time, in
-front of the same fast fake upstream, and loaded by ``bench.load`` at concurrency 32 over
-keep-alive connections (non-streamed chat completions). The rounds alternate between the
-worker counts so that a machine whose load changes during the run shifts every count alike;
-each figure is the median over the rounds, and the ratio to the first worker count is the
-median of the rounds' own ratios (the counts of one round run a minute apart at most).
+front of the same fake upstream, and loaded at concurrency 32 over keep-alive connections
+(non-streamed chat completions). The rounds alternate between the worker counts so that a
+machine whose load changes during the run shifts every count alike; each figure is the
+median over the rounds, and the ratio to the first worker count is the median of the
+rounds' own ratios (the counts of one round run a minute apart at most).
+
 Nothing is pinned: the workers, the fake upstream and the load generator share every core,
-as they would on a host that runs all three, so with as many workers as cores the load
-generator and the upstream take CPU from hookgate; the report says how many cores there
-were and the CPU time hookgate used per request (parent, workers and their span export
-workers). Writes ``bench/results/workers-<time>.json``.
+as they would on a host that runs all three, so whatever the other two cost is taken from
+hookgate. To leave hookgate as much as possible, the load is ``wrk`` (C, one thread; Debian
+package ``wrk``) when it is installed, else :mod:`bench.load` (Python, several times
+wrk's CPU per request), and the upstream is :mod:`bench.lean_upstream` (a canned answer
+from an asyncio protocol, about 15 µs a request; it also takes the default pipeline's span
+exports). The report says how many cores there were, which load generator ran, and the CPU
+time hookgate used per request (parent, workers and their span export workers). Writes
+``bench/results/workers-<time>.json``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,6 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.load import BODY
 from bench.processes import CPUS, ROOT, free_port, start, start_hookgate, stop
 from bench.run import cpu_seconds
 
@@ -51,22 +59,51 @@ def start_workers(
     return process, f"http://127.0.0.1:{port}/v1/chat/completions"
 
 
-def load(url: str, count: int) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.load", url, str(CONCURRENCY), str(count), "0"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return dict(json.loads(out.stdout))
+WRK_SCRIPT = """wrk.method = "POST"
+wrk.body = [[%s]]
+wrk.headers["Content-Type"] = "application/json"
+"""
+"""Makes ``wrk`` send :data:`bench.load.BODY`, the Python load generator's request."""
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def measure(tmp: Path, upstream: str, pipeline: str, workers: int, count: int) -> dict[str, float]:
+def load(url: str, seconds: float, tool: str, tmp: Path) -> dict[str, float]:
+    """``seconds`` of non-streamed requests at :data:`CONCURRENCY`: requests/s, p50 ms,
+    requests and errors (non-2xx answers and socket errors)."""
+    if tool == "python":
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.load", url, str(CONCURRENCY), "100000000", "0",
+             "--seconds", str(seconds)],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return dict(json.loads(out.stdout))
+    script = tmp / "post.lua"
+    script.write_text(WRK_SCRIPT % BODY.decode())
+    text = subprocess.run(
+        ["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{seconds:g}s", "--latency", "-s", str(script),
+         url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)$", text, re.M)
+    done = re.search(r"^\s+(\d+) requests in", text, re.M)
+    rps = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    assert p50 and done and rps, text
+    errors = sum(int(n) for n in re.findall(r"(?:Non-2xx or 3xx responses|errors: connect|"
+                                            r"read|write|timeout)\s*:?\s*(\d+)", text))  # fmt: skip
+    return {"rps": float(rps[1]), "p50_ms": float(p50[1]) * UNITS[p50[2]],
+            "requests": float(done[1]), "errors": float(errors)}  # fmt: skip
+
+
+def measure(
+    tmp: Path, upstream: str, pipeline: str, workers: int, seconds: float, tool: str
+) -> dict[str, float]:
     """One round: start the server, warm it up, load it, stop it."""
     process, url = start_workers(tmp, f"{pipeline}-{workers}", upstream, PIPELINES[pipeline],
                                  workers)  # fmt: skip
     try:
-        load(url, max(200, count // 10))  # warm-up: connections, caches, span worker
+        load(url, max(1.0, seconds / 5), tool, tmp)  # warm-up: connections, caches, span worker
         before = cpu_seconds(process.pid)
-        result = load(url, count)
+        result = load(url, seconds, tool, tmp)
         used = cpu_seconds(process.pid) - before
     finally:
         stop([process])
@@ -80,23 +117,29 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per worker count")
-    parser.add_argument("--requests", type=int, help="requests per round (default 20000)")
+    parser.add_argument("--seconds", type=float, help="load per round (default 8, quick 2)")
+    parser.add_argument(
+        "--load",
+        choices=("wrk", "python"),
+        default="wrk" if shutil.which("wrk") else "python",
+        help="load generator (default: wrk when installed)",
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
-    requests = args.requests or (2000 if args.quick else 20000)
+    seconds = args.seconds or (2.0 if args.quick else 8.0)
     rounds: dict[str, dict[int, list[dict[str, float]]]] = {
         p: {n: [] for n in counts} for p in PIPELINES
     }
     with tempfile.TemporaryDirectory() as tmp:
         up = free_port()
-        upstream_process = start(["-m", "bench.upstream", str(up)], set(CPUS), up)
+        upstream_process = start(["-m", "bench.lean_upstream", str(up)], set(CPUS), up)
         upstream = f"http://127.0.0.1:{up}/v1"
         try:
             for _ in range(args.rounds):
                 for pipeline in PIPELINES:
                     for workers in counts:
                         rounds[pipeline][workers].append(
-                            measure(Path(tmp), upstream, pipeline, workers, requests)
+                            measure(Path(tmp), upstream, pipeline, workers, seconds, args.load)
                         )
         finally:
             stop([upstream_process])
@@ -104,12 +147,14 @@ def main() -> None:
         "time": dt.datetime.now(dt.UTC).isoformat(),
         "cpus": len(CPUS),
         "load_average_1m": os.getloadavg()[0],
-        "requests_per_round": requests,
+        "seconds_per_round": seconds,
+        "load": args.load,
         "concurrency": CONCURRENCY,
         "rounds": rounds,
         "median": {},
     }
-    print(f"{len(CPUS)} cores; concurrency {CONCURRENCY}; median of {args.rounds} rounds")
+    print(f"{len(CPUS)} cores; {args.load} at concurrency {CONCURRENCY}; "
+          f"median of {args.rounds} rounds")  # fmt: skip
     print(f"{'pipeline':<12} {'workers':>7} {'rps':>8} {'vs 1':>6} {'p50 ms':>8} {'cpu µs':>7}")
     for pipeline, by_count in rounds.items():
         report["median"][pipeline] = {}
