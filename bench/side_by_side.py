@@ -1,12 +1,13 @@
 """Side by side on one core: the bare relay, hookgate with no policies, the shipped default.
 
 Run: ``python -m bench.side_by_side [--rounds 5] [--seconds 6] [--compare TREE]
-[--profile]``.
+[--profile] [--load wrk|python]``.
 
-Starts the fake upstream and three servers once — (b) the bare aiohttp relay
+Starts the fake upstream and four servers once — (b) the bare aiohttp relay
 (:mod:`bench.bare_relay`), (c) hookgate with ``policies: []`` and (d) hookgate with the
 policies of the shipped ``policies/default.yaml`` (``tracing`` exporting every span over
-OTLP/HTTP to the fake upstream's sink, ``fallback``) — each on the proxy's core
+OTLP/HTTP to the fake upstream's sink, ``fallback``) and (e) those policies as shipped
+(no OTLP endpoint: spans made, not exported) — each on the proxy's core
 (:mod:`bench.processes`), and loads them in turn, round after round: concurrency 32 for
 ``--seconds`` (requests per second and CPU time per request), then 400 requests one at a
 time (p50). Each round's throughput is a ratio to the bare relay's in the same round, so
@@ -17,7 +18,10 @@ a change in one run. With ``--profile`` it then runs :mod:`bench.profile` on (c)
 (CPU µs per request by area). On a 2-core machine the three servers share one core and the
 load generator and upstream the other; the servers are loaded one at a time. For a figure
 no other load on the machine can move, :mod:`bench.instructions` counts instructions per
-request. Writes ``bench/results/side-<time>.json``.
+request. The load is ``wrk`` in front of :mod:`bench.lean_upstream` when ``wrk`` is
+installed (the load generator and the upstream then cost a few µs a request, so the bare
+relay, not the load core, is the limit), else :mod:`bench.load` in front of
+:mod:`bench.upstream`. Writes ``bench/results/side-<time>.json``.
 """
 
 from __future__ import annotations
@@ -35,18 +39,38 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench import wrk
 from bench.processes import LOAD_CPUS, PROXY_CPU, ROOT, free_port, start, start_hookgate, stop
 from bench.run import cpu_seconds, load
 
 SHIPPED_DEFAULT = "policies:\n  - tracing: {endpoint: 'UPSTREAM/traces'}\n  - fallback: {}\n"
 """The policies of ``policies/default.yaml``, with the span export pointed at the sink
 (shipped, ``tracing: {}`` exports when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set)."""
-TARGETS = {"hookgate": "policies: []\n", "hookgate_shipped": SHIPPED_DEFAULT}
+SHIPPED_AS_IS = "policies:\n  - tracing: {}\n  - fallback: {}\n"
+"""The policies of ``policies/default.yaml`` as shipped: with no OTLP endpoint configured,
+spans are made (trace ids in the audit log, ``traceparent`` upstream) but not exported."""
+TARGETS = {
+    "hookgate": "policies: []\n",
+    "hookgate_shipped": SHIPPED_DEFAULT,
+    "hookgate_shipped_as_is": SHIPPED_AS_IS,
+}
 C1_REQUESTS = 400
+C1_SECONDS = 2.0
+"""How long ``wrk`` sends one request at a time (a few thousand requests)."""
 
 
-def measure(url: str, pid: int, seconds: float) -> dict[str, float]:
-    """Throughput and CPU µs per request at concurrency 32, then p50 one at a time."""
+def measure(url: str, pid: int, seconds: float, tmp: Path | None) -> dict[str, float]:
+    """Throughput and CPU µs per request at concurrency 32, then p50 one at a time; by
+    ``wrk`` with ``tmp`` (its script's directory), else by :mod:`bench.load`."""
+    if tmp is not None:
+        wrk.run(url, 32, 1.0, tmp, LOAD_CPUS)  # warm-up
+        before = cpu_seconds(pid)
+        c32 = wrk.run(url, 32, seconds, tmp, LOAD_CPUS)
+        used = cpu_seconds(pid) - before
+        c1 = wrk.run(url, 1, C1_SECONDS, tmp, LOAD_CPUS)
+        return {"rps": c32["rps"], "cpu_us": used / c32["requests"] * 1e6,
+                "p99_c32_ms": c32["p99_ms"], "p50_c1_ms": c1["p50_ms"],
+                "errors": c32["errors"] + c1["errors"]}  # fmt: skip
     load(url, 32, 300, stream=False)  # warm-up
     before = cpu_seconds(pid)
     c32 = load(url, 32, 100_000_000, False, seconds=seconds)
@@ -62,11 +86,13 @@ def measure(url: str, pid: int, seconds: float) -> dict[str, float]:
 
 
 def run(
-    rounds: int, seconds: float, compare: Path | None = None
+    rounds: int, seconds: float, compare: Path | None = None, tool: str = "python"
 ) -> dict[str, list[dict[str, float]]]:
     """Every round's figures per target (``bare_relay``, then each of :data:`TARGETS`;
     with ``compare``, each of them also as the hookgate of that source tree, named
-    ``<target>@compare``)."""
+    ``<target>@compare``), loaded by ``tool`` (``wrk``, in front of
+    :mod:`bench.lean_upstream`; or ``python``, :mod:`bench.load` in front of
+    :mod:`bench.upstream`)."""
     processes: list[subprocess.Popen[bytes]] = []
     targets = [(name, policies, None) for name, policies in TARGETS.items()]
     if compare is not None:
@@ -76,7 +102,9 @@ def run(
     with tempfile.TemporaryDirectory() as tmp:
         try:
             up = free_port()
-            processes.append(start(["-m", "bench.upstream", str(up)], LOAD_CPUS, up))
+            upstream_module = "bench.lean_upstream" if tool == "wrk" else "bench.upstream"
+            processes.append(start(["-m", upstream_module, str(up)], LOAD_CPUS, up))
+            by_wrk = Path(tmp) if tool == "wrk" else None
             upstream = f"http://127.0.0.1:{up}/v1"
             servers: dict[str, tuple[str, int]] = {}
             port = free_port()
@@ -93,9 +121,13 @@ def run(
                 servers[name] = (f"http://127.0.0.1:{port}/v1/chat/completions", port)
             pids = {name: p.pid for name, p in zip(servers, processes[1:], strict=True)}
             for round_ in range(rounds):
-                direct = load(f"{upstream}/chat/completions", 1, C1_REQUESTS, stream=False)
+                direct = (
+                    load(f"{upstream}/chat/completions", 1, C1_REQUESTS, stream=False)
+                    if by_wrk is None
+                    else wrk.run(f"{upstream}/chat/completions", 1, C1_SECONDS, by_wrk, LOAD_CPUS)
+                )
                 for name, (url, _) in servers.items():
-                    by_target[name].append(measure(url, pids[name], seconds))
+                    by_target[name].append(measure(url, pids[name], seconds, by_wrk))
                     by_target[name][-1]["direct_p50_c1_ms"] = direct["p50_ms"]
                 print(f"round {round_ + 1}/{rounds}: " + summary_line(by_target, -1),
                       file=sys.stderr)  # fmt: skip
@@ -176,8 +208,14 @@ def main() -> None:
         help="another source tree (e.g. `git worktree add /tmp/base <commit>`): its hookgate "
         "runs beside this one's in the same rounds (before/after in one run)",
     )
+    parser.add_argument(
+        "--load",
+        choices=("wrk", "python"),
+        default="wrk" if wrk.installed() else "python",
+        help="load generator (default: wrk when installed, with bench.lean_upstream)",
+    )
     args = parser.parse_args()
-    by_target = run(args.rounds, args.seconds, args.compare)
+    by_target = run(args.rounds, args.seconds, args.compare, args.load)
     text, figures = table(by_target)
     print(text)
     print(
@@ -189,7 +227,9 @@ def main() -> None:
     out_dir.mkdir(exist_ok=True)
     stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}"
     path = out_dir / f"side-{stamp}.json"
-    path.write_text(json.dumps({"rounds": args.rounds, "seconds": args.seconds, **figures}))
+    path.write_text(
+        json.dumps({"rounds": args.rounds, "seconds": args.seconds, "load": args.load, **figures})
+    )
     print(f"written to {path.relative_to(ROOT)}")
     if args.profile:
         for target in TARGETS:

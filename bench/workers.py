@@ -28,8 +28,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -37,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.load import BODY
+from bench import wrk
 from bench.processes import CPUS, ROOT, free_port, start, start_hookgate, stop
 from bench.run import cpu_seconds
 
@@ -59,39 +57,16 @@ def start_workers(
     return process, f"http://127.0.0.1:{port}/v1/chat/completions"
 
 
-WRK_SCRIPT = """wrk.method = "POST"
-wrk.body = [[%s]]
-wrk.headers["Content-Type"] = "application/json"
-"""
-"""Makes ``wrk`` send :data:`bench.load.BODY`, the Python load generator's request."""
-UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-
-
 def load(url: str, seconds: float, tool: str, tmp: Path) -> dict[str, float]:
-    """``seconds`` of non-streamed requests at :data:`CONCURRENCY`: requests/s, p50 ms,
-    requests and errors (non-2xx answers and socket errors)."""
-    if tool == "python":
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.load", url, str(CONCURRENCY), "100000000", "0",
-             "--seconds", str(seconds)],
-            cwd=ROOT, capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        return dict(json.loads(out.stdout))
-    script = tmp / "post.lua"
-    script.write_text(WRK_SCRIPT % BODY.decode())
-    text = subprocess.run(
-        ["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{seconds:g}s", "--latency", "-s", str(script),
-         url],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)$", text, re.M)
-    done = re.search(r"^\s+(\d+) requests in", text, re.M)
-    rps = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
-    assert p50 and done and rps, text
-    errors = sum(int(n) for n in re.findall(r"(?:Non-2xx or 3xx responses|errors: connect|"
-                                            r"read|write|timeout)\s*:?\s*(\d+)", text))  # fmt: skip
-    return {"rps": float(rps[1]), "p50_ms": float(p50[1]) * UNITS[p50[2]],
-            "requests": float(done[1]), "errors": float(errors)}  # fmt: skip
+    """``seconds`` of non-streamed requests at :data:`CONCURRENCY` by ``tool``."""
+    if tool == "wrk":
+        return wrk.run(url, CONCURRENCY, seconds, tmp)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.load", url, str(CONCURRENCY), "100000000", "0",
+         "--seconds", str(seconds)],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return dict(json.loads(out.stdout))
 
 
 def measure(
@@ -121,7 +96,7 @@ def main() -> None:
     parser.add_argument(
         "--load",
         choices=("wrk", "python"),
-        default="wrk" if shutil.which("wrk") else "python",
+        default="wrk" if wrk.installed() else "python",
         help="load generator (default: wrk when installed)",
     )
     args = parser.parse_args()
