@@ -1,10 +1,11 @@
 """What the span export worker costs per span: its CPU time, fed through the real process.
 
-Run: ``python -m bench.export_worker [--spans 20000] [--rounds 3] [--before DIR]`` (from
-the repository root, in the venv). Each run starts ``python -m hookgate.telemetry.worker``
-as the proxy's :class:`~hookgate.telemetry.shipper.SpanShipper` does, writes it the
-settings frame of an OTLP/HTTP exporter aimed at a sink on a loopback port (in this
-process), then ``--spans`` records shaped like the proxy's call spans in frames of
+Run: ``python -m bench.export_worker [--spans 20000] [--rounds 3] [--max-batch 512]
+[--before DIR]`` (from the repository root, in the venv). Each run starts ``python -m
+hookgate.telemetry.worker`` as the proxy's :class:`~hookgate.telemetry.shipper.SpanShipper`
+does, writes it the settings frame of an OTLP/HTTP exporter aimed at a sink on a loopback
+port (in this process; ``--max-batch`` spans a post at most, the tracing policy's default),
+then ``--spans`` records shaped like the proxy's call spans in frames of
 :data:`~hookgate.telemetry.shipper.FRAME_RECORDS`, closes its stdin and reaps it. The
 worker's CPU time (user + system, from ``wait4``) less that of a run given no record (its
 start, imports and shutdown) is divided by the spans: µs per span.
@@ -134,11 +135,11 @@ class Sink:
         return received
 
 
-def run_worker(python_path: str, endpoint: str, frames: list[bytes]) -> float:
+def run_worker(python_path: str, endpoint: str, frames: list[bytes], max_batch: int) -> float:
     """Feed ``frames`` to one worker; its CPU seconds (user + system) from start to exit."""
     settings = {
         "kind": "otlp", "protocol": "http/protobuf", "endpoint": endpoint, "headers": {},
-        "timeout_s": 10, "resource": RESOURCE, "max_batch": 512,
+        "timeout_s": 10, "resource": RESOURCE, "max_batch": max_batch,
     }  # fmt: skip
     env = {**os.environ, "PYTHONPATH": python_path}
     worker = subprocess.Popen(
@@ -162,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-batch", type=int, default=512)
     parser.add_argument("--before", help="a hookgate proxy/ directory to compare with")
     args = parser.parse_args()
     batch = records(args.spans)
@@ -176,13 +178,16 @@ def main() -> None:
     delivered: dict[str, Counter[bytes]] = {}
     for _ in range(args.rounds):
         for name, path in trees.items():
-            idle = run_worker(path, sink.endpoint, [])
+            idle = run_worker(path, sink.endpoint, [], args.max_batch)
             sink.take()
-            busy = run_worker(path, sink.endpoint, frames)
+            busy = run_worker(path, sink.endpoint, frames, args.max_batch)
             delivered[name] = sink.take()
             assert sum(delivered[name].values()) == args.spans, (name, delivered[name].total())
             per_span[name].append((busy - idle) / args.spans * 1e6)
-    print(f"span export worker, OTLP/HTTP, {args.spans} spans, {args.rounds} rounds")
+    print(
+        f"span export worker, OTLP/HTTP, {args.spans} spans, batches of {args.max_batch} at "
+        f"most, {args.rounds} rounds"
+    )
     for name, figures in per_span.items():
         listed = " ".join(f"{f:.1f}" for f in figures)
         print(f"  {name:6} CPU µs per span: median {statistics.median(figures):6.1f}  ({listed})")
