@@ -43,6 +43,8 @@ ATTRIBUTES: dict[str, Any] = {
     "hookgate.empty": [],
     "hookgate.negative": -(2**63),
     "hookgate.unicode": "é — 😀",
+    "hookgate.none": None,  # not an attribute type, yet encodable: an empty AnyValue
+    "hookgate.map": {"a": 1, "b": ["x", None]},  # likewise: a kvlist
     "hookgate.too_large": 2**64 - 1,  # out of int64 (JSON carries it): the SDK leaves it out
     "hookgate.too_large_in_list": [1, 2**63],
 }
