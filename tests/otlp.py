@@ -1,17 +1,24 @@
-"""An OTLP/HTTP trace receiver on a loopback port, decoding spans with opentelemetry-proto."""
+"""OTLP trace receivers on a loopback port (HTTP, and gRPC), decoding spans with
+opentelemetry-proto."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+    TraceServiceServicer,
+    add_TraceServiceServicer_to_server,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
@@ -46,6 +53,8 @@ class OtlpReceiver:
 
     def __init__(self) -> None:
         self.spans: list[ReceivedSpan] = []
+        self.requests: list[ExportTraceServiceRequest] = []
+        """Every request as received."""
         self._lock = threading.Lock()
         app = web.Application()
         app.router.add_post("/v1/traces", self._traces)
@@ -58,6 +67,8 @@ class OtlpReceiver:
     async def _traces(self, request: web.Request) -> web.Response:
         message = ExportTraceServiceRequest()
         message.ParseFromString(await request.read())
+        with self._lock:
+            self.requests.append(message)
         for resource_spans in message.resource_spans:
             resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
             for scope_spans in resource_spans.scope_spans:
@@ -101,3 +112,27 @@ class OtlpReceiver:
                     return list(self.spans)
             time.sleep(0.05)
         raise AssertionError(f"expected {count} spans, got {len(self.spans)}: {self.spans}")
+
+
+class OtlpGrpcReceiver(TraceServiceServicer):
+    """An OTLP/gRPC trace receiver on loopback (``endpoint``; ``stop()`` when done) that keeps
+    every request as received."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportTraceServiceRequest] = []
+        self._lock = threading.Lock()
+        self.server = grpc.server(ThreadPoolExecutor(2))
+        add_TraceServiceServicer_to_server(self, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.endpoint = f"http://127.0.0.1:{port}"  # http: no TLS
+        self.server.start()
+
+    def Export(  # the service's method name
+        self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        with self._lock:
+            self.requests.append(request)
+        return ExportTraceServiceResponse()
+
+    def stop(self) -> None:
+        self.server.stop(None)

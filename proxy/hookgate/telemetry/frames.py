@@ -19,7 +19,9 @@ from opentelemetry.trace import SpanContext
 Record = list[Any]
 """``[name, kind, trace_id, span_id, parent_id, parent_remote, flags, trace_state,
 start_ns, end_ns, attributes, events, status_code, status_description, scope]``; ids as
-hex strings, ``events`` as ``[name, time_ns, attributes]`` triples."""
+hex strings, ``parent_remote`` False when there is no parent, ``trace_state`` as
+``TraceState.to_header`` writes it (or None), ``events`` as ``[name, time_ns, attributes]``
+triples. The worker's encoder (:mod:`hookgate.telemetry.otlp`) relies on these forms."""
 
 LENGTH = struct.Struct(">I")
 """The frame header, and the whole of a failure report."""

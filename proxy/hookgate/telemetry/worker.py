@@ -2,10 +2,11 @@
 :class:`~hookgate.telemetry.shipper.SpanShipper`.
 
 It reads the exporter's settings, then batches of span records, from stdin (see
-:mod:`hookgate.telemetry.frames`); rebuilds SDK ``ReadableSpan`` objects and exports them
-with the SDK's own exporters (OTLP over HTTP or gRPC, or the console), at a lower
-scheduling priority than the proxy; and reports on its stdout how many spans it failed to
-export. It exits when stdin closes, after exporting what it holds.
+:mod:`hookgate.telemetry.frames`); exports them at a lower scheduling priority than the
+proxy — for OTLP (HTTP or gRPC) encoded straight from the records
+(:mod:`hookgate.telemetry.otlp`) and sent by the SDK's exporters, for the console as SDK
+``ReadableSpan`` objects rebuilt from the records; and reports on its stdout how many spans
+it failed to export. It exits when stdin closes, after exporting what it holds.
 """
 
 from __future__ import annotations
@@ -15,16 +16,22 @@ import os
 import select
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExportResult
 
 from hookgate.telemetry.frames import LENGTH, Record, read_frame
-from hookgate.telemetry.settings import Protocol, env_protocol
+from hookgate.telemetry.settings import Protocol as OtlpProtocol
+from hookgate.telemetry.settings import env_protocol
 from hookgate.version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 log = logging.getLogger("hookgate")
 
@@ -34,10 +41,18 @@ LOG_REPEAT_S = 30.0
 """The worker's scheduling niceness: below the proxy's, so it runs when the proxy waits."""
 
 
+class RequestExporter(Protocol):
+    """An OTLP exporter of encoded requests (:mod:`hookgate.telemetry.otlp`)."""
+
+    def export_request(self, request: ExportTraceServiceRequest) -> SpanExportResult: ...
+
+    def shutdown(self) -> None: ...
+
+
 def make_exporter(
-    kind: str, protocol: Protocol | None, endpoint: str | None, headers: dict[str, str],
+    kind: str, protocol: OtlpProtocol | None, endpoint: str | None, headers: dict[str, str],
     timeout_s: float | None,
-) -> SpanExporter | None:  # fmt: skip
+) -> RequestExporter | ConsoleSpanExporter | None:  # fmt: skip
     """The configured exporter; ``OTEL_EXPORTER_OTLP_*`` fill in what the YAML leaves out
     (the exporters read them for a ``None`` endpoint, empty headers, a ``None`` timeout)."""
     if kind == "none":
@@ -46,21 +61,17 @@ def make_exporter(
         return ConsoleSpanExporter()
     protocol = protocol or env_protocol()
     if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
+        from hookgate.telemetry.otlp_grpc import GrpcExporter
 
         return GrpcExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpExporter,
-    )
+    from hookgate.telemetry.otlp_http import HttpExporter
 
     return HttpExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s)
 
 
 def readable_spans(records: Sequence[Record], resource: Any, version: str) -> list[ReadableSpan]:
     """SDK spans from records (the worker's half of
-    :func:`~hookgate.telemetry.frames.record_of`)."""
+    :func:`~hookgate.telemetry.frames.record_of`), for the console exporter."""
     from opentelemetry.sdk.trace import Event
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -98,6 +109,19 @@ def readable_spans(records: Sequence[Record], resource: Any, version: str) -> li
     return spans
 
 
+def _sender(
+    exporter: RequestExporter | ConsoleSpanExporter, resource: Any
+) -> Callable[[list[Record]], SpanExportResult]:
+    """Export a batch of records: OTLP encoded from the records, the console from SDK spans."""
+    if isinstance(exporter, ConsoleSpanExporter):
+        console = exporter
+        return lambda records: console.export(readable_spans(records, resource, __version__))
+    from hookgate.telemetry.otlp import RecordEncoder
+
+    encoder, otlp = RecordEncoder(resource, __version__), exporter
+    return lambda records: otlp.export_request(encoder.encode(records))
+
+
 class _Quieted(logging.Filter):
     """Let each distinct message through once per ``interval_s``, then say how many repeats
     were held back. A dead collector makes the SDK's exporters log one error per batch —
@@ -124,7 +148,6 @@ class _Quieted(logging.Filter):
 def main() -> None:
     """The worker: read settings, then export every batch until stdin closes."""
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace.export import SpanExportResult
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     for handler in logging.getLogger().handlers:
@@ -147,10 +170,11 @@ def main() -> None:
     )  # fmt: skip
     assert exporter is not None
     resource = Resource(settings["resource"])  # as the proxy resolved it
+    send = _sender(exporter, resource)
 
     def export(records: list[Record]) -> None:
         try:
-            result = exporter.export(readable_spans(records, resource, __version__))
+            result = send(records)
         except Exception:  # a bad batch loses that batch only
             log.exception("hookgate span export worker: a batch was not exported")
             result = SpanExportResult.FAILURE
