@@ -13,6 +13,7 @@ Which worker served a call is told by the ``WhoServes`` test policy (its pid).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import random
@@ -45,7 +46,7 @@ $0.00075, its worst case (the prompt's estimate plus max_tokens 5) about twice t
 budget pays for about 133 of the 200."""
 PER_REQUEST_USD = 15 * 0.00005
 KILL_AT_STREAM = 10
-"""The worker is killed when this many streams have started there."""
+"""A worker is killed when this many streams have started there."""
 
 
 @dataclass
@@ -139,26 +140,27 @@ class Outcome:
 async def load(workers: Workers, deadline_s: float) -> Outcome:
     """200 concurrent requests (half streamed) to the workers' one listener; a busy refusal
     (``Retry-After``: reservations in flight fill the budget) is retried, as a client
-    honouring it would, and so is a call cut by the kill. The worker that serves the first
-    stream gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its
-    reservation, and the upstream call, are left in flight)."""
+    honouring it would, and so is a call cut by the kill. The first worker where
+    ``KILL_AT_STREAM`` streams have started gets SIGKILL as the last of them starts (so its
+    reservation, and the upstream call, are left in flight). Not the worker that served
+    the first stream: the workers accept from one socket, and on a busy machine the one
+    awake first may take nearly every connection, leaving the other too few streams."""
     outcome = Outcome()
     killed = asyncio.Event()
     stop_at = time.monotonic() + deadline_s
-    streams = 0
-    victim: list[int] = []
+    streams: collections.Counter[int] = collections.Counter()  # started, by worker pid
 
-    def kill_now() -> None:
-        if not killed.is_set():
+    def started(pid: int) -> None:
+        streams[pid] += 1
+        if streams[pid] == KILL_AT_STREAM and not killed.is_set():
             killed.set()
-            os.kill(victim[0], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             outcome.killed_at = time.monotonic()
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as client:
 
         async def one(i: int) -> None:
-            nonlocal streams
             body = {
                 "model": "m",
                 "max_tokens": 5,
@@ -171,14 +173,10 @@ async def load(workers: Workers, deadline_s: float) -> Outcome:
                     async with client.post(url, json=body) as response:
                         status, headers = response.status, response.headers
                         pid = int(headers.get("x-hookgate-test-pid", "0"))
-                        if body["stream"] and status == 200 and not victim:
-                            victim.append(pid)
                         text = ""
                         async for chunk in response.content.iter_any():
-                            if not text and body["stream"] and status == 200 and pid in victim:
-                                streams += 1  # one more in flight there: cut the tenth
-                                if streams == KILL_AT_STREAM:
-                                    kill_now()
+                            if not text and body["stream"] and status == 200:
+                                started(pid)
                             text += chunk.decode()
                 except aiohttp.ClientError:  # the killed worker's connection: again
                     continue
