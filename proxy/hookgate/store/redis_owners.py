@@ -143,8 +143,9 @@ class Owner:
                     failing = False
                 if stop.wait(every):
                     break
-            with contextlib.suppress(RedisError, OSError):
-                goodbye(keys=[key], args=[me])
+            if not failing:  # else Redis is out of reach: the key expires on its own
+                with contextlib.suppress(RedisError, OSError):
+                    goodbye(keys=[key], args=[me])
         finally:
             client.close()
 
