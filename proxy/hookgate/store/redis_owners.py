@@ -119,7 +119,7 @@ class Owner:
             return
         self._stop.set()
         await asyncio.to_thread(thread.join)
-        self._thread = None
+        self._thread, self._stop = None, threading.Event()
 
     def _renew(self, me: str, stop: threading.Event) -> None:
         every = self.lease_s / 3
