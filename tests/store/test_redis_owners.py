@@ -219,3 +219,32 @@ def test_a_forked_process_is_an_owner_of_its_own() -> None:
 @pytest.fixture(autouse=True)
 def _hookgate_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="hookgate")
+
+
+async def test_a_reserve_cancelled_in_flight_holds_nothing(
+    redis_server: RedisServer, stores: Callable[..., RedisStore]
+) -> None:
+    """A caller cancelled while its reserve waits for Redis (busy with another script)
+    leaves no reservation behind, whichever of the reserve and its release Redis runs
+    first: nothing else would release a live process's reservation."""
+    store = stores()
+    ledger = RedisLedger(store)
+    assert await reserve(ledger, "warm", 0.1) == "held"  # scripts loaded, lease taken
+    await ledger.release("warm")
+    busy = "local s = redis.call('TIME') repeat local n = redis.call('TIME') until n[1] - s[1] >= 1"
+    with raw(redis_server) as client:
+        blocking = asyncio.create_task(asyncio.to_thread(client.eval, busy, 0))
+        await asyncio.sleep(0.2)  # Redis runs the busy script
+        cut = asyncio.create_task(ledger.reserve("cut", COUNTERS, 0.5, 10))
+        await asyncio.sleep(0.2)  # sent, waiting
+        cut.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cut
+        await blocking
+        await asyncio.sleep(0.3)
+        assert not client.exists("hg:res:cut")
+        assert float(client.hget(COUNTER_KEY, "res_usd") or 0) == pytest.approx(0)
+        # had Redis run the release first: the reserve, arriving after it, holds nothing
+        await ledger.reserve("cut", COUNTERS, 0.5, 10)
+        assert not client.exists("hg:res:cut")
+        assert float(client.hget(COUNTER_KEY, "res_usd") or 0) == pytest.approx(0)

@@ -16,7 +16,9 @@ work is bounded: the script looks at :data:`OWNERS_CHECKED` owners and releases 
 :data:`RELEASED_PER_RESERVE` reservations; a reserve still refused leaves the rest to the
 next. A settle of a reservation released that way (its owner's lease lapsed while the
 call was in flight) charges the spend and releases nothing: the spend report still equals
-the ledger.
+the ledger. Since nothing else releases a live process's reservations, a reserve whose
+caller is cancelled while it waits for Redis is released, with a marker that makes the
+reserve hold nothing should Redis run it after the release.
 
 Reservations written before owners existed carry none, only an expiry (their id is in the
 sorted set ``hg:resq``, scored by it, 15 minutes after they were taken); the same sweep
@@ -25,6 +27,7 @@ releases those past it. This version writes none of them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -33,6 +36,7 @@ import orjson
 from hookgate.budgets.ledger import Refusal, UsageRow, least_left
 from hookgate.budgets.limits import Counter
 from hookgate.budgets.rates import RateCheck, RateResult, wait_for_room
+from hookgate.errors import StoreUnavailable
 from hookgate.store.redis import RedisStore, row_dict
 
 log = logging.getLogger("hookgate")
@@ -67,7 +71,7 @@ RESERVE = (
 local now, rid, usd, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, lease = ARGV[5], ARGV[6]
 local owners_checked, released_max = tonumber(ARGV[7]), tonumber(ARGV[8])
-if redis.call('EXISTS', 'hg:res:' .. rid) == 1 then return {0, 0, 0, 0} end
+if redis.call('EXISTS', 'hg:res:' .. rid, 'hg:cancelled:' .. rid) > 0 then return {0, 0, 0, 0} end
 local taken = 0
 if redis.call('EXISTS', 'hg:owner:' .. me) == 0 then
   redis.call('SET', 'hg:owner:' .. me, 1, 'PX', lease)
@@ -158,9 +162,12 @@ RELEASE = (
     _RELEASE
     + """
 release(ARGV[1])
+if ARGV[2] == '1' then redis.call('SET', 'hg:cancelled:' .. ARGV[1], 1, 'PX', 60000) end
 return 1
 """
 )
+"""Drop a reservation; for a reserve whose caller was cancelled (``1``), also leave a
+marker for a minute so that reserve, should Redis run it after this, holds nothing."""
 
 
 def _counter_key(counter: Counter) -> str:
@@ -182,6 +189,7 @@ class RedisLedger:
         self._reserve = store.client.register_script(RESERVE)
         self._settle = store.client.register_script(SETTLE)
         self._release = store.client.register_script(RELEASE)
+        self._pending: set[asyncio.Task[None]] = set()
 
     async def load(self, counters: list[Counter]) -> None:
         return None
@@ -189,6 +197,9 @@ class RedisLedger:
     async def reserve(
         self, reservation: str, counters: list[Counter], usd: float, tokens: int
     ) -> Refusal | None:
+        """Hold ``usd`` and ``tokens`` on every counter, or none (returns why), in one
+        script. A caller cancelled meanwhile releases what it may have held: a live
+        process's reservation is never released by another."""
         owner = self._store.owner
         owner.start()
         args: list[str | float | int] = [
@@ -200,7 +211,13 @@ class RedisLedger:
             args += ["" if limit.usd is None else limit.usd,
                      "" if limit.tokens is None else limit.tokens, _ttl_ms(counter)]  # fmt: skip
         keys = [_counter_key(c) for c in counters]
-        result = await self._store.call(self._reserve(keys=keys, args=args))
+        try:
+            result = await self._store.call(self._reserve(keys=keys, args=args))
+        except asyncio.CancelledError:
+            task = asyncio.create_task(self._release_quietly(reservation))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+            raise
         owners, expired, taken = (int(n) for n in result[-3:])
         if taken:
             owner.renewed(taken=True)
@@ -213,11 +230,21 @@ class RedisLedger:
         return Refusal(counters[int(result[0]) - 1], str(result[1]), exhausted=bool(int(result[2])))
 
     async def release(self, reservation: str) -> None:
-        await self._store.call(self._release(keys=[], args=[reservation]))
+        await self._store.call(self._release(keys=[], args=[reservation, 0]))
+
+    async def _release_quietly(self, reservation: str) -> None:
+        """Release what a cancelled reserve may hold, now or once Redis runs it."""
+        try:
+            await self._store.call(self._release(keys=[], args=[reservation, 1]))
+        except StoreUnavailable as exc:
+            log.error("budget: a reservation was not released: %s", exc.message)
 
     async def settle(self, reservation: str, counters: list[Counter], row: UsageRow) -> None:
         """Release the reservation and charge the spend, in one script; a reservation that
-        another process released (this one's lease lapsed) is charged all the same."""
+        another process released (this one's lease lapsed) is charged all the same. When
+        it fails nothing changed: the reservation (at least the spend, as it was the worst
+        case) stays held until this process ends, so the limit still holds, and the
+        store's error is raised."""
         keys = [_counter_key(c) for c in counters]
         tokens = row.input_tokens + row.output_tokens
         args: list[str | float | int] = [
