@@ -1,10 +1,11 @@
 """A $0.10 budget under 200 concurrent requests across the two workers of ``hookgate serve
 --workers 2``, one of them killed with ``kill -9`` mid-load (the parent replaces it): never
-overspent, and the spend report equals the ledger. On SQLite (the embedded default: the
-workers share the file's ledger) and on a real ``redis-server``. Also: a rate limit is one
-count across processes sharing a file (``?shared=true``, the workers' limiter), and a
-second, separate ``hookgate serve`` that would keep a file's budgets in its own memory is
-refused.
+overspent, the spend report equals the ledger, and the dead worker's reservations stop
+blocking the budget (at once on SQLite, once its lease runs out on Redis). On SQLite (the
+embedded default: the workers share the file's ledger) and on a real ``redis-server``.
+Also: a rate limit is one count across processes sharing a file (``?shared=true``, the
+workers' limiter), and a second, separate ``hookgate serve`` that would keep a file's
+budgets in its own memory is refused.
 
 Which worker served a call is told by the ``WhoServes`` test policy (its pid).
 """
@@ -12,6 +13,7 @@ Which worker served a call is told by the ``WhoServes`` test policy (its pid).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import random
@@ -30,6 +32,7 @@ import httpx
 import pytest
 import redis
 
+from hookgate.store.redis_owners import LEASE_S
 from tests.conftest import config_text
 from tests.fakes import FakeUpstream, start_serve
 from tests.services import RedisServer
@@ -43,7 +46,7 @@ $0.00075, its worst case (the prompt's estimate plus max_tokens 5) about twice t
 budget pays for about 133 of the 200."""
 PER_REQUEST_USD = 15 * 0.00005
 KILL_AT_STREAM = 10
-"""The worker is killed when this many streams have started there."""
+"""A worker is killed when this many streams have started there."""
 
 
 @dataclass
@@ -82,7 +85,7 @@ def serve_processes(config: Path, count: int = 2) -> Iterator[Processes]:
 @dataclass
 class Workers:
     """``hookgate serve --workers N``: one URL, the parent, and what it (and its workers)
-    logged (filled by :meth:`stop`)."""
+    logged (until it listened; the rest is added by :meth:`stop`)."""
 
     url: str
     process: subprocess.Popen[str]
@@ -93,15 +96,17 @@ class Workers:
             self.process.terminate()
         self.process.wait(30)
         assert self.process.stderr is not None
-        self.log = self.process.stderr.read()
+        self.log += self.process.stderr.read()
         self.process.stderr.close()
 
 
 @contextmanager
-def serve_workers(config: Path, count: int = 2) -> Iterator[Workers]:
+def serve_workers(
+    config: Path, count: int = 2, env: dict[str, str] | None = None
+) -> Iterator[Workers]:
     """``hookgate serve --workers count`` on ``config``."""
-    process, url, _ = start_serve("--config", str(config), "--workers", str(count))
-    workers = Workers(url, process)
+    process, url, lines = start_serve("--config", str(config), "--workers", str(count), env=env)
+    workers = Workers(url, process, "".join(lines))
     try:
         yield workers
     finally:
@@ -127,30 +132,35 @@ class Outcome:
     served: int = 0
     exhausted: int = 0
     gave_up: int = 0
+    killed_at: float = 0.0
+    last_served_at: float = 0.0
+    """When the worker was killed, and when the last response completed (monotonic)."""
 
 
 async def load(workers: Workers, deadline_s: float) -> Outcome:
     """200 concurrent requests (half streamed) to the workers' one listener; a busy refusal
     (``Retry-After``: reservations in flight fill the budget) is retried, as a client
-    honouring it would, and so is a call cut by the kill. The worker that serves the first
-    stream gets SIGKILL as the ``KILL_AT_STREAM``-th stream starts there (so its
-    reservation, and the upstream call, are left in flight)."""
+    honouring it would, and so is a call cut by the kill. The first worker where
+    ``KILL_AT_STREAM`` streams have started gets SIGKILL as the last of them starts (so its
+    reservation, and the upstream call, are left in flight). Not the worker that served
+    the first stream: the workers accept from one socket, and on a busy machine the one
+    awake first may take nearly every connection, leaving the other too few streams."""
     outcome = Outcome()
     killed = asyncio.Event()
     stop_at = time.monotonic() + deadline_s
-    streams = 0
-    victim: list[int] = []
+    streams: collections.Counter[int] = collections.Counter()  # started, by worker pid
 
-    def kill_now() -> None:
-        if not killed.is_set():
+    def started(pid: int) -> None:
+        streams[pid] += 1
+        if streams[pid] == KILL_AT_STREAM and not killed.is_set():
             killed.set()
-            os.kill(victim[0], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+            outcome.killed_at = time.monotonic()
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as client:
 
         async def one(i: int) -> None:
-            nonlocal streams
             body = {
                 "model": "m",
                 "max_tokens": 5,
@@ -163,14 +173,10 @@ async def load(workers: Workers, deadline_s: float) -> Outcome:
                     async with client.post(url, json=body) as response:
                         status, headers = response.status, response.headers
                         pid = int(headers.get("x-hookgate-test-pid", "0"))
-                        if body["stream"] and status == 200 and not victim:
-                            victim.append(pid)
                         text = ""
                         async for chunk in response.content.iter_any():
-                            if not text and body["stream"] and status == 200 and pid in victim:
-                                streams += 1  # one more in flight there: cut the tenth
-                                if streams == KILL_AT_STREAM:
-                                    kill_now()
+                            if not text and body["stream"] and status == 200:
+                                started(pid)
                             text += chunk.decode()
                 except aiohttp.ClientError:  # the killed worker's connection: again
                     continue
@@ -182,6 +188,7 @@ async def load(workers: Workers, deadline_s: float) -> Outcome:
                     continue
                 if status == 200 and (not body["stream"] or text.rstrip().endswith("data: [DONE]")):
                     outcome.served += 1
+                    outcome.last_served_at = time.monotonic()
                     return
                 # a stream cut by the kill, or the worker died under it: again
             outcome.gave_up += 1
@@ -201,6 +208,21 @@ def spend_report(config: Path) -> dict[str, float]:
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [line["model"] for line in lines] == ["m"], lines
     return dict(lines[0])
+
+
+def spend_the_rest(workers: Workers) -> httpx.Response:
+    """Ask one at a time until refused: the workers serve what is left of the budget (a
+    request's worth at most), then refuse; the refusal."""
+    last = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "Question 200: answer it briefly."}],
+    }
+    for _ in range(10):
+        final = httpx.post(f"{workers.url}/v1/chat/completions", json=last, timeout=10)
+        if final.status_code != 200:
+            break
+    return final
 
 
 def check_the_ledger(
@@ -232,15 +254,7 @@ def test_two_sqlite_workers_one_killed_never_overspend(
     upstream.stream_delay = 0.05  # streams take ~0.3 s: many are in flight at the kill
     with serve_workers(config) as workers:
         outcome = asyncio.run(load(workers, deadline_s=60))
-        last = {
-            "model": "m",
-            "max_tokens": 5,
-            "messages": [{"role": "user", "content": "Question 200: answer it briefly."}],
-        }
-        for _ in range(10):  # the workers serve what is left, then refuse
-            final = httpx.post(f"{workers.url}/v1/chat/completions", json=last, timeout=10)
-            if final.status_code != 200:
-                break
+        final = spend_the_rest(workers)
     with closing(sqlite3.connect(db)) as connection:
         usd, tokens, rows = connection.execute(
             "SELECT SUM(cost_usd), SUM(input_tokens + output_tokens), COUNT(*) FROM usage"
@@ -268,18 +282,31 @@ def test_two_redis_workers_one_killed_never_overspend(
     config = write_config(tmp_path / "hookgate.yaml", upstream, redis_server.url)
     upstream.stream_delay = 0.05
     with serve_workers(config) as workers:
-        # the killed worker's reservations stay until they expire (15 minutes): the load
-        # ends when the others can serve no more, not when the budget is spent
-        outcome = asyncio.run(load(workers, deadline_s=10))
+        outcome = asyncio.run(load(workers, deadline_s=60))
+        final = spend_the_rest(workers)
     client = redis.Redis.from_url(redis_server.url, decode_responses=True)
     with closing(client):
         entries = client.xrange("hg:usage")
         (counter,) = client.keys("hg:ctr:model=m|total|*")
         counted = float(client.hget(counter, "used_usd") or 0)
+        held = client.keys("hg:res:*")
+        owners = client.keys("hg:owner:*"), client.smembers("hg:owners")
     rows = [json.loads(fields["row"]) for _, fields in entries]
     usd = sum(row["cost_usd"] for row in rows)
     tokens = sum(row["input_tokens"] + row["output_tokens"] for row in rows)
     check_the_ledger(usd, tokens, len(rows), counted, outcome, upstream, config)
+    # the killed worker's reservations were released once its lease ran out, when they
+    # stood in the way: every client got an answer, the budget was spent to within one
+    # request a few seconds after the kill, and then refused as spent, not busy
+    assert "was killed by SIGKILL: starting a new one" in workers.log
+    assert "released the reservations of 1 stopped processes" in workers.log
+    assert outcome.gave_up == 0, outcome
+    assert outcome.last_served_at - outcome.killed_at < LEASE_S + 5, outcome
+    assert usd > BUDGET_USD - 2 * PER_REQUEST_USD
+    assert final.status_code == 429 and "retry-after" not in final.headers, final.text
+    assert "has spent" in final.json()["error"]["message"]
+    assert held == []  # the dead worker's, released; the others', settled
+    assert owners == ([], set())  # the workers stopped cleanly: leases given up
 
 
 def test_a_second_process_keeping_budgets_alone_is_refused(
@@ -341,3 +368,25 @@ def test_a_rate_limit_is_one_count_across_sqlite_workers(
     with serve_processes(config) as processes:
         statuses = asyncio.run(burst(processes.urls))
     assert sorted(statuses) == [200] * 10 + [429] * 20
+
+
+def test_the_workers_say_once_that_spans_are_not_exported(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    """A message for the whole server is said once, not by the parent and every worker."""
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(
+        config_text(
+            upstream.base_url,
+            f"store: 'sqlite:///{tmp_path / 'one.db'}'\nserver: {{reload: false}}\n"
+            "policies:\n  - tracing: {}\n",
+        )
+    )
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
+    ask = {"model": "m", "messages": [{"role": "user", "content": "Hi there."}]}
+    with serve_workers(config, env=env) as workers:
+        for _ in range(4):
+            response = httpx.post(f"{workers.url}/v1/chat/completions", json=ask, timeout=10)
+            assert response.status_code == 200, response.text
+    assert workers.log.count("listening on") == 1
+    assert workers.log.count("tracing: no OTLP endpoint configured") == 1, workers.log

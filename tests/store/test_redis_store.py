@@ -98,23 +98,6 @@ def test_budget_holds_across_two_proxies(two_proxies: list[str], upstream: FakeU
     assert report["status"] == "ready"
 
 
-async def test_reservations_of_a_crashed_replica_expire(redis_server: RedisServer) -> None:
-    from hookgate.budgets.limits import Counter, Limit
-    from hookgate.store.redis import RedisStore
-    from hookgate.store.redis_budgets import RedisLedger
-
-    store = RedisStore(redis_server.url)
-    crashed = RedisLedger(store, reservation_ttl_s=0.3)
-    counter = [Counter(Limit("team", "total", 1.0, None), "payments", 0.0)]
-    assert await crashed.reserve("r1", counter, 0.9, 10) is None  # never settled: the replica died
-    refusal = await crashed.reserve("r2", counter, 0.5, 10)
-    assert refusal is not None and not refusal.exhausted  # busy: held by r1, not spent
-    await asyncio.sleep(0.4)
-    assert await crashed.reserve("r3", counter, 0.5, 10) is None  # r1 expired and was released
-    assert await crashed.remaining(counter) == (pytest.approx(0.5), None)
-    await store.close()
-
-
 async def test_reserve_and_settle_repeated_by_a_retry_count_once(
     redis_server: RedisServer,
 ) -> None:

@@ -37,6 +37,7 @@ guardrail spans of later policies are its children.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
@@ -113,6 +114,14 @@ class TracingConfig(PolicyConfig):
     it), else 1 s."""
 
 
+@functools.cache
+def _say_spans_are_not_exported() -> None:
+    """Once per process: a worker of ``hookgate serve --workers N`` is forked from the
+    parent, which said it when it read the config, so a server says it once (and a reload
+    does not repeat it)."""
+    log.info("tracing: no OTLP endpoint configured; spans are not exported")
+
+
 class TracingPolicy(Policy[TracingConfig]):
     """See the module docstring."""
 
@@ -125,7 +134,7 @@ class TracingPolicy(Policy[TracingConfig]):
         if kind == "auto":
             kind = "otlp" if config.endpoint or otlp_endpoint_in_env() else "none"
             if kind == "none":
-                log.info("tracing: no OTLP endpoint configured; spans are not exported")
+                _say_spans_are_not_exported()
         resource = service_resource(config.service_name)
         max_queue = config.max_queue_size or env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         max_batch = config.max_export_batch_size or env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)

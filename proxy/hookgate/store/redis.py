@@ -2,7 +2,9 @@
 
 Keys, usage records (the stream ``hg:usage``), the audit log (``hg:audit``) and
 approvals (``hg:approval:{id}``, newest first in the sorted set ``hg:approvals``). The
-budget counters and rates built on this store are in :mod:`hookgate.store.redis_budgets`.
+budget counters and rates built on this store are in :mod:`hookgate.store.redis_budgets`;
+:attr:`RedisStore.owner` is this process as the holder of reservations
+(:mod:`hookgate.store.redis_owners`), whose lease :meth:`RedisStore.close` gives up.
 
 A command that fails on a lost connection (a Redis restart leaves every pooled
 connection dead) is retried on a fresh one, twice at most, so a restart costs no
@@ -36,6 +38,7 @@ from hookgate.store.audit_query import AuditPage, AuditQuery, make_cursor, parse
 from hookgate.store.base import AuditRecord, SpendLine, display_url
 from hookgate.store.grants import AdminChange, Grants, GrantsEdit, Kind
 from hookgate.store.keys import KeyRecord
+from hookgate.store.redis_owners import LEASE_S, Owner
 
 log = logging.getLogger("hookgate")
 T = TypeVar("T")
@@ -54,8 +57,9 @@ SCAN_CHUNK = 1000
 class RedisStore:
     """See the module docstring."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, lease_s: float = LEASE_S) -> None:
         self.url = url
+        self.owner = Owner(url, lease_s)
         retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), RETRIES, (ConnectionError,))
         pool = aioredis.BlockingConnectionPool.from_url(
             url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_S, decode_responses=True,
@@ -93,6 +97,7 @@ class RedisStore:
 
     async def close(self) -> None:
         await asyncio.gather(*self._writes, return_exceptions=True)
+        await self.owner.close()
         await self.client.aclose(close_connection_pool=True)  # the pool is ours
 
     async def add_key(self, record: KeyRecord) -> None:
