@@ -30,13 +30,14 @@ def installed() -> bool:
 def run(
     url: str, concurrency: int, seconds: float, tmp: Path, cpus: set[int] | None = None
 ) -> dict[str, float]:
-    """``seconds`` of non-streamed requests at ``concurrency`` (on ``cpus``, when given):
+    """``seconds`` (whole: wrk takes no fraction) of non-streamed requests at
+    ``concurrency`` (on ``cpus``, when given):
     requests/s, p50 and p99 ms, requests and errors (non-2xx answers and socket errors)."""
     script = tmp / "post.lua"
     script.write_text(SCRIPT % BODY.decode())
+    duration = f"-d{max(1, round(seconds))}s"
     text = subprocess.run(
-        ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds:g}s", "--latency", "-s", str(script),
-         url],
+        ["wrk", "-t1", f"-c{concurrency}", duration, "--latency", "-s", str(script), url],
         capture_output=True, text=True, check=True,
         preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     ).stdout  # fmt: skip
