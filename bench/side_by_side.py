@@ -12,10 +12,10 @@ OTLP/HTTP to the fake upstream's sink, ``fallback``) and (e) those policies as s
 ``--seconds`` (requests per second and CPU time per request), then 400 requests one at a
 time (p50). Each round's throughput is a ratio to the bare relay's in the same round, so
 a shared machine's drift between rounds cancels; the table gives every round's ratio,
-the median and the spread (min-max). ``--compare`` runs (c) and (d) of another source
+the median and the spread (min-max). ``--compare`` runs (c), (d) and (e) of another source
 tree too (``git worktree add /tmp/base <commit>``), in the same rounds: before and after
-a change in one run. With ``--profile`` it then runs :mod:`bench.profile` on (c) and (d)
-(CPU µs per request by area). On a 2-core machine the three servers share one core and the
+a change in one run. With ``--profile`` it then runs :mod:`bench.profile` on (c), (d) and (e)
+(CPU µs per request by area). On a 2-core machine the four servers share one core and the
 load generator and upstream the other; the servers are loaded one at a time. For a figure
 no other load on the machine can move, :mod:`bench.instructions` counts instructions per
 request. The load is ``wrk`` in front of :mod:`bench.lean_upstream` when ``wrk`` is
