@@ -80,6 +80,25 @@ def test_span_continues_client_trace_with_genai_attributes(
     assert upstream.last.headers["tracestate"] == "vendor=1"
 
 
+def test_with_nothing_to_export_the_call_span_still_gives_its_ids(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped default's tracing (no endpoint anywhere): no span leaves and none
+    gathers attributes, but the upstream still continues the client's trace from the
+    call's own span."""
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    url = make_proxy("policies:\n  - tracing: {}\n")
+    trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
+    client = openai_client(url, default_headers={"traceparent": f"00-{trace_id}-{parent_id}-01"})
+    client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+    version, sent_trace, sent_span, flags = upstream.last.headers["traceparent"].split("-")
+    assert (version, sent_trace, flags) == ("00", trace_id, "01")
+    assert len(sent_span) == 16 and sent_span != parent_id  # the call's span, not the client's
+
+
 def test_streamed_span_ends_after_the_stream_with_usage(
     make_proxy: ProxyFactory, upstream: FakeUpstream, receiver: OtlpReceiver
 ) -> None:

@@ -32,6 +32,12 @@ so that it wraps every other policy. Content is off by default; when on, the spa
 the messages as the model saw them (after any redaction policy) and the output before any
 restoring policy runs. The span starts in ``on_request``, before every other hook, so
 guardrail spans of later policies are its children.
+
+With nothing to export to (``exporter: none``, or ``auto`` with no endpoint: the shipped
+default), the call's span is made for its ids alone — the trace id of the audit record and
+the metrics' exemplars, the ``traceparent`` the upstream receives — and gathers no
+attributes (``python -m bench.instructions``: the as-shipped default's cost; see
+docs/performance.md).
 """
 
 from __future__ import annotations
@@ -156,10 +162,13 @@ class TracingPolicy(Policy[TracingConfig]):
         self.tracer = self.provider.get_tracer("hookgate")
 
     async def on_request(self, call: ModelCall, ctx: Context) -> None:
-        attributes = semconv.request_attributes(call.api, call.model, call.body, ctx.session_id)
-        attributes["hookgate.request_id"] = ctx.request_id
-        if ctx.agent:
-            attributes["hookgate.agent"] = ctx.agent
+        exported = self.shipper is not None
+        attributes: dict[str, AttributeValue] = {}
+        if exported:  # else the span's ids are all anyone reads: no attributes are gathered
+            attributes = semconv.request_attributes(call.api, call.model, call.body, ctx.session_id)
+            attributes["hookgate.request_id"] = ctx.request_id
+            if ctx.agent:
+                attributes["hookgate.agent"] = ctx.agent
         reply = ctx.reply.span if ctx.reply is not None else None
         parent = (
             trace.set_span_in_context(reply.otel)
@@ -178,7 +187,10 @@ class TracingPolicy(Policy[TracingConfig]):
         state: dict[str, str] = {}
         ctx.state[self.slot] = state
         api = call.api
-        observation.on_finish.append(lambda outcome: self._finish(span, spans, outcome, ctx, api))
+        if exported:
+            observation.on_finish.append(
+                lambda outcome: self._finish(span, spans, outcome, ctx, api)
+            )
 
     async def on_model_call(self, call: ModelCall, ctx: Context, next: Next) -> ModelResponse:
         """With content capture: record what the model said, before outer policies
