@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from hookgate.store.audit_query import AuditQuery
 from hookgate.store.base import AuditRecord, Store
 from hookgate.store.redis import RedisStore
-from hookgate.store.sqlite import SQLiteStore
+from hookgate.store.sqlite import SQLiteStore, audit_where
 from tests.services import RedisServer
 
 TEAMS = ["search", "payments", None]
@@ -132,3 +133,46 @@ def test_every_filter_pages_through_exactly_what_a_plain_filter_selects(store: S
 def test_a_query_that_is_not_one_is_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         AuditQuery.model_validate(bad)
+
+
+def test_sqlite_filters_by_key_team_and_session_are_served_by_partial_indexes(
+    tmp_path: Path,
+) -> None:
+    """A database from before the partial indexes loses its full ones when a store opens it,
+    and each filter's query still searches an index (no scan of the log)."""
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE audit (id INTEGER PRIMARY KEY, ts REAL NOT NULL, session TEXT,"
+        " key_id TEXT, team TEXT);"
+        "CREATE INDEX audit_session ON audit (session, ts);"
+        "CREATE INDEX audit_key ON audit (key_id, ts);"
+        "CREATE INDEX audit_team ON audit (team, ts);"
+    )
+    old.close()
+    store = SQLiteStore(f"sqlite:///{path}")
+
+    async def open_and_close() -> None:
+        await store.open()
+        await store.close()
+
+    asyncio.run(open_and_close())
+    db = sqlite3.connect(path)
+    indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"audit_key_set", "audit_team_set", "audit_session_set"} <= indexes
+    assert not {"audit_key", "audit_team", "audit_session"} & indexes
+    partial = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE name LIKE '%_set'"))
+    assert all(sql.endswith("IS NOT NULL") for sql in partial.values()), partial
+    for field, index in (("key_id", "audit_key_set"), ("team", "audit_team_set"),
+                         ("session", "audit_session_set")):  # fmt: skip
+        where, args = audit_where(AuditQuery.model_validate({field: "x"}))
+        plan = " ".join(
+            row[3]
+            for row in db.execute(
+                f"EXPLAIN QUERY PLAN SELECT id FROM audit WHERE {' AND '.join(where)}"
+                " ORDER BY ts DESC, id DESC LIMIT 50",
+                args,
+            )
+        )
+        assert f"INDEX {index}" in plan and "SCAN" not in plan, plan
+    db.close()
