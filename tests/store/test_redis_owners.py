@@ -233,18 +233,26 @@ async def test_a_reserve_cancelled_in_flight_holds_nothing(
     await ledger.release("warm")
     busy = "local s = redis.call('TIME') repeat local n = redis.call('TIME') until n[1] - s[1] >= 1"
     with raw(redis_server) as client:
-        blocking = asyncio.create_task(asyncio.to_thread(client.eval, busy, 0))
-        await asyncio.sleep(0.2)  # Redis runs the busy script
-        cut = asyncio.create_task(ledger.reserve("cut", COUNTERS, 0.5, 10))
-        await asyncio.sleep(0.2)  # sent, waiting
+        for attempt in range(5):  # a loaded machine may start the busy script late: then again
+            blocking = asyncio.create_task(asyncio.to_thread(client.eval, busy, 0))
+            await asyncio.sleep(0.2)  # Redis runs the busy script
+            rid = f"cut-{attempt}"
+            cut = asyncio.create_task(ledger.reserve(rid, COUNTERS, 0.5, 10))
+            await asyncio.sleep(0.2)  # sent, waiting
+            if not cut.done():
+                break
+            await blocking  # Redis answered before the busy script ran: not this case
+            await ledger.release(rid)
+        else:
+            pytest.fail("the reserve never waited behind the busy script")
         cut.cancel()
         with pytest.raises(asyncio.CancelledError):
             await cut
         await blocking
         await asyncio.sleep(0.3)
-        assert not client.exists("hg:res:cut")
+        assert not client.exists(f"hg:res:{rid}")
         assert float(client.hget(COUNTER_KEY, "res_usd") or 0) == pytest.approx(0)
         # had Redis run the release first: the reserve, arriving after it, holds nothing
-        await ledger.reserve("cut", COUNTERS, 0.5, 10)
-        assert not client.exists("hg:res:cut")
+        await ledger.reserve(rid, COUNTERS, 0.5, 10)
+        assert not client.exists(f"hg:res:{rid}")
         assert float(client.hget(COUNTER_KEY, "res_usd") or 0) == pytest.approx(0)
