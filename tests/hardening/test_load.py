@@ -26,7 +26,9 @@ from tests.fakes import RunningApp, start_serve
 
 STREAMS = 1000
 HOLD_S = 60.0
-"""How long each of the held streams stays open (events spread over it)."""
+"""How long each of the held streams stays open (events spread over it: the first text
+4.6 s after the opening events, so the test's ``first_token_timeout_s`` is 30 s, not the
+default 10, which a machine busy with other jobs once exceeded for one of the 1,000)."""
 EVENTS = 12
 MIXED = 50_000
 MIXED_CONCURRENCY = 64
@@ -129,7 +131,7 @@ async def test_a_thousand_held_streams_then_fifty_thousand_mixed(
         f"  - tracing: {{endpoint: '{base}/traces'}}\n"
         "  - budget: {limits: [{scope: model, usd: 1000000}]}\n"
         "  - rate_limit: {limits: [{scope: key, rpm: 100000000}]}\n"
-        "  - fallback: {stall_timeout_s: 30}\n"
+        "  - fallback: {first_token_timeout_s: 30, stall_timeout_s: 30}\n"
     )
     process, url, _ = await asyncio.to_thread(start_serve, "--config", str(config))
     endpoint = f"{url}/v1/chat/completions"
