@@ -159,8 +159,6 @@ class SQLiteStore:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[AuditRecord, asyncio.Future[None] | None]] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._usage: list[tuple[UsageRow, asyncio.Future[None]]] = []
-        self._usage_writer: asyncio.Task[None] | None = None
         self._checkpointer: threading.Thread | None = None
         self._closing = threading.Event()
         self._batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
@@ -275,32 +273,13 @@ class SQLiteStore:
         return await self._run(update)
 
     async def record_usage(self, row: UsageRow) -> None:
-        """Group commit: the rows that arrive while one commit runs share the next one.
+        """Group commit (:meth:`submit`): the rows that arrive while one commit runs share
+        the next one.
 
         Returns once the row's transaction has committed. There is no batching window: a
         lone request commits at once; under concurrency one commit (and one hop to the
         store's thread) serves every request that settled meanwhile."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._usage.append((row, future))
-        if self._usage_writer is None or self._usage_writer.done():
-            self._usage_writer = asyncio.create_task(self._write_usage())
-        await future
-
-    async def _write_usage(self) -> None:
-        while self._usage:
-            batch, self._usage = self._usage, []
-            rows = [usage_values(r) for r, _ in batch]
-            try:
-                await self._run(functools.partial(_insert_usage, rows=rows))
-            except Exception as exc:  # never leave a settling request waiting
-                error = exc if isinstance(exc, StoreUnavailable) else _refused_rows(exc)
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(error)
-            else:
-                for _, future in batch:
-                    if not future.done():
-                        future.set_result(None)
+        await self.submit(functools.partial(insert_usage, row=row))
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
         """Queue ``op`` to run in a write transaction (``BEGIN IMMEDIATE``: it holds the
@@ -711,21 +690,19 @@ def _insert_audit(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     _insert_all(db, _AUDIT_INSERT, rows)
 
 
-USAGE_INSERT = (
+_USAGE_INSERT = (
     "INSERT INTO usage (ts, request_id, key_id, team, user, agent, reply, model, target,"
     " input_tokens, output_tokens, cost_usd, session)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
-def usage_values(r: UsageRow) -> tuple[Any, ...]:
-    """A usage row's values in :data:`USAGE_INSERT`'s order."""
-    return (r.ts, r.request_id, r.key_id, r.team, r.user, r.agent, r.reply, r.model,
-            r.target, r.input_tokens, r.output_tokens, r.cost_usd, r.session)  # fmt: skip
-
-
-def _insert_usage(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    _insert_all(db, USAGE_INSERT, rows)
+def insert_usage(db: sqlite3.Connection, row: UsageRow) -> None:
+    """Append ``row`` to the usage table (inside the caller's transaction)."""
+    db.execute(_USAGE_INSERT, (
+        row.ts, row.request_id, row.key_id, row.team, row.user, row.agent, row.reply,
+        row.model, row.target, row.input_tokens, row.output_tokens, row.cost_usd, row.session,
+    ))  # fmt: skip
 
 
 def _in_one_transaction(

@@ -48,7 +48,7 @@ from typing import Any
 from hookgate.budgets.ledger import Refusal, UsageRow, least_left
 from hookgate.budgets.limits import Counter
 from hookgate.budgets.rates import WINDOW_S, RateCheck, RateResult, judge
-from hookgate.store.sqlite import SCOPE_COLUMNS, USAGE_INSERT, SQLiteStore, usage_values
+from hookgate.store.sqlite import SCOPE_COLUMNS, SQLiteStore, insert_usage
 from hookgate.store.sqlite_owners import Mode, Owners
 
 log = logging.getLogger("hookgate")
@@ -269,7 +269,7 @@ _SCOPES_OF_ROW = (
 
 def _settle(db: sqlite3.Connection, reservation: str, row: UsageRow) -> None:
     db.execute("DELETE FROM budget_holds WHERE reservation = ?", (reservation,))
-    db.execute(USAGE_INSERT, usage_values(row))
+    insert_usage(db, row)
     tokens = row.input_tokens + row.output_tokens
     for column, field in _SCOPES_OF_ROW:
         value = getattr(row, field)
