@@ -208,12 +208,7 @@ def main() -> None:
         help="another source tree (e.g. `git worktree add /tmp/base <commit>`): its hookgate "
         "runs beside this one's in the same rounds (before/after in one run)",
     )
-    parser.add_argument(
-        "--load",
-        choices=("wrk", "python"),
-        default="wrk" if wrk.installed() else "python",
-        help="load generator (default: wrk when installed, with bench.lean_upstream)",
-    )
+    wrk.add_load_option(parser, ", with bench.lean_upstream")
     args = parser.parse_args()
     by_target = run(args.rounds, args.seconds, args.compare, args.load)
     text, figures = table(by_target)

@@ -93,12 +93,7 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per worker count")
     parser.add_argument("--seconds", type=float, help="load per round (default 8, quick 2)")
-    parser.add_argument(
-        "--load",
-        choices=("wrk", "python"),
-        default="wrk" if wrk.installed() else "python",
-        help="load generator (default: wrk when installed)",
-    )
+    wrk.add_load_option(parser)
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
     seconds = args.seconds or (2.0 if args.quick else 8.0)

@@ -7,6 +7,7 @@ generator (:mod:`bench.load`) takes several times more CPU per request than ``wr
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -23,8 +24,14 @@ wrk.headers["Content-Type"] = "application/json"
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def installed() -> bool:
-    return shutil.which("wrk") is not None
+def add_load_option(parser: argparse.ArgumentParser, note: str = "") -> None:
+    """``--load wrk|python``: wrk when it is installed, else :mod:`bench.load`."""
+    parser.add_argument(
+        "--load",
+        choices=("wrk", "python"),
+        default="wrk" if shutil.which("wrk") is not None else "python",
+        help=f"load generator (default: wrk when installed{note})",
+    )
 
 
 def run(
