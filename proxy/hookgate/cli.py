@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from pydantic import ValidationError
@@ -44,6 +44,9 @@ from hookgate.store.grants import (
 )
 from hookgate.store.open import open_store
 from hookgate.version import __version__
+
+if TYPE_CHECKING:
+    from aiohttp.web import AppRunner
 
 log = logging.getLogger("hookgate")
 
@@ -323,20 +326,16 @@ async def _run_server(
     if server.ops is not None:
         ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
         await ops_runner.setup()
-        if sockets is None:
-            await web.TCPSite(ops_runner, server.ops.host, server.ops.port).start()
-        else:
-            for sock in sockets[1]:
-                await web.SockSite(ops_runner, sock).start()
+        await _listen(
+            ops_runner, server.ops.host, server.ops.port, None if sockets is None else sockets[1]
+        )
         runners.append(ops_runner)
         if worker is None:
             ops = ", ".join(_url(a) for a in ops_runner.addresses)
             log.info("ops endpoints (/metrics, /healthz, /readyz) on %s", ops)
-    if sockets is None:
-        await web.TCPSite(runner, host, server.port if port is None else port).start()
-    else:
-        for sock in sockets[0]:
-            await web.SockSite(runner, sock).start()
+    await _listen(
+        runner, host, server.port if port is None else port, None if sockets is None else sockets[0]
+    )
     if worker is not None:
         peer_runner = web.AppRunner(peers.peer_app(app), access_log=None)
         await peer_runner.setup()
@@ -370,6 +369,18 @@ async def _run_server(
         await running.cleanup()
     if worker is None:
         log.info("stopped")
+
+
+async def _listen(
+    runner: AppRunner, host: str, port: int, sockets: list[socket.socket] | None
+) -> None:
+    """Serve ``runner`` on ``host:port``, or on ``sockets`` a parent bound (a worker)."""
+    from aiohttp import web
+
+    if sockets is None:
+        await web.TCPSite(runner, host, port).start()
+    for sock in sockets or ():
+        await web.SockSite(runner, sock).start()
 
 
 async def _stop_when_orphaned(worker: Worker, stop: asyncio.Event) -> None:
