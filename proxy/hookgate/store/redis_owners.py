@@ -37,10 +37,11 @@ import os
 import secrets
 import threading
 import time
-import weakref
 
 import redis
 from redis.exceptions import RedisError
+
+from hookgate.ids import renew_after_fork
 
 log = logging.getLogger("hookgate")
 
@@ -77,10 +78,11 @@ class Owner:
     def __init__(self, url: str, lease_s: float = LEASE_S) -> None:
         self._url = url
         self.lease_s = lease_s
-        self._reset()
-        _LIVING.add(self)
+        self.after_fork()
+        renew_after_fork(self)
 
-    def _reset(self) -> None:
+    def after_fork(self) -> None:
+        """A new id and no renewal thread yet (also how an owner starts)."""
         self.id = f"{os.getpid()}-{secrets.token_hex(8)}"
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -148,15 +150,3 @@ class Owner:
                     goodbye(keys=[key], args=[me])
         finally:
             client.close()
-
-
-_LIVING: weakref.WeakSet[Owner] = weakref.WeakSet()
-"""Every owner, so a forked child can give each a new id (and no renewal thread yet)."""
-
-
-def _after_fork() -> None:
-    for owner in list(_LIVING):
-        owner._reset()
-
-
-os.register_at_fork(after_in_child=_after_fork)
