@@ -23,13 +23,15 @@ the SQLite store's claim (awaited by :meth:`MemoryLedger.load`, see
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from hookgate.budgets.limits import Counter
 
 MAX_CACHED = 100_000
+_NONE = (0.0, 0.0)
+"""``(usd, tokens)`` of a counter nothing was spent or held on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,19 @@ class Ledger(Protocol):
     async def remaining(self, counters: list[Counter]) -> tuple[float | None, int | None]: ...
 
 
+def refusal(
+    counter: Counter, used: Sequence[float], held: Sequence[float], usd: float, tokens: int
+) -> Refusal | None:
+    """Why ``counter`` cannot hold ``usd`` and ``tokens`` more, given its ``used`` and
+    ``held`` ``(usd, tokens)``; None when it can. Exhausted when the spend alone would
+    pass the cap (holds come and go: it is only busy)."""
+    checks = (("usd", counter.limit.usd, 0, usd), ("tokens", counter.limit.tokens, 1, tokens))
+    for unit, cap, index, amount in checks:
+        if cap is not None and used[index] + held[index] + amount > cap:
+            return Refusal(counter, unit, exhausted=used[index] + amount > cap)
+    return None
+
+
 def least_left(
     totals: Iterable[tuple[Counter, float, float, float, float]],
 ) -> tuple[float | None, int | None]:
@@ -145,15 +160,11 @@ class MemoryLedger:
     ) -> Refusal | None:
         """Reserve ``usd`` and ``tokens`` on every counter, or nothing (returns why)."""
         for counter in counters:
-            used = self._used.get(counter.key, [0.0, 0.0])
-            held = self._reserved.get(counter.key, [0.0, 0.0])
-            checks = (
-                (0, "usd", counter.limit.usd, usd),
-                (1, "tokens", counter.limit.tokens, tokens),
-            )
-            for index, unit, cap, amount in checks:
-                if cap is not None and used[index] + held[index] + amount > cap:
-                    return Refusal(counter, unit, exhausted=used[index] + amount > cap)
+            used = self._used.get(counter.key, _NONE)
+            held = self._reserved.get(counter.key, _NONE)
+            refused = refusal(counter, used, held, usd, tokens)
+            if refused is not None:
+                return refused
         for counter in counters:
             held = self._reserved.setdefault(counter.key, [0.0, 0.0])
             held[0] += usd
@@ -194,7 +205,7 @@ class MemoryLedger:
         """The least USD and tokens left across ``counters`` (None: no such limit)."""
         totals = []
         for counter in counters:
-            used = self._used.get(counter.key, [0.0, 0.0])
-            held = self._reserved.get(counter.key, [0.0, 0.0])
+            used = self._used.get(counter.key, _NONE)
+            held = self._reserved.get(counter.key, _NONE)
             totals.append((counter, used[0], used[1], held[0], held[1]))
         return least_left(totals)

@@ -15,6 +15,8 @@ from typing import Literal
 
 Scope = Literal["key", "team", "user", "agent", "reply", "model"]
 Window = Literal["minute", "hour", "day", "month", "total"]
+WINDOW_MAX_S: dict[Window, float] = {"minute": 60, "hour": 3600, "day": 86400, "month": 31 * 86400}
+"""The longest each window lasts (a calendar month: 31 days at most); ``total`` never ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,12 @@ class Counter:
     def __post_init__(self) -> None:
         key = f"{self.limit.scope}={self.value}|{self.limit.window}|{self.since:.0f}"
         object.__setattr__(self, "key", key)
+
+    @property
+    def until(self) -> float | None:
+        """When the window ends at the latest (epoch seconds); None for ``total``."""
+        length = WINDOW_MAX_S.get(self.limit.window)
+        return None if length is None else self.since + length
 
 
 def window_start(window: Window, now: float) -> float:

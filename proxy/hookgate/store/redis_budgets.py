@@ -47,7 +47,6 @@ RELEASED_PER_RESERVE = 256
 """Reservations of stopped owners one reserve releases at most: a few hundred Redis
 commands, a millisecond or so during which Redis serves no one else."""
 
-WINDOW_S = {"minute": 60, "hour": 3600, "day": 86400, "month": 31 * 86400}
 
 _RELEASE = """
 local function release(rid)
@@ -175,10 +174,10 @@ def _counter_key(counter: Counter) -> str:
 
 
 def _ttl_ms(counter: Counter) -> int:
-    length = WINDOW_S.get(counter.limit.window)
-    if length is None:
+    until = counter.until
+    if until is None:
         return 0
-    return int((counter.since + length + 86400 - time.time()) * 1000)
+    return int((until + 86400 - time.time()) * 1000)
 
 
 class RedisLedger:

@@ -45,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hookgate.budgets.ledger import Refusal, UsageRow, least_left
+from hookgate.budgets.ledger import Refusal, UsageRow, least_left, refusal
 from hookgate.budgets.limits import Counter
 from hookgate.budgets.rates import WINDOW_S, RateCheck, RateResult, judge
 from hookgate.store.sqlite import SCOPE_COLUMNS, SQLiteStore, insert_usage
@@ -53,7 +53,6 @@ from hookgate.store.sqlite_owners import Mode, Owners
 
 log = logging.getLogger("hookgate")
 
-WINDOW_LENGTH_S = {"minute": 60, "hour": 3600, "day": 86400, "month": 31 * 86400}
 KEPT_AFTER_WINDOW_S = 86400.0
 """How long a counter of a past window is kept (a late settle still finds it)."""
 PRUNE_EVERY_S = 60.0
@@ -213,12 +212,11 @@ def _state(db: sqlite3.Connection, counter: Counter) -> State:
             f" FROM usage WHERE {column} = ? AND ts >= ?",
             (counter.value, counter.since),
         ).fetchone()
-        length = WINDOW_LENGTH_S.get(counter.limit.window)
         db.execute(
             "INSERT INTO budget_counters (key, scope, value, since, until, used_usd, used_tokens)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (counter.key, column, counter.value, counter.since,
-             None if length is None else counter.since + length, row[0], row[1]),
+             counter.until, row[0], row[1]),
         )  # fmt: skip
     held = db.execute(
         "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0) FROM budget_holds"
@@ -232,14 +230,10 @@ def _check(
     counters: list[Counter], states: dict[str, State], usd: float, tokens: int
 ) -> Refusal | None:
     for counter in counters:
-        used_usd, used_tokens, held_usd, held_tokens = states[counter.key]
-        checks = (
-            ("usd", counter.limit.usd, used_usd, held_usd, usd),
-            ("tokens", counter.limit.tokens, used_tokens, held_tokens, tokens),
-        )
-        for unit, cap, used, held, amount in checks:
-            if cap is not None and used + held + amount > cap:
-                return Refusal(counter, unit, exhausted=used + amount > cap)
+        state = states[counter.key]
+        refused = refusal(counter, state[:2], state[2:], usd, tokens)
+        if refused is not None:
+            return refused
     return None
 
 
