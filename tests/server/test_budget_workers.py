@@ -40,6 +40,7 @@ from tests.services import RedisServer
 pytestmark = pytest.mark.slow
 
 BUDGET_USD = 0.10
+ADMIN_KEY = "keys: {admin_key: admin-key-for-tests-0123456789}\n"
 PRICE = "pricing: {fixed-model: {input: 50.0, output: 50.0}}\n"
 """$0.00005 a token: a served request (10 + 5 tokens, as the fake upstream reports) costs
 $0.00075, its worst case (the prompt's estimate plus max_tokens 5) about twice that; the
@@ -113,15 +114,27 @@ def serve_workers(
         workers.stop()
 
 
-def write_config(path: Path, upstream: FakeUpstream, store: str) -> Path:
+BUDGETED = (
+    "  - tests.policies_for_tests:WhoServes: {label: budget}\n"
+    f"  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}]}}\n"
+)
+"""The stress tests' policies: the budget, and which worker served (a response header)."""
+ANY_MODEL_AS_FIXED = '  "*": [{provider: up, model: fixed-model}]'
+"""Every model name served as ``fixed-model``, the one :data:`PRICE` prices."""
+
+
+def write_config(
+    tmp_path: Path, upstream: FakeUpstream, store: str, policies: str, *, extra: str = "",
+    models: str | None = ANY_MODEL_AS_FIXED,
+) -> Path:  # fmt: skip
+    """``hookgate.yaml`` in ``tmp_path``: ``store``, the price table, reload off, ``extra``
+    and ``policies`` (the list's items)."""
+    path = tmp_path / "hookgate.yaml"
     path.write_text(
         config_text(
             upstream.base_url,
-            f"store: '{store}'\n{PRICE}server: {{reload: false}}\n"
-            "keys: {admin_key: admin-key-for-tests-0123456789}\n"
-            "policies:\n  - tests.policies_for_tests:WhoServes: {label: budget}\n"
-            f"  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}]}}\n",
-            models='  "*": [{provider: up, model: fixed-model}]',
+            f"store: '{store}'\n{PRICE}server: {{reload: false}}\n{extra}policies:\n{policies}",
+            models=models,
         )
     )
     return path
@@ -250,7 +263,7 @@ def test_two_sqlite_workers_one_killed_never_overspend(
     tmp_path: Path, upstream: FakeUpstream
 ) -> None:
     db = tmp_path / "hookgate.db"
-    config = write_config(tmp_path / "hookgate.yaml", upstream, f"sqlite:///{db}")
+    config = write_config(tmp_path, upstream, f"sqlite:///{db}", BUDGETED, extra=ADMIN_KEY)
     upstream.stream_delay = 0.05  # streams take ~0.3 s: many are in flight at the kill
     with serve_workers(config) as workers:
         outcome = asyncio.run(load(workers, deadline_s=60))
@@ -279,7 +292,7 @@ def test_two_sqlite_workers_one_killed_never_overspend(
 def test_two_redis_workers_one_killed_never_overspend(
     tmp_path: Path, upstream: FakeUpstream, redis_server: RedisServer
 ) -> None:
-    config = write_config(tmp_path / "hookgate.yaml", upstream, redis_server.url)
+    config = write_config(tmp_path, upstream, redis_server.url, BUDGETED, extra=ADMIN_KEY)
     upstream.stream_delay = 0.05
     with serve_workers(config) as workers:
         outcome = asyncio.run(load(workers, deadline_s=60))
@@ -316,16 +329,10 @@ def test_a_second_process_keeping_budgets_alone_is_refused(
     second refuses its budgeted requests, even with ``on_error: continue`` (which serves
     requests unchecked when the store is down), and serves once the first has stopped."""
     db = tmp_path / "one.db"
-    config = tmp_path / "hookgate.yaml"
-    config.write_text(
-        config_text(
-            upstream.base_url,
-            f"store: 'sqlite:///{db}'\n{PRICE}server: {{reload: false}}\n"
-            f"policies:\n  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}],"
-            " on_error: continue}\n",
-            models='  "*": [{provider: up, model: fixed-model}]',
-        )
-    )
+    config = write_config(
+        tmp_path, upstream, f"sqlite:///{db}",
+        f"  - budget: {{limits: [{{scope: model, usd: {BUDGET_USD}}}], on_error: continue}}\n",
+    )  # fmt: skip
     ask = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi there."}]}
     with serve_processes(config) as workers:
         first, second = (f"{url}/v1/chat/completions" for url in workers.urls)
@@ -344,14 +351,10 @@ def test_a_second_process_keeping_budgets_alone_is_refused(
 def test_a_rate_limit_is_one_count_across_sqlite_workers(
     tmp_path: Path, upstream: FakeUpstream
 ) -> None:
-    config = tmp_path / "hookgate.yaml"
-    config.write_text(
-        config_text(
-            upstream.base_url,
-            f"store: 'sqlite:///{tmp_path / 'shared.db'}?shared=true'\nserver: {{reload: false}}\n"
-            "policies:\n  - rate_limit: {limits: [{scope: model, rpm: 10}]}\n",
-        )
-    )
+    config = write_config(
+        tmp_path, upstream, f"sqlite:///{tmp_path / 'shared.db'}?shared=true",
+        "  - rate_limit: {limits: [{scope: model, rpm: 10}]}\n", models=None,
+    )  # fmt: skip
     ask = {"model": "m", "messages": [{"role": "user", "content": "Hi there."}]}
 
     async def burst(urls: list[str]) -> list[int]:
@@ -374,13 +377,8 @@ def test_the_workers_say_once_that_spans_are_not_exported(
     tmp_path: Path, upstream: FakeUpstream
 ) -> None:
     """A message for the whole server is said once, not by the parent and every worker."""
-    config = tmp_path / "hookgate.yaml"
-    config.write_text(
-        config_text(
-            upstream.base_url,
-            f"store: 'sqlite:///{tmp_path / 'one.db'}'\nserver: {{reload: false}}\n"
-            "policies:\n  - tracing: {}\n",
-        )
+    config = write_config(
+        tmp_path, upstream, f"sqlite:///{tmp_path / 'one.db'}", "  - tracing: {}\n", models=None
     )
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     ask = {"model": "m", "messages": [{"role": "user", "content": "Hi there."}]}
