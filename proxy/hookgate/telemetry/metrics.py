@@ -115,9 +115,10 @@ class Metrics:
     the first time a request reports them, so a new policy's metric needs no change here.
 
     Label children are cached: ``labels()`` validates and locks on every call, and a
-    request touches a dozen series. The series every request touches are cached together
-    per label combination (:class:`_RequestSeries`), the rest one by one when first used
-    (so a series appears only once it has something to say).
+    request touches a dozen series. Those its labels decide (requests, durations, tokens,
+    spend) are cached together per label combination (:class:`_RequestSeries`), the rest
+    (time to first token, decisions, attempts, policies' own) one by one; each when first
+    used (so a series appears only once it has something to say).
     """
 
     def __init__(
